@@ -1,0 +1,37 @@
+# One command opens the course, one runs the tests; both do their own set-up.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+PORT   ?= 8888
+STAMP  := $(VENV)/.installed
+
+.PHONY: lab test setup dot clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[dev,notebook]"
+	touch $(STAMP)
+
+setup: $(STAMP) dot
+
+dot:
+	@if command -v dot >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "installing graphviz (the dot binary) with apt-get"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq graphviz >/dev/null; \
+	else \
+		echo "graphviz's 'dot' is missing: install it (Debian/Ubuntu: sudo apt-get install graphviz;"; \
+		echo "macOS: brew install graphviz; conda: conda install -c conda-forge graphviz)."; \
+		echo "Drawings fall back to DOT text until then."; \
+	fi
+
+lab: setup
+	$(VENV)/bin/jupyter lab --notebook-dir=notebooks --port=$(PORT) --ip=0.0.0.0 --no-browser \
+		$$( [ "$$(id -u)" = "0" ] && echo --allow-root )
+
+test: setup
+	$(PY) -m pytest -q -n 2 tests
+
+clean:
+	rm -rf $(VENV) build *.egg-info

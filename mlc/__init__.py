@@ -1,0 +1,1 @@
+"""mlc: a small machine-learning compiler for teaching."""

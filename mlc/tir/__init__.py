@@ -1,0 +1,12 @@
+"""The loop IR: expressions, statements, blocks, PrimFunc, and the tools that work on them."""
+
+from mlc.tir.expr import (
+    EQ, GE, GT, LE, LT, NE, Add, And, Broadcast, BufferLoad, Call, Cast, CommReducer, Div,
+    FloatImm, FloorDiv, FloorMod, IntImm, IterKind, IterVar, Let, Max, Min, Mod, Mul, Not, Or,
+    PrimExpr, Ramp, Range, Reduce, Select, SizeVar, StringImm, Sub, Var, const, convert,
+)
+from mlc.tir.stmt import (
+    Allocate, Block, BlockRealize, Buffer, BufferRegion, BufferStore, Evaluate, For, ForKind,
+    IfThenElse, LetStmt, PrimFunc, SeqStmt, Stmt, seq,
+)
+from mlc.tir.functor import IRMutator, IRVisitor, post_order_visit, substitute

@@ -1,0 +1,566 @@
+"""Expressions of the loop IR.
+
+Every node is a small frozen dataclass. Python operators on expressions build new nodes, so
+``A[i] + 1`` in a ``te.compute`` lambda is already IR. Because ``==`` builds an ``EQ`` node
+(as in TVM), nodes compare and hash by identity; use :func:`mlc.tir.structural_equal` to ask
+whether two programs are the same.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Union
+
+from mlc.errors import MLCTypeError
+from mlc.tir import dtype as dt
+
+if TYPE_CHECKING:
+    from mlc.tir.stmt import Buffer
+
+ExprLike = Union["PrimExpr", int, float, bool]
+
+
+def _node(cls: type) -> type:
+    """Frozen dataclass with identity equality/hash (``==`` is an IR operator here)."""
+    return dataclass(frozen=True, eq=False, repr=False)(cls)
+
+
+class PrimExpr:
+    """Base class of scalar (or vector) expressions. ``self.dtype`` is a dtype string."""
+
+    dtype: str
+
+    # -- arithmetic -------------------------------------------------------------------------
+    def __add__(self, other: ExprLike) -> PrimExpr:
+        return _binary(Add, self, other)
+
+    def __radd__(self, other: ExprLike) -> PrimExpr:
+        return _binary(Add, other, self)
+
+    def __sub__(self, other: ExprLike) -> PrimExpr:
+        return _binary(Sub, self, other)
+
+    def __rsub__(self, other: ExprLike) -> PrimExpr:
+        return _binary(Sub, other, self)
+
+    def __mul__(self, other: ExprLike) -> PrimExpr:
+        return _binary(Mul, self, other)
+
+    def __rmul__(self, other: ExprLike) -> PrimExpr:
+        return _binary(Mul, other, self)
+
+    def __truediv__(self, other: ExprLike) -> PrimExpr:
+        return _true_div(self, other)
+
+    def __rtruediv__(self, other: ExprLike) -> PrimExpr:
+        return _true_div(other, self)
+
+    def __floordiv__(self, other: ExprLike) -> PrimExpr:
+        return _binary(FloorDiv, self, other)
+
+    def __rfloordiv__(self, other: ExprLike) -> PrimExpr:
+        return _binary(FloorDiv, other, self)
+
+    def __mod__(self, other: ExprLike) -> PrimExpr:
+        return _binary(FloorMod, self, other)
+
+    def __rmod__(self, other: ExprLike) -> PrimExpr:
+        return _binary(FloorMod, other, self)
+
+    def __neg__(self) -> PrimExpr:
+        return _binary(Sub, const(0, self.dtype), self)
+
+    # -- comparison ---------------------------------------------------------------------------
+    def __lt__(self, other: ExprLike) -> PrimExpr:
+        return _binary(LT, self, other)
+
+    def __le__(self, other: ExprLike) -> PrimExpr:
+        return _binary(LE, self, other)
+
+    def __gt__(self, other: ExprLike) -> PrimExpr:
+        return _binary(GT, self, other)
+
+    def __ge__(self, other: ExprLike) -> PrimExpr:
+        return _binary(GE, self, other)
+
+    def __eq__(self, other: object) -> Any:  # type: ignore[override]
+        return _binary(EQ, self, other)  # type: ignore[arg-type]
+
+    def __ne__(self, other: object) -> Any:  # type: ignore[override]
+        return _binary(NE, self, other)  # type: ignore[arg-type]
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    # -- logic --------------------------------------------------------------------------------
+    def __and__(self, other: ExprLike) -> PrimExpr:
+        return _binary(And, self, other)
+
+    def __rand__(self, other: ExprLike) -> PrimExpr:
+        return _binary(And, other, self)
+
+    def __or__(self, other: ExprLike) -> PrimExpr:
+        return _binary(Or, self, other)
+
+    def __ror__(self, other: ExprLike) -> PrimExpr:
+        return _binary(Or, other, self)
+
+    def __invert__(self) -> PrimExpr:
+        return Not(self)
+
+    def __bool__(self) -> bool:
+        raise MLCTypeError(
+            f"the expression `{self}` is symbolic: Python's `if`, `and`, `or` and `not` cannot "
+            "look at its value. Use te.if_then_else(cond, a, b), te.all(...), te.any(...), or "
+            "the operators &, |, ~ instead."
+        )
+
+    def astype(self, dtype: str) -> PrimExpr:
+        """Convert to ``dtype`` (``Cast``), e.g. ``A[i].astype("float64")``."""
+        dtype = dt.check(dtype)
+        if dtype == self.dtype:
+            return self
+        return Cast(dtype, self)
+
+    def __repr__(self) -> str:
+        from mlc.tir.printer import expr_to_str
+
+        return expr_to_str(self)
+
+    __str__ = __repr__
+
+
+# ---------------------------------------------------------------------------------------------
+# leaves
+
+
+@_node
+class Var(PrimExpr):
+    """A named variable: a loop variable, a block iteration variable or a symbolic size."""
+
+    name: str
+    dtype: str = "int32"
+
+
+@_node
+class SizeVar(Var):
+    """A variable known to be >= 0 (``te.var`` for a shape)."""
+
+
+@_node
+class IntImm(PrimExpr):
+    value: int
+    dtype: str = "int32"
+
+
+@_node
+class FloatImm(PrimExpr):
+    value: float
+    dtype: str = "float32"
+
+
+@_node
+class StringImm(PrimExpr):
+    value: str
+    dtype: str = "handle"
+
+
+# ---------------------------------------------------------------------------------------------
+# operators
+
+
+@_node
+class Cast(PrimExpr):
+    dtype: str
+    value: PrimExpr
+
+
+@_node
+class BinaryOp(PrimExpr):
+    a: PrimExpr
+    b: PrimExpr
+    dtype: str = field(default="")
+
+    def __post_init__(self) -> None:
+        if not self.dtype:
+            object.__setattr__(self, "dtype", self._result_dtype())
+
+    def _result_dtype(self) -> str:
+        return self.a.dtype
+
+
+@_node
+class Add(BinaryOp):
+    pass
+
+
+@_node
+class Sub(BinaryOp):
+    pass
+
+
+@_node
+class Mul(BinaryOp):
+    pass
+
+
+@_node
+class Div(BinaryOp):
+    """True division of floats."""
+
+
+@_node
+class Mod(BinaryOp):
+    """Truncated remainder (C's ``%``); te's ``%`` builds FloorMod instead."""
+
+
+@_node
+class FloorDiv(BinaryOp):
+    pass
+
+
+@_node
+class FloorMod(BinaryOp):
+    pass
+
+
+@_node
+class Min(BinaryOp):
+    pass
+
+
+@_node
+class Max(BinaryOp):
+    pass
+
+
+class CmpOp(BinaryOp):
+    def _result_dtype(self) -> str:
+        return dt.with_lanes("bool", dt.lanes(self.a.dtype))
+
+
+@_node
+class EQ(CmpOp):
+    def __bool__(self) -> bool:
+        # Lets `var in [...]` and dict lookups work: true when both sides are the same node.
+        return self.a is self.b or (
+            isinstance(self.a, (IntImm, FloatImm))
+            and isinstance(self.b, (IntImm, FloatImm))
+            and self.a.value == self.b.value
+        )
+
+
+@_node
+class NE(CmpOp):
+    def __bool__(self) -> bool:
+        return not EQ(self.a, self.b).__bool__()
+
+
+@_node
+class LT(CmpOp):
+    pass
+
+
+@_node
+class LE(CmpOp):
+    pass
+
+
+@_node
+class GT(CmpOp):
+    pass
+
+
+@_node
+class GE(CmpOp):
+    pass
+
+
+@_node
+class And(BinaryOp):
+    pass
+
+
+@_node
+class Or(BinaryOp):
+    pass
+
+
+@_node
+class Not(PrimExpr):
+    a: PrimExpr
+    dtype: str = "bool"
+
+
+@_node
+class Select(PrimExpr):
+    """``true_value if condition else false_value``. Only the chosen side is evaluated, so a
+    Select may guard an out-of-bounds load (this is what ``te.if_then_else`` builds)."""
+
+    condition: PrimExpr
+    true_value: PrimExpr
+    false_value: PrimExpr
+    dtype: str = field(default="")
+
+    def __post_init__(self) -> None:
+        if not self.dtype:
+            object.__setattr__(self, "dtype", self.true_value.dtype)
+
+
+@_node
+class Let(PrimExpr):
+    var: Var
+    value: PrimExpr
+    body: PrimExpr
+    dtype: str = field(default="")
+
+    def __post_init__(self) -> None:
+        if not self.dtype:
+            object.__setattr__(self, "dtype", self.body.dtype)
+
+
+@_node
+class Call(PrimExpr):
+    """A math intrinsic by name: ``exp log sqrt rsqrt tanh sigmoid fabs pow floor ceil erf
+    round exp2 log2 log10 sin cos`` (and ``nearbyint``). Codegen maps names to LLVM intrinsics
+    or libm."""
+
+    dtype: str
+    op: str
+    args: tuple[PrimExpr, ...]
+
+
+# ---------------------------------------------------------------------------------------------
+# memory and vectors
+
+
+@_node
+class BufferLoad(PrimExpr):
+    """``buffer[indices]``. After flattening there is one index; a ``Ramp`` index loads a
+    vector."""
+
+    buffer: Buffer
+    indices: tuple[PrimExpr, ...]
+    dtype: str = field(default="")
+
+    def __post_init__(self) -> None:
+        if not self.dtype:
+            n = max((dt.lanes(i.dtype) for i in self.indices), default=1)
+            object.__setattr__(self, "dtype", dt.with_lanes(self.buffer.dtype, n))
+
+
+@_node
+class Ramp(PrimExpr):
+    """The vector ``[base, base + stride, ..., base + (lanes - 1) * stride]``."""
+
+    base: PrimExpr
+    stride: PrimExpr
+    lanes: int
+    dtype: str = field(default="")
+
+    def __post_init__(self) -> None:
+        if not self.dtype:
+            object.__setattr__(self, "dtype", dt.with_lanes(self.base.dtype, self.lanes))
+
+
+@_node
+class Broadcast(PrimExpr):
+    """The vector with ``value`` in every one of ``lanes`` lanes."""
+
+    value: PrimExpr
+    lanes: int
+    dtype: str = field(default="")
+
+    def __post_init__(self) -> None:
+        if not self.dtype:
+            object.__setattr__(self, "dtype", dt.with_lanes(self.value.dtype, self.lanes))
+
+
+# ---------------------------------------------------------------------------------------------
+# reductions (te level; create_prim_func turns them into blocks with an init)
+
+
+@_node
+class CommReducer(PrimExpr):
+    """A commutative reducer: ``result`` combines ``lhs`` (the running value) with ``rhs``
+    (the new value); ``identity`` is its start value. ``te.sum`` is
+    ``CommReducer(x, y, x + y, 0)``."""
+
+    lhs: Var
+    rhs: Var
+    result: PrimExpr
+    identity: PrimExpr
+    name: str = "reducer"
+    dtype: str = "handle"
+
+
+@_node
+class Reduce(PrimExpr):
+    """``combiner`` applied over ``axis`` to ``source`` (where ``condition`` holds)."""
+
+    combiner: CommReducer
+    source: PrimExpr
+    axis: tuple[IterVar, ...]
+    condition: PrimExpr
+    dtype: str = field(default="")
+
+    def __post_init__(self) -> None:
+        if not self.dtype:
+            object.__setattr__(self, "dtype", self.source.dtype)
+
+
+# ---------------------------------------------------------------------------------------------
+# iteration
+
+
+@_node
+class Range:
+    """The half-open interval ``[min, min + extent)``."""
+
+    min: PrimExpr
+    extent: PrimExpr
+
+    @staticmethod
+    def from_min_extent(min: ExprLike, extent: ExprLike) -> Range:
+        return Range(convert(min), convert(extent))
+
+    def __repr__(self) -> str:
+        return f"Range({self.min}, {self.extent})"
+
+
+class IterKind(enum.Enum):
+    """What a block iteration variable means: a point of the output (SPATIAL), a step of a
+    reduction (REDUCE), or a step that must run in order (ORDERED, used by scan)."""
+
+    SPATIAL = "S"
+    REDUCE = "R"
+    ORDERED = "O"
+    OPAQUE = "X"
+
+
+@_node
+class IterVar:
+    """A variable with a domain and a kind: block iteration variables, te axes."""
+
+    var: Var
+    dom: Range
+    kind: IterKind = IterKind.SPATIAL
+
+    @property
+    def name(self) -> str:
+        return self.var.name
+
+    def __repr__(self) -> str:
+        return f"IterVar({self.var.name}, [{self.dom.min}, {self.dom.extent}), {self.kind.name})"
+
+    def __hash__(self) -> int:
+        return id(self)
+
+
+# ---------------------------------------------------------------------------------------------
+# constructors
+
+
+def const(value: int | float | bool, dtype: str | None = None) -> PrimExpr:
+    """A constant; the dtype defaults to int32, float32 or bool from the Python value."""
+    if dtype is None:
+        if isinstance(value, bool):
+            dtype = "bool"
+        elif isinstance(value, int):
+            dtype = "int32" if -(2**31) <= value < 2**31 else "int64"
+        elif isinstance(value, float):
+            dtype = "float32"
+        else:
+            raise MLCTypeError(f"cannot make a constant of {value!r} ({type(value).__name__})")
+    dtype = dt.check(dtype)
+    if dt.is_float(dtype):
+        return FloatImm(float(value), dtype)
+    if dt.is_bool(dtype):
+        return IntImm(int(bool(value)), dtype)
+    if isinstance(value, float) and not value.is_integer():
+        raise MLCTypeError(f"cannot make a {dtype} constant of {value!r}")
+    return IntImm(int(value), dtype)
+
+
+def convert(value: Any, dtype: str | None = None) -> PrimExpr:
+    """Python numbers become constants (of ``dtype`` when given); expressions pass through."""
+    if isinstance(value, PrimExpr):
+        return value
+    if isinstance(value, (bool, int, float)):
+        return const(value, dtype)
+    try:
+        import numpy as np
+
+        if isinstance(value, np.generic):
+            return const(value.item(), dtype or str(value.dtype))
+    except ImportError:  # pragma: no cover
+        pass
+    raise MLCTypeError(
+        f"expected an expression or a number, got {type(value).__name__}: {value!r}"
+    )
+
+
+def _coerce(a: Any, b: Any) -> tuple[PrimExpr, PrimExpr]:
+    """Make two operands expressions of one dtype (constants take the other side's dtype)."""
+    if not isinstance(a, PrimExpr) and isinstance(b, PrimExpr):
+        a = _const_like(a, b.dtype)
+    elif not isinstance(b, PrimExpr) and isinstance(a, PrimExpr):
+        b = _const_like(b, a.dtype)
+    else:
+        a, b = convert(a), convert(b)
+    if a.dtype != b.dtype:
+        target = dt.promote(a.dtype, b.dtype)
+        a = a if a.dtype == target else _cast_lanes(a, target)
+        b = b if b.dtype == target else _cast_lanes(b, target)
+    return a, b
+
+
+def _cast_lanes(e: PrimExpr, target: str) -> PrimExpr:
+    n = dt.lanes(target)
+    if dt.lanes(e.dtype) == 1 and n > 1:
+        scalar = e if e.dtype == dt.element(target) else Cast(dt.element(target), e)
+        return Broadcast(scalar, n)
+    return Cast(target, e)
+
+
+def _const_like(value: Any, dtype: str) -> PrimExpr:
+    if isinstance(value, float) and not dt.is_float(dtype):
+        return const(value, "float32" if dt.bits(dtype) <= 32 else "float64")
+    if isinstance(value, bool) and not dt.is_bool(dtype):
+        return const(int(value), dt.element(dtype))
+    return const(value, dt.element(dtype))
+
+
+def _binary(cls: type[BinaryOp], a: Any, b: Any) -> PrimExpr:
+    x, y = _coerce(a, b)
+    if cls in (And, Or):
+        if not (dt.is_bool(x.dtype) and dt.is_bool(y.dtype)):
+            raise MLCTypeError(
+                f"& and | combine conditions (bool), got {x.dtype} and {y.dtype}: `{x}`, `{y}`"
+            )
+    if cls in (FloorDiv, FloorMod) and dt.is_float(x.dtype):
+        if cls is FloorMod:
+            raise MLCTypeError(f"% needs integers, got {x.dtype}: `{x} % {y}`")
+        return Call(x.dtype, "floor", (Div(x, y),))
+    return cls(x, y)
+
+
+def _true_div(a: Any, b: Any) -> PrimExpr:
+    x, y = _coerce(a, b)
+    if not dt.is_float(x.dtype):
+        raise MLCTypeError(
+            f"`/` on integers ({x} / {y}) is ambiguous; use `//` for floor division or cast "
+            "with .astype(\"float32\") first"
+        )
+    return Div(x, y)
+
+
+def is_const_int(e: object, value: int | None = None) -> bool:
+    """True when ``e`` is an integer constant (equal to ``value`` when given)."""
+    return isinstance(e, IntImm) and (value is None or e.value == value)
+
+
+def as_int(e: PrimExpr) -> int | None:
+    """The Python int of a constant, or None for anything symbolic."""
+    return e.value if isinstance(e, IntImm) else None

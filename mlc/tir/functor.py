@@ -1,0 +1,136 @@
+"""Walking and rewriting the IR, in the style of Python's ``ast.NodeVisitor``/``NodeTransformer``.
+
+Subclass :class:`IRVisitor` or :class:`IRMutator` and define ``visit_<NodeName>`` for the
+nodes you care about; every other node is walked field by field. A mutator rebuilds a node
+only when one of its children changed, so unchanged subtrees stay the same objects.
+
+    class CountLoads(IRVisitor):
+        def __init__(self):
+            self.n = 0
+        def visit_BufferLoad(self, op):
+            self.n += 1
+            self.generic_visit(op)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+from mlc.tir.expr import CommReducer, IterVar, PrimExpr, Range, Var
+from mlc.tir.stmt import Buffer, BufferRegion, PrimFunc, Stmt
+
+# Fields that refer to a definition elsewhere rather than own a subtree: a BufferLoad's
+# buffer is not re-visited as a node of its own unless a visitor asks (visit_Buffer).
+_NODE_TYPES = (PrimExpr, Stmt, Range, IterVar, BufferRegion, Buffer, PrimFunc)
+
+
+def _children(node: Any) -> list[tuple[str, Any]]:
+    return [(f.name, getattr(node, f.name)) for f in dataclasses.fields(node)]
+
+
+class IRVisitor:
+    """Calls ``visit_<ClassName>(node)`` when defined, else walks the node's fields."""
+
+    def visit(self, node: Any) -> None:
+        method: Callable[[Any], None] | None = getattr(
+            self, "visit_" + type(node).__name__, None
+        )
+        if method is not None:
+            method(node)
+        else:
+            self.generic_visit(node)
+
+    def generic_visit(self, node: Any) -> None:
+        if isinstance(node, CommReducer):
+            return  # the reducer's own variables are not part of the program
+        for _, value in _children(node):
+            self._visit_value(value)
+
+    def _visit_value(self, value: Any) -> None:
+        if isinstance(value, _NODE_TYPES):
+            self.visit(value)
+        elif isinstance(value, tuple):
+            for v in value:
+                self._visit_value(v)
+
+    # Buffers are definitions: a visitor sees their shape only when it asks for it.
+    def visit_Buffer(self, node: Buffer) -> None:
+        pass
+
+
+class IRMutator:
+    """Calls ``visit_<ClassName>(node)`` when defined, else rebuilds the node from its visited
+    fields (only if something changed)."""
+
+    def visit(self, node: Any) -> Any:
+        method: Callable[[Any], Any] | None = getattr(self, "visit_" + type(node).__name__, None)
+        if method is not None:
+            return method(node)
+        return self.generic_visit(node)
+
+    def generic_visit(self, node: Any) -> Any:
+        if isinstance(node, CommReducer):
+            return node
+        changes: dict[str, Any] = {}
+        for name, value in _children(node):
+            new = self._visit_value(value)
+            if new is not value:
+                changes[name] = new
+        if not changes:
+            return node
+        return dataclasses.replace(node, **changes)
+
+    def _visit_value(self, value: Any) -> Any:
+        if isinstance(value, _NODE_TYPES):
+            return self.visit(value)
+        if isinstance(value, tuple):
+            new = tuple(self._visit_value(v) for v in value)
+            if all(a is b for a, b in zip(new, value)):
+                return value
+            return new
+        return value
+
+    def visit_Buffer(self, node: Buffer) -> Any:
+        return node
+
+    def visit_Var(self, node: Var) -> Any:
+        return node
+
+
+def post_order_visit(node: Any, fn: Callable[[Any], None]) -> None:
+    """Call ``fn`` on every expression and statement under ``node``, children first."""
+
+    class _Visitor(IRVisitor):
+        def visit(self, n: Any) -> None:
+            super().visit(n)
+            fn(n)
+
+    _Visitor().visit(node)
+
+
+def substitute(node: Any, mapping: dict[Var, PrimExpr]) -> Any:
+    """Replace variables by expressions everywhere under ``node`` (buffers' shapes included
+    only where they appear as loads/stores, not in the buffer definitions)."""
+    if not mapping:
+        return node
+
+    class _Sub(IRMutator):
+        def visit_Var(self, v: Var) -> Any:
+            return mapping.get(v, v)
+
+    return _Sub().visit(node)
+
+
+def uses_var(node: Any, pred: Callable[[Var], bool]) -> bool:
+    """True when some variable under ``node`` satisfies ``pred``."""
+    found = False
+
+    def check(n: Any) -> None:
+        nonlocal found
+        if isinstance(n, Var) and pred(n):
+            found = True
+
+    post_order_visit(node, check)
+    return found

@@ -1,0 +1,204 @@
+"""Statements of the loop IR, buffers, blocks and the PrimFunc.
+
+A ``PrimFunc`` made by ``te.create_prim_func`` has a root ``Block`` whose body is a nest of
+``For`` loops around ``BlockRealize`` nodes. A block is a unit of computation with named
+iteration variables (spatial or reduce) bound to expressions of the loops around it, the
+regions it reads and writes, and an optional ``init`` for reductions. Schedule primitives
+rewrite this tree; lowering removes the blocks and flattens buffers to one dimension.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+from mlc.tir.expr import IterVar, PrimExpr, Range, Var
+
+
+def _node(cls: type) -> type:
+    return dataclass(frozen=True, eq=False, repr=False)(cls)
+
+
+class _Printable:
+    def __repr__(self) -> str:
+        from mlc.tir.printer import to_str
+
+        return to_str(self)
+
+    __str__ = __repr__
+
+    def __hash__(self) -> int:
+        return id(self)
+
+
+@_node
+class Buffer(_Printable):
+    """A named multi-dimensional array. ``scope`` is where it lives (``"global"``, ``"local"``,
+    ``"shared"``); ``strides`` is empty for a compact row-major layout (storage_align sets it);
+    ``data`` is the pointer variable codegen uses."""
+
+    name: str
+    shape: tuple[PrimExpr, ...]
+    dtype: str = "float32"
+    scope: str = "global"
+    strides: tuple[PrimExpr, ...] = ()
+    data: Var = field(default=None)  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if self.data is None:
+            object.__setattr__(self, "data", Var(self.name, "handle"))
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __getitem__(self, indices: Any) -> PrimExpr:
+        from mlc.tir.expr import BufferLoad, convert
+
+        if not isinstance(indices, tuple):
+            indices = (indices,)
+        return BufferLoad(self, tuple(convert(i) for i in indices))
+
+
+@_node
+class BufferRegion(_Printable):
+    """The part of a buffer a block touches: one Range per dimension."""
+
+    buffer: Buffer
+    region: tuple[Range, ...]
+
+
+class ForKind(enum.Enum):
+    SERIAL = "serial"
+    PARALLEL = "parallel"
+    VECTORIZED = "vectorized"
+    UNROLLED = "unroll"
+    THREAD_BINDING = "thread_binding"
+
+
+class Stmt(_Printable):
+    """Base class of statements."""
+
+
+@_node
+class BufferStore(Stmt):
+    buffer: Buffer
+    value: PrimExpr
+    indices: tuple[PrimExpr, ...]
+
+
+@_node
+class Evaluate(Stmt):
+    value: PrimExpr
+
+
+@_node
+class SeqStmt(Stmt):
+    seq: tuple[Stmt, ...]
+
+
+@_node
+class For(Stmt):
+    """``for loop_var in range(min, min + extent)``, run as ``kind`` says. ``thread_binding``
+    names the GPU axis (``"threadIdx.x"``) when kind is THREAD_BINDING."""
+
+    loop_var: Var
+    min: PrimExpr
+    extent: PrimExpr
+    kind: ForKind
+    body: Stmt
+    thread_binding: str | None = None
+    annotations: tuple[tuple[str, Any], ...] = ()
+
+
+@_node
+class IfThenElse(Stmt):
+    condition: PrimExpr
+    then_case: Stmt
+    else_case: Stmt | None = None
+
+
+@_node
+class LetStmt(Stmt):
+    var: Var
+    value: PrimExpr
+    body: Stmt
+
+
+@_node
+class Allocate(Stmt):
+    """Memory for ``buffer`` (in its scope) that lives during ``body``."""
+
+    buffer: Buffer
+    body: Stmt
+
+
+@_node
+class Block(Stmt):
+    """A named unit of computation (TensorIR's block).
+
+    ``iter_vars`` are the block's own variables (spatial or reduce) with their domains;
+    ``reads``/``writes`` the buffer regions it touches, in terms of those variables;
+    ``init`` runs before the first step of a reduction; ``alloc_buffers`` are buffers that
+    live inside the block (the root block holds the intermediates)."""
+
+    name: str
+    iter_vars: tuple[IterVar, ...]
+    reads: tuple[BufferRegion, ...]
+    writes: tuple[BufferRegion, ...]
+    body: Stmt
+    init: Stmt | None = None
+    alloc_buffers: tuple[Buffer, ...] = ()
+    annotations: tuple[tuple[str, Any], ...] = ()
+
+
+@_node
+class BlockRealize(Stmt):
+    """A block placed in a loop nest: ``iter_values[i]`` is the value of
+    ``block.iter_vars[i]`` in terms of the surrounding loop variables; the block runs only
+    where ``predicate`` holds (a split that does not divide adds one)."""
+
+    iter_values: tuple[PrimExpr, ...]
+    predicate: PrimExpr
+    block: Block
+
+
+@_node
+class PrimFunc(_Printable):
+    """A tensor program: buffers in, buffers out, a body. Symbolic sizes are variables in
+    the parameters' shapes and bind from the arrays at call time."""
+
+    params: tuple[Buffer, ...]
+    body: Stmt
+    name: str = "main"
+    attrs: tuple[tuple[str, Any], ...] = ()
+
+    def _repr_html_(self) -> str:
+        from mlc.tir.printer import to_html
+
+        return to_html(self)
+
+    def show(self) -> None:
+        print(self)
+
+    def with_body(self, body: Stmt) -> PrimFunc:
+        return PrimFunc(self.params, body, self.name, self.attrs)
+
+    def attr(self, key: str, default: Any = None) -> Any:
+        return dict(self.attrs).get(key, default)
+
+
+def seq(*stmts: Stmt | None) -> Stmt:
+    """A SeqStmt of the non-empty statements, flattened; one statement stays itself."""
+    flat: list[Stmt] = []
+    for s in stmts:
+        if s is None:
+            continue
+        if isinstance(s, SeqStmt):
+            flat.extend(s.seq)
+        else:
+            flat.append(s)
+    if len(flat) == 1:
+        return flat[0]
+    return SeqStmt(tuple(flat))
