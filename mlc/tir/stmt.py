@@ -188,6 +188,28 @@ class PrimFunc(_Printable):
     def attr(self, key: str, default: Any = None) -> Any:
         return dict(self.attrs).get(key, default)
 
+    @property
+    def size_vars(self) -> tuple[Var, ...]:
+        """The symbolic sizes in the parameters' shapes, in order of first appearance. They
+        bind from the arrays at call time and follow the data pointers in the native
+        signature: ``name(A_ptr, B_ptr, ..., n, m)`` (each an int64)."""
+        found: list[Var] = []
+
+        def walk(e: object) -> None:
+            if isinstance(e, Var):
+                if all(e is not f for f in found):
+                    found.append(e)
+                return
+            for name in getattr(e, "__dataclass_fields__", {}):
+                value = getattr(e, name)
+                if isinstance(value, PrimExpr):
+                    walk(value)
+
+        for buf in self.params:
+            for dim in (*buf.shape, *buf.strides):
+                walk(dim)
+        return tuple(found)
+
 
 def seq(*stmts: Stmt | None) -> Stmt:
     """A SeqStmt of the non-empty statements, flattened; one statement stays itself."""
