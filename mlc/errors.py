@@ -34,3 +34,9 @@ class VerifyError(MLCError):
 
 class CodegenError(MLCError):
     """The backend cannot emit code for this program."""
+
+
+class GraphError(MLCError, ValueError):
+    """A computational graph that cannot be built or compiled (operand shapes that do not
+    match, an unknown op, an input missing at run time). The message names the op and its
+    operands with their shapes."""
