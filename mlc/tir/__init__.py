@@ -10,3 +10,4 @@ from mlc.tir.stmt import (
     IfThenElse, LetStmt, PrimFunc, SeqStmt, Stmt, seq,
 )
 from mlc.tir.functor import IRMutator, IRVisitor, post_order_visit, substitute
+from mlc.tir.schedule import BlockRV, LoopRV, Schedule, Trace
