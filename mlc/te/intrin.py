@@ -1,0 +1,170 @@
+"""Math and logic helpers for tensor expressions: ``te.exp``, ``te.if_then_else``, ``te.all``...
+
+Each builds a loop-IR node: math functions are ``Call`` nodes by name (codegen maps the name
+to an LLVM intrinsic or libm), ``if_then_else`` is a ``Select`` (only the chosen side is
+evaluated, so it may guard an out-of-bounds load, as in padding)::
+
+    Apad = te.compute((n + 2,), lambda i: te.if_then_else(
+        te.all(i >= 1, i <= n), A[i - 1], 0.0), name="Apad")
+    S = te.compute((n,), lambda i: te.sigmoid(A[i]))
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from mlc.errors import TEError
+from mlc.tir import dtype as dt
+from mlc.tir.expr import (
+    And,
+    Call,
+    FloorDiv,
+    FloorMod,
+    Mod,
+    Or,
+    PrimExpr,
+    Select,
+    _coerce,
+    convert,
+)
+from mlc.tir.expr import Div as _Div
+from mlc.tir.expr import const as _const
+
+
+def const(value: int | float | bool, dtype: str | None = None) -> PrimExpr:
+    """A constant of ``dtype`` (int32, float32 or bool from the Python value by default)."""
+    return _const(value, dtype)
+
+
+def _float_arg(x: Any, fname: str) -> PrimExpr:
+    e = convert(x)
+    if not dt.is_float(e.dtype):
+        raise TEError(
+            f"te.{fname} needs a float argument, got `{e}` of dtype {e.dtype}; convert it "
+            f"first with .astype(\"float32\")"
+        )
+    return e
+
+
+def _unary(op: str, doc: str) -> Any:
+    def f(x: Any) -> PrimExpr:
+        e = _float_arg(x, op)
+        return Call(e.dtype, op, (e,))
+
+    f.__name__ = op
+    f.__doc__ = doc
+    return f
+
+
+exp = _unary("exp", "e ** x")
+exp2 = _unary("exp2", "2 ** x")
+log = _unary("log", "natural logarithm")
+log2 = _unary("log2", "base-2 logarithm")
+log10 = _unary("log10", "base-10 logarithm")
+sqrt = _unary("sqrt", "square root")
+rsqrt = _unary("rsqrt", "1 / sqrt(x)")
+tanh = _unary("tanh", "hyperbolic tangent")
+sigmoid = _unary("sigmoid", "1 / (1 + exp(-x))")
+floor = _unary("floor", "largest integer <= x (as a float)")
+ceil = _unary("ceil", "smallest integer >= x (as a float)")
+round = _unary("round", "nearest integer, ties to even (as a float)")  # noqa: A001
+erf = _unary("erf", "the error function")
+sin = _unary("sin", "sine")
+cos = _unary("cos", "cosine")
+
+
+def abs(x: Any) -> PrimExpr:  # noqa: A001
+    """``|x|``: ``fabs`` for floats, a Select for integers."""
+    e = convert(x)
+    if dt.is_float(e.dtype):
+        return Call(e.dtype, "fabs", (e,))
+    if dt.is_uint(e.dtype) or dt.is_bool(e.dtype):
+        return e
+    return Select(e < 0, -e, e)
+
+
+def pow(x: Any, y: Any) -> PrimExpr:  # noqa: A001
+    """``x ** y`` for floats."""
+    a, b = _coerce(x, y)
+    _float_arg(a, "pow")
+    return Call(a.dtype, "pow", (a, b))
+
+
+def if_then_else(cond: Any, t: Any, f: Any) -> PrimExpr:
+    """``t if cond else f``; only the chosen side is evaluated."""
+    c = convert(cond)
+    if not dt.is_bool(c.dtype):
+        raise TEError(f"te.if_then_else: the condition `{c}` is {c.dtype}, not a bool condition")
+    a, b = _coerce(t, f)
+    return Select(c, a, b)
+
+
+def _logic(cls: type, conds: tuple[Any, ...], name: str) -> PrimExpr:
+    if len(conds) == 1 and isinstance(conds[0], (list, tuple)):
+        conds = tuple(conds[0])
+    if not conds:
+        raise TEError(f"te.{name}() needs at least one condition")
+    es = [convert(c) for c in conds]
+    for e in es:
+        if not dt.is_bool(e.dtype):
+            raise TEError(f"te.{name}: `{e}` is {e.dtype}, not a condition")
+    out = es[0]
+    for e in es[1:]:
+        out = cls(out, e)
+    return out
+
+
+def all(*conds: Any) -> PrimExpr:  # noqa: A001
+    """True when every condition holds: ``te.all(i >= 1, i < n)``."""
+    return _logic(And, conds, "all")
+
+
+def any(*conds: Any) -> PrimExpr:  # noqa: A001
+    """True when some condition holds."""
+    return _logic(Or, conds, "any")
+
+
+def max_value(dtype: str) -> PrimExpr:
+    """The largest value of ``dtype`` (+inf is not used: this is the finite maximum)."""
+    dtype = dt.check(dtype)
+    if dt.is_float(dtype):
+        return _const(float(np.finfo(dtype).max), dtype)
+    if dt.is_bool(dtype):
+        return _const(True, dtype)
+    return _const(int(np.iinfo(dtype).max), dtype)
+
+
+def min_value(dtype: str) -> PrimExpr:
+    """The smallest value of ``dtype`` (the finite minimum for floats)."""
+    dtype = dt.check(dtype)
+    if dt.is_float(dtype):
+        return _const(float(np.finfo(dtype).min), dtype)
+    if dt.is_bool(dtype):
+        return _const(False, dtype)
+    return _const(int(np.iinfo(dtype).min), dtype)
+
+
+def floordiv(a: Any, b: Any) -> PrimExpr:
+    """``a // b`` rounding down (what Python's ``//`` does on te expressions)."""
+    x, y = _coerce(a, b)
+    return FloorDiv(x, y)
+
+
+def floormod(a: Any, b: Any) -> PrimExpr:
+    """``a % b`` with the sign of ``b`` (Python's ``%``)."""
+    x, y = _coerce(a, b)
+    return FloorMod(x, y)
+
+
+def truncdiv(a: Any, b: Any) -> PrimExpr:
+    """Integer division rounding toward zero (C's ``/``)."""
+    x, y = _coerce(a, b)
+    return _Div(x, y)
+
+
+def truncmod(a: Any, b: Any) -> PrimExpr:
+    """Remainder with the sign of ``a`` (C's ``%``)."""
+    x, y = _coerce(a, b)
+    return Mod(x, y)
