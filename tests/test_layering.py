@@ -1,0 +1,73 @@
+"""Imports point only upstream: a folder may import from folders earlier in the data flow.
+
+    tir (the IR) < te < lower < codegen < runtime < driver < topi < tune < graph < viz
+
+te builds tir nodes and its schedule facade wraps tir.Schedule, so it sits after tir
+(see docs/architecture.md). errors and config are leaves every folder may use.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1] / "mlc"
+
+RANK = {
+    "errors": 0,
+    "config": 0,
+    "tir": 1,
+    "te": 2,
+    "lower": 3,
+    "codegen": 4,
+    "runtime": 5,
+    "driver": 6,
+    "testing": 6,
+    "topi": 7,
+    "tune": 8,
+    "graph": 9,
+    "viz": 10,
+    "examples": 11,
+}
+
+
+def _part(module: str) -> str | None:
+    parts = module.split(".")
+    if parts[0] != "mlc" or len(parts) < 2:
+        return None
+    return parts[1]
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [f"{node.module}.{a.name}" if node.module == "mlc" else node.module
+                     for a in node.names]
+            found += [(node.lineno, n) for n in names]
+    return found
+
+
+FILES = sorted(p for p in ROOT.rglob("*.py") if p.parent != ROOT or p.name not in ("__init__.py",))
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_imports_point_upstream(path: Path) -> None:
+    rel = path.relative_to(ROOT)
+    home = rel.parts[0].removesuffix(".py") if len(rel.parts) > 1 else rel.stem
+    if home not in RANK:
+        pytest.fail(f"mlc/{rel}: folder {home!r} has no place in the data-flow order; add it to RANK")
+    for lineno, module in _imports(path):
+        target = _part(module)
+        if target is None or target == home:
+            continue
+        assert target in RANK, f"mlc/{rel}:{lineno} imports unknown part mlc.{target}"
+        assert RANK[target] <= RANK[home], (
+            f"mlc/{rel}:{lineno} imports {module}, which is downstream of {home} "
+            f"({target} comes after {home} in the data flow)"
+        )
