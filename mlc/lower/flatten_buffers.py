@@ -1,0 +1,106 @@
+"""``flatten_buffers``: give every buffer one dimension, as memory has.
+
+A buffer of shape ``(n, m)`` stored row-major holds ``A[i, j]`` at offset ``i * m + j``;
+with explicit strides (``storage_align``) the offset is ``i * strides[0] + j * strides[1]``::
+
+    A = Buffer("A", (n, 64))                 A_flat = Buffer("A", (n * 64,), data=A.data)
+    B[i, j] = A[i, j] * 2.0         ->       B_flat[i * 64 + j] = A_flat[i * 64 + j] * 2.0
+
+The flat buffer shares the original's ``data`` variable (codegen identifies memory by it),
+and there is one flat buffer per original buffer. The function's ``params`` keep their
+multi-dimensional shapes: that is how the runtime checks the arrays it is given.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mlc.tir.expr import BufferLoad, IntImm, PrimExpr, const
+from mlc.tir.functor import IRMutator
+from mlc.tir.stmt import Allocate, Buffer, BufferStore, PrimFunc, Stmt
+
+
+def flatten_buffers(func: PrimFunc) -> PrimFunc:
+    """Rewrite every load, store and allocation of ``func`` to use 1-D buffers."""
+    return func.with_body(_Flattener().visit(func.body))
+
+
+def buffer_strides(buf: Buffer) -> tuple[PrimExpr, ...]:
+    """The element stride of each dimension: ``buf.strides`` if given, else row-major."""
+    if buf.strides:
+        return tuple(buf.strides)
+    strides: list[PrimExpr] = []
+    acc: PrimExpr = const(1)
+    for dim in reversed(buf.shape):
+        strides.append(acc)
+        acc = _mul(acc, dim)
+    return tuple(reversed(strides))
+
+
+def buffer_numel(buf: Buffer) -> PrimExpr:
+    """How many elements the buffer's memory holds (``strides[0] * shape[0]`` when strided)."""
+    if not buf.shape:
+        return const(1)
+    if buf.strides:
+        return _mul(buf.strides[0], buf.shape[0])
+    total: PrimExpr = const(1)
+    for dim in buf.shape:
+        total = _mul(total, dim)
+    return total
+
+
+def flat_index(buf: Buffer, indices: tuple[PrimExpr, ...]) -> PrimExpr:
+    """``sum(index_d * stride_d)`` for the buffer's strides."""
+    if not indices:
+        return const(0)
+    total: PrimExpr | None = None
+    for idx, stride in zip(indices, buffer_strides(buf)):
+        term = _mul(idx, stride)
+        total = term if total is None else total + term
+    assert total is not None
+    return total
+
+
+def _mul(a: PrimExpr, b: PrimExpr) -> PrimExpr:
+    """``a * b`` without the noise of multiplying by one or folding obvious constants."""
+    if isinstance(a, IntImm) and isinstance(b, IntImm):
+        return const(a.value * b.value, a.dtype)
+    if isinstance(b, IntImm) and b.value == 1:
+        return a
+    if isinstance(a, IntImm) and a.value == 1:
+        return b
+    return a * b
+
+
+class _Flattener(IRMutator):
+    def __init__(self) -> None:
+        self.flat: dict[Any, Buffer] = {}  # keyed by the data variable: one per memory
+
+    def flat_buffer(self, buf: Buffer) -> Buffer:
+        if len(buf.shape) == 1 and not buf.strides:
+            return buf
+        found = self.flat.get(buf.data)
+        if found is None:
+            found = Buffer(buf.name, (buffer_numel(buf),), buf.dtype, buf.scope, data=buf.data)
+            self.flat[buf.data] = found
+        return found
+
+    def visit_BufferLoad(self, op: BufferLoad) -> PrimExpr:
+        indices = tuple(self.visit(i) for i in op.indices)
+        if len(op.buffer.shape) == 1 and not op.buffer.strides:
+            if all(a is b for a, b in zip(indices, op.indices)):
+                return op
+            return BufferLoad(op.buffer, indices)
+        return BufferLoad(self.flat_buffer(op.buffer), (flat_index(op.buffer, indices),))
+
+    def visit_BufferStore(self, op: BufferStore) -> Stmt:
+        value = self.visit(op.value)
+        indices = tuple(self.visit(i) for i in op.indices)
+        if len(op.buffer.shape) == 1 and not op.buffer.strides:
+            return BufferStore(op.buffer, value, indices)
+        return BufferStore(
+            self.flat_buffer(op.buffer), value, (flat_index(op.buffer, indices),)
+        )
+
+    def visit_Allocate(self, op: Allocate) -> Stmt:
+        return Allocate(self.flat_buffer(op.buffer), self.visit(op.body))

@@ -1,0 +1,286 @@
+"""``vectorize_loops``: turn each ``vectorized`` loop into vector instructions.
+
+The loop variable becomes the vector ``Ramp(min, 1, L)`` of all its values at once, and
+everything that depends on it becomes a vector of ``L`` lanes::
+
+    for j in vectorized(range(8)):             C[Ramp(i*8, 1, 8)] =
+        C[i*8 + j] = A[i*8 + j] * B[i]    ->        A[Ramp(i*8, 1, 8)] * Broadcast(B[i], 8)
+
+* an index affine in the variable with stride 1 is a contiguous vector load/store; another
+  stride gives ``Ramp(base, stride, L)`` (codegen gathers), and an index that does not depend
+  on the variable is one scalar load that is broadcast;
+* a guard that depends on the variable (``if io*4 + ii < n``, from a split that does not
+  divide) is handled by *loop partitioning*: when the guard holds for every lane, which for an
+  affine condition is checked at the first and last lane, the vector body runs; otherwise the
+  original loop runs serially with its guard (the tail)::
+
+        if io*4 + 0 < n and io*4 + 3 < n:
+            C[Ramp(io*4, 1, 4)] = ...          # full vector
+        else:
+            for ii in range(4):
+                if io*4 + ii < n: C[io*4 + ii] = ...
+
+When the body cannot become vector code (a loop or allocation inside it, a store to one
+location from every lane, an index that is not affine in the variable, a guard that is not a
+conjunction of comparisons) the loop is left as a ``serial`` loop: correct, only slower.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mlc.tir import dtype as dt
+from mlc.tir.expr import (
+    Add, BinaryOp, Broadcast, BufferLoad, Call, Cast, CmpOp, FloatImm, GE, GT, IntImm, LE,
+    LT, Let, Mul, Not, PrimExpr, Ramp, Select, StringImm, Sub, Var, And, as_int, const,
+)
+from mlc.tir.functor import IRMutator, post_order_visit, substitute, uses_var
+from mlc.tir.stmt import (
+    BufferStore, Evaluate, For, ForKind, IfThenElse, LetStmt, PrimFunc, SeqStmt, Stmt,
+)
+
+
+def vectorize_loops(func: PrimFunc) -> PrimFunc:
+    """Rewrite every ``vectorized`` loop of constant extent into vector code (see above)."""
+    return func.with_body(_LoopVectorizer().visit(func.body))
+
+
+class _CannotVectorize(Exception):
+    """Raised inside the vectorizer when the loop must stay a scalar loop."""
+
+
+class _LoopVectorizer(IRMutator):
+    def visit_For(self, op: For) -> Stmt:
+        body = self.visit(op.body)
+        if op.kind is not ForKind.VECTORIZED:
+            return op if body is op.body else _with_body(op, body)
+        lanes = as_int(op.extent)
+        if lanes == 1:
+            return substitute(body, {op.loop_var: op.min})  # type: ignore[no-any-return]
+        if lanes is not None and lanes > 1:
+            vectorized = vectorize_loop(op.loop_var, op.min, lanes, body)
+            if vectorized is not None:
+                return vectorized
+        return For(op.loop_var, op.min, op.extent, ForKind.SERIAL, body, None, op.annotations)
+
+
+def _with_body(op: For, body: Stmt) -> For:
+    return For(op.loop_var, op.min, op.extent, op.kind, body, op.thread_binding, op.annotations)
+
+
+def vectorize_loop(var: Var, lo: PrimExpr, lanes: int, body: Stmt) -> Stmt | None:
+    """The vector form of ``for var in range(lo, lo + lanes): body``, or None if the body
+    cannot be vectorized."""
+    guards = _guards_on(var, body)
+    try:
+        if not guards:
+            return _Vectorizer(var, lo, lanes).stmt(body)
+        full: PrimExpr | None = None
+        for cond in guards:
+            _check_monotone(cond, var, lo, lanes)
+            last = lo + (lanes - 1)
+            both = substitute(cond, {var: lo}) & substitute(cond, {var: last})
+            full = both if full is None else full & both
+        assert full is not None
+        vector_body = _Vectorizer(var, lo, lanes).stmt(_drop_guards(body, guards))
+    except _CannotVectorize:
+        return None
+    tail = For(var, lo, const(lanes, var.dtype), ForKind.SERIAL, body)
+    return IfThenElse(full, vector_body, tail)
+
+
+def _guards_on(var: Var, body: Stmt) -> list[IfThenElse]:
+    found: list[IfThenElse] = []
+
+    def visit(n: Any) -> None:
+        if isinstance(n, IfThenElse) and uses_var(n.condition, lambda v: v is var):
+            found.append(n)
+
+    post_order_visit(body, visit)
+    return found
+
+
+def _drop_guards(body: Stmt, guards: list[IfThenElse]) -> Stmt:
+    """``body`` with each guard replaced by its then-branch (the guards hold in every lane)."""
+    ids = {id(g) for g in guards}
+
+    class _Drop(IRMutator):
+        def visit_IfThenElse(self, op: IfThenElse) -> Stmt:
+            if id(op) in ids:
+                return self.visit(op.then_case)  # type: ignore[no-any-return]
+            return self.generic_visit(op)  # type: ignore[no-any-return]
+
+    return _Drop().visit(body)  # type: ignore[no-any-return]
+
+
+def _check_monotone(cond: PrimExpr, var: Var, lo: PrimExpr, lanes: int) -> None:
+    """Accept a conjunction of comparisons between expressions affine in ``var``: such a
+    condition holds on every lane when it holds on the first and the last one."""
+    if isinstance(cond, And):
+        _check_monotone(cond.a, var, lo, lanes)
+        _check_monotone(cond.b, var, lo, lanes)
+        return
+    if not uses_var(cond, lambda v: v is var):
+        return
+    if not isinstance(cond, (LT, LE, GT, GE)):
+        raise _CannotVectorize()
+    vec = _Vectorizer(var, lo, lanes)
+    for side in (cond.a, cond.b):
+        v = vec.expr(side)
+        if dt.lanes(v.dtype) != 1 and not isinstance(v, Ramp):
+            raise _CannotVectorize()
+
+
+class _Vectorizer:
+    """Rewrites one loop body with ``var`` standing for ``Ramp(lo, 1, lanes)``."""
+
+    def __init__(self, var: Var, lo: PrimExpr, lanes: int) -> None:
+        self.var = var
+        self.lanes = lanes
+        self.ramp = Ramp(lo, const(1, lo.dtype), lanes)
+        self.lets: dict[Var, Var] = {}  # scalar let variables that became vectors
+
+    # -- helpers ---------------------------------------------------------------------------
+    def is_vec(self, e: PrimExpr) -> bool:
+        return dt.lanes(e.dtype) != 1
+
+    def widen(self, e: PrimExpr) -> PrimExpr:
+        return e if self.is_vec(e) else Broadcast(e, self.lanes)
+
+    # -- statements ------------------------------------------------------------------------
+    def stmt(self, s: Stmt) -> Stmt:
+        if isinstance(s, BufferStore):
+            if len(s.indices) != 1:
+                raise _CannotVectorize()
+            index = self.expr(s.indices[0])
+            if not isinstance(index, Ramp) or as_int(index.stride) == 0:
+                raise _CannotVectorize()  # every lane would write the same place
+            return BufferStore(s.buffer, self.widen(self.expr(s.value)), (index,))
+        if isinstance(s, SeqStmt):
+            return SeqStmt(tuple(self.stmt(x) for x in s.seq))
+        if isinstance(s, IfThenElse):
+            cond = self.expr(s.condition)
+            if self.is_vec(cond):
+                raise _CannotVectorize()
+            else_case = None if s.else_case is None else self.stmt(s.else_case)
+            return IfThenElse(cond, self.stmt(s.then_case), else_case)
+        if isinstance(s, LetStmt):
+            value = self.expr(s.value)
+            var = self._let_var(s.var, value)
+            return LetStmt(var, value, self.stmt(s.body))
+        if isinstance(s, Evaluate):
+            return Evaluate(self.expr(s.value))
+        raise _CannotVectorize()  # loops, allocations, blocks
+
+    def _let_var(self, var: Var, value: PrimExpr) -> Var:
+        if not self.is_vec(value):
+            return var
+        new = Var(var.name, value.dtype)
+        self.lets[var] = new
+        return new
+
+    # -- expressions -----------------------------------------------------------------------
+    def expr(self, e: PrimExpr) -> PrimExpr:
+        if e is self.var:
+            return self.ramp
+        if isinstance(e, Var):
+            return self.lets.get(e, e)
+        if isinstance(e, (IntImm, FloatImm, StringImm)):
+            return e
+        if isinstance(e, BinaryOp):
+            return self._binary(e)
+        if isinstance(e, BufferLoad):
+            return self._load(e)
+        if isinstance(e, Cast):
+            v = self.expr(e.value)
+            if v is e.value:
+                return e
+            return Cast(dt.with_lanes(e.dtype, dt.lanes(v.dtype)), v)
+        if isinstance(e, Not):
+            v = self.expr(e.a)
+            return e if v is e.a else Not(v, dt.with_lanes("bool", dt.lanes(v.dtype)))
+        if isinstance(e, Select):
+            return self._select(e)
+        if isinstance(e, Call):
+            args = tuple(self.expr(a) for a in e.args)
+            if not any(self.is_vec(a) for a in args):
+                return e if all(a is b for a, b in zip(args, e.args)) else Call(e.dtype, e.op, args)
+            return Call(
+                dt.with_lanes(e.dtype, self.lanes), e.op, tuple(self.widen(a) for a in args)
+            )
+        if isinstance(e, Let):
+            value = self.expr(e.value)
+            var = self._let_var(e.var, value)
+            return Let(var, value, self.expr(e.body))
+        raise _CannotVectorize()  # nested vectors, reductions
+
+    def _binary(self, e: BinaryOp) -> PrimExpr:
+        a, b = self.expr(e.a), self.expr(e.b)
+        if not self.is_vec(a) and not self.is_vec(b):
+            return e if (a is e.a and b is e.b) else type(e)(a, b, e.dtype)
+        if dt.is_int(e.dtype) and not isinstance(e, CmpOp):
+            ramp = _ramp_arith(e, a, b)
+            if ramp is not None:
+                return ramp
+        return type(e)(self.widen(a), self.widen(b))
+
+    def _load(self, e: BufferLoad) -> PrimExpr:
+        indices = tuple(self.expr(i) for i in e.indices)
+        if not any(self.is_vec(i) for i in indices):
+            if all(a is b for a, b in zip(indices, e.indices)):
+                return e
+            return BufferLoad(e.buffer, indices, e.dtype)
+        if len(indices) != 1 or not isinstance(indices[0], Ramp):
+            raise _CannotVectorize()  # a gather through a non-affine index
+        return BufferLoad(e.buffer, indices, dt.with_lanes(e.dtype, self.lanes))
+
+    def _select(self, e: Select) -> PrimExpr:
+        cond = self.expr(e.condition)
+        t, f = self.expr(e.true_value), self.expr(e.false_value)
+        if not any(self.is_vec(x) for x in (cond, t, f)):
+            if cond is e.condition and t is e.true_value and f is e.false_value:
+                return e
+            return Select(cond, t, f, e.dtype)
+        if self.is_vec(cond) and (_has_load(e.true_value) or _has_load(e.false_value)):
+            # A vector select evaluates both sides, but a Select may guard a load that is
+            # out of bounds on the lanes where its condition is false.
+            raise _CannotVectorize()
+        t, f = self.widen(t), self.widen(f)
+        return Select(cond, t, f, t.dtype)
+
+
+def _ramp_arith(e: BinaryOp, a: PrimExpr, b: PrimExpr) -> PrimExpr | None:
+    """Keep affine integer arithmetic on ramps a ramp: ``Ramp(b, s) * 4 = Ramp(4b, 4s)``."""
+    ra, rb = isinstance(a, Ramp), isinstance(b, Ramp)
+    scalar_a, scalar_b = dt.lanes(a.dtype) == 1, dt.lanes(b.dtype) == 1
+    if isinstance(e, Add):
+        if ra and rb:
+            return Ramp(a.base + b.base, a.stride + b.stride, a.lanes)  # type: ignore[union-attr]
+        if ra and scalar_b:
+            return Ramp(a.base + b, a.stride, a.lanes)  # type: ignore[union-attr]
+        if scalar_a and rb:
+            return Ramp(a + b.base, b.stride, b.lanes)  # type: ignore[union-attr]
+    if isinstance(e, Sub):
+        if ra and rb:
+            return Ramp(a.base - b.base, a.stride - b.stride, a.lanes)  # type: ignore[union-attr]
+        if ra and scalar_b:
+            return Ramp(a.base - b, a.stride, a.lanes)  # type: ignore[union-attr]
+        if scalar_a and rb:
+            return Ramp(a - b.base, 0 - b.stride, b.lanes)  # type: ignore[union-attr]
+    if isinstance(e, Mul):
+        if ra and scalar_b:
+            return Ramp(a.base * b, a.stride * b, a.lanes)  # type: ignore[union-attr]
+        if scalar_a and rb:
+            return Ramp(a * b.base, a * b.stride, b.lanes)  # type: ignore[union-attr]
+    return None
+
+
+def _has_load(e: PrimExpr) -> bool:
+    found = False
+
+    def visit(n: Any) -> None:
+        nonlocal found
+        found = found or isinstance(n, BufferLoad)
+
+    post_order_visit(e, visit)
+    return found
