@@ -10,4 +10,5 @@ from mlc.tir.stmt import (
     IfThenElse, LetStmt, PrimFunc, SeqStmt, Stmt, seq,
 )
 from mlc.tir.functor import IRMutator, IRVisitor, post_order_visit, substitute
+from mlc.tir.arith import Analyzer, simplify
 from mlc.tir.schedule import BlockRV, LoopRV, Schedule, Trace
