@@ -40,3 +40,14 @@ class GraphError(MLCError, ValueError):
     """A computational graph that cannot be built or compiled (operand shapes that do not
     match, an unknown op, an input missing at run time). The message names the op and its
     operands with their shapes."""
+
+
+class ArgumentError(MLCError, ValueError):
+    """A compiled function was called with arrays that do not fit its parameters (wrong
+    shape, not contiguous, read-only output). The message names the argument and says what
+    the function expects."""
+
+
+class ArgumentTypeError(ArgumentError, TypeError):
+    """A compiled function was called with the wrong number of arguments, something that is
+    not a numpy array, or an array of the wrong dtype."""
