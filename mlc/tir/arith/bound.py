@@ -51,11 +51,13 @@ UNKNOWN: Bound = (-INF, INF)
 
 
 def dtype_bound(dtype: str) -> Bound:
-    """The values a scalar of ``dtype`` can hold (unknown for floats)."""
+    """The values a scalar of ``dtype`` can hold (unknown for floats and wide ints)."""
     if dt.is_bool(dtype):
         return (0, 1)
     if dt.is_int(dtype):
         b = dt.bits(dtype)
+        if b >= 32:  # index types: treated as unbounded (arithmetic is assumed not to wrap)
+            return (0, INF) if dt.is_uint(dtype) else UNKNOWN
         if dt.is_uint(dtype):
             return (0, 2**b - 1)
         return (-(2 ** (b - 1)), 2 ** (b - 1) - 1)

@@ -66,11 +66,11 @@ def eval_region(
 
 
 def _fallback(idx: PrimExpr, n: int, shape: Sequence[PrimExpr] | None, ana: Analyzer) -> Range:
+    if shape is not None:
+        return Range(IntImm(0, idx.dtype), shape[n])
     lo, hi = ana.const_int_bound(idx)
     if isinstance(lo, int) and isinstance(hi, int):
         return Range(IntImm(lo, idx.dtype), IntImm(hi - lo + 1, idx.dtype))
-    if shape is not None:
-        return Range(IntImm(0, idx.dtype), shape[n])
     raise LoweringError(
         f"cannot bound the index `{idx}` (dimension {n}) over the loops it runs in; "
         "give the buffer's shape to eval_region or use an affine index"
