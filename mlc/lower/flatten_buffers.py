@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mlc.tir.expr import BufferLoad, IntImm, PrimExpr, const
+from mlc.tir.expr import BufferLoad, IntImm, PrimExpr, const, convert
 from mlc.tir.functor import IRMutator
 from mlc.tir.stmt import Allocate, Buffer, BufferStore, PrimFunc, Stmt
 
@@ -28,7 +28,7 @@ def flatten_buffers(func: PrimFunc) -> PrimFunc:
 def buffer_strides(buf: Buffer) -> tuple[PrimExpr, ...]:
     """The element stride of each dimension: ``buf.strides`` if given, else row-major."""
     if buf.strides:
-        return tuple(buf.strides)
+        return tuple(convert(s) for s in buf.strides)
     strides: list[PrimExpr] = []
     acc: PrimExpr = const(1)
     for dim in reversed(buf.shape):
@@ -61,8 +61,9 @@ def flat_index(buf: Buffer, indices: tuple[PrimExpr, ...]) -> PrimExpr:
     return total
 
 
-def _mul(a: PrimExpr, b: PrimExpr) -> PrimExpr:
+def _mul(a: PrimExpr | int, b: PrimExpr | int) -> PrimExpr:
     """``a * b`` without the noise of multiplying by one or folding obvious constants."""
+    a, b = convert(a), convert(b)
     if isinstance(a, IntImm) and isinstance(b, IntImm):
         return const(a.value * b.value, a.dtype)
     if isinstance(b, IntImm) and b.value == 1:
