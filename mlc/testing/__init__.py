@@ -1,0 +1,21 @@
+"""Oracles for tests and students: compute what a program should compute, simply.
+
+* ``evaluate(tensors, inputs, sizes=None) -> {name: array}`` computes tensor expressions
+  (``te.compute``/``te.scan``) directly with numpy, vectorised over index grids.
+* ``eval_prim_func(func, *arrays)`` runs a PrimFunc (block form or lowered form) with a
+  plain Python interpreter, writing outputs in place; ``interpreter_source(func)`` shows the
+  Python it runs.
+* ``random_inputs(func_or_tensors, sizes)`` and ``check_prim_func`` help compare the two.
+"""
+
+from mlc.testing.interpreter import InterpreterError, eval_prim_func
+from mlc.testing.interpreter import source as interpreter_source
+from mlc.testing.reference import EvaluationError, evaluate
+
+__all__ = [
+    "EvaluationError",
+    "InterpreterError",
+    "eval_prim_func",
+    "evaluate",
+    "interpreter_source",
+]
