@@ -1,0 +1,222 @@
+"""Checking the numpy arrays a compiled function is called with, before any native code runs.
+
+A wrong call must never crash the Python process: a too-small array would let the kernel
+write past its end. So every call checks, for each parameter buffer, that the argument is a
+numpy array of the right dtype and number of dimensions, that its shape matches the buffer's
+(constant sizes, and symbolic sizes bound from the arrays: ``n`` in two places must agree),
+that it is C-contiguous, and that an array the function writes is writeable.
+
+The check on the hot path is lean (it only detects that something is wrong); when it fails,
+:meth:`ArgumentChecker.explain` walks the arguments again to say exactly what and where.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from mlc.errors import ArgumentError, ArgumentTypeError
+from mlc.tir import dtype as dt
+from mlc.tir.expr import (
+    Add, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimExpr, Sub, Var,
+)
+from mlc.tir.functor import IRVisitor
+from mlc.tir.stmt import Buffer, BufferStore, PrimFunc
+
+_CONST, _BIND, _EXPR = 0, 1, 2
+
+
+def written_params(func: PrimFunc) -> set[int]:
+    """Positions of the parameters the function stores into (its outputs)."""
+    data = {id(p.data): k for k, p in enumerate(func.params)}
+    out: set[int] = set()
+
+    class _Stores(IRVisitor):
+        def visit_BufferStore(self, op: BufferStore) -> None:
+            k = data.get(id(op.buffer.data))
+            if k is not None:
+                out.add(k)
+            self.generic_visit(op)
+
+    _Stores().visit(func.body)
+    return out
+
+
+def _evaluate(e: PrimExpr, env: dict[int, int]) -> int | None:
+    """The value of an integer size expression, or None when a variable is unknown."""
+    if isinstance(e, IntImm):
+        return e.value
+    if isinstance(e, Var):
+        return env.get(id(e))
+    ops = {Add: int.__add__, Sub: int.__sub__, Mul: int.__mul__, FloorDiv: int.__floordiv__,
+           FloorMod: int.__mod__, Min: min, Max: max}
+    fn = ops.get(type(e))  # type: ignore[call-overload]
+    if fn is None:
+        return None
+    a, b = _evaluate(e.a, env), _evaluate(e.b, env)  # type: ignore[attr-defined]
+    if a is None or b is None:
+        return None
+    return int(fn(a, b))
+
+
+class ArgumentChecker:
+    """Precomputed checks for one PrimFunc's parameters; ``native_args(args)`` -> the values
+    to pass to the native function (pointers, then symbolic sizes)."""
+
+    def __init__(self, func: PrimFunc) -> None:
+        self.func = func
+        self.params = func.params
+        self.size_vars = func.size_vars
+        slot = {id(v): k for k, v in enumerate(self.size_vars)}
+        writes = written_params(func)
+        self._specs: list[tuple[np.dtype, int, tuple[tuple[int, int, Any], ...], bool]] = []
+        self._exprs: list[tuple[int, int, PrimExpr]] = []  # (param, axis, expr) checked last
+        bound: set[int] = set()
+        for k, buf in enumerate(self.params):
+            dims: list[tuple[int, int, Any]] = []
+            for axis, extent in enumerate(buf.shape):
+                if isinstance(extent, IntImm):
+                    dims.append((axis, _CONST, extent.value))
+                elif isinstance(extent, Var) and id(extent) in slot:
+                    dims.append((axis, _BIND, slot[id(extent)]))
+                    bound.add(id(extent))
+                else:
+                    self._exprs.append((k, axis, extent))
+            self._specs.append((_np_dtype(buf), len(buf.shape), tuple(dims), k in writes))
+        self._unbound = [v for v in self.size_vars if id(v) not in bound]
+        self._nargs = len(self.params)
+
+    # -- the hot path -------------------------------------------------------------------------
+    def native_args(self, args: Sequence[Any]) -> list[int]:
+        """Pointers and sizes for the native call, or an :class:`ArgumentError`."""
+        if len(args) != self._nargs or self._unbound:
+            self.explain(args)
+        sizes: list[int | None] = [None] * len(self.size_vars)
+        ptrs: list[int] = []
+        ok = True
+        for (dtype, ndim, dims, writes), a in zip(self._specs, args):
+            if not isinstance(a, np.ndarray) or a.dtype != dtype or a.ndim != ndim:
+                ok = False
+                break
+            shape = a.shape
+            for axis, kind, value in dims:
+                if kind == _CONST:
+                    if shape[axis] != value:
+                        ok = False
+                else:
+                    have = sizes[value]
+                    if have is None:
+                        sizes[value] = shape[axis]
+                    elif have != shape[axis]:
+                        ok = False
+            flags = a.flags
+            if not flags.c_contiguous or (writes and not flags.writeable):
+                ok = False
+            if not ok:
+                break
+            ptrs.append(a.ctypes.data)
+        if ok and self._exprs:
+            ok = self._check_exprs(args, sizes)
+        if not ok:
+            self.explain(args)
+        return ptrs + sizes  # type: ignore[operator]
+
+    def _check_exprs(self, args: Sequence[Any], sizes: list[int | None]) -> bool:
+        env = {id(v): s for v, s in zip(self.size_vars, sizes) if s is not None}
+        for k, axis, e in self._exprs:
+            if _evaluate(e, env) != args[k].shape[axis]:
+                return False
+        return True
+
+    # -- the error path -----------------------------------------------------------------------
+    def explain(self, args: Sequence[Any]) -> None:
+        """Raise the error that says what is wrong with ``args``."""
+        if self._unbound:
+            names = ", ".join(v.name for v in self._unbound)
+            raise ArgumentError(
+                f"the size(s) {names} cannot be read from the arrays' shapes (they appear "
+                "only inside expressions like n*2); give each symbolic size a dimension of "
+                "its own in some parameter"
+            )
+        if len(args) != self._nargs:
+            raise ArgumentTypeError(
+                f"{self.func.name}() takes {self._nargs} arrays ({self.signature()}) but "
+                f"got {len(args)}"
+            )
+        env: dict[int, int] = {}
+        origin: dict[int, str] = {}
+        for k, (buf, a) in enumerate(zip(self.params, args)):
+            what = f"argument {k} {buf.name!r}"
+            dtype, ndim, dims, writes = self._specs[k]
+            if not isinstance(a, np.ndarray):
+                raise ArgumentTypeError(
+                    f"{what} must be a numpy array, got {type(a).__name__}; pass "
+                    f"np.asarray(..., dtype={str(dtype)!r})"
+                )
+            if a.dtype != dtype:
+                raise ArgumentTypeError(
+                    f"{what} has dtype {a.dtype} but the function expects {dtype}; convert "
+                    f"it with .astype({str(dtype)!r})"
+                )
+            if a.ndim != ndim:
+                raise ArgumentError(
+                    f"{what} has {a.ndim} dimension(s), shape {tuple(a.shape)}, but the "
+                    f"function expects {ndim}: {self._shape_text(buf, env)}"
+                )
+            for axis, extent in enumerate(buf.shape):
+                if isinstance(extent, Var) and id(extent) not in env:
+                    env[id(extent)] = a.shape[axis]
+                    origin[id(extent)] = what
+                want = _evaluate(extent, env)
+                if want != a.shape[axis]:
+                    note = ""
+                    if isinstance(extent, Var) and id(extent) in origin:
+                        note = f" ({extent.name} = {want}, from {origin[id(extent)]})"
+                    raise ArgumentError(
+                        f"{what} has shape {tuple(a.shape)} but the function expects "
+                        f"{self._shape_text(buf, env)}{note}"
+                    )
+            if not a.flags.c_contiguous:
+                raise ArgumentError(
+                    f"{what} is not C-contiguous (a transposed or sliced view?); pass "
+                    "np.ascontiguousarray(...)"
+                )
+            if writes and not a.flags.writeable:
+                raise ArgumentError(
+                    f"{what} is written by the function but the array is read-only; pass a "
+                    "writeable array (e.g. np.empty(...))"
+                )
+        raise ArgumentError(f"the arguments do not fit {self.signature()}")  # pragma: no cover
+
+    def _shape_text(self, buf: Buffer, env: dict[int, int]) -> str:
+        dims = []
+        for e in buf.shape:
+            v = _evaluate(e, env)
+            dims.append(str(v) if v is not None else _expr_text(e))
+        return "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
+
+    def signature(self) -> str:
+        """``A: float32[n, 4], B: float32[n, 4]``."""
+        parts = []
+        for buf in self.params:
+            dims = ", ".join(_expr_text(e) for e in buf.shape)
+            parts.append(f"{buf.name}: {buf.dtype}[{dims}]")
+        return ", ".join(parts)
+
+
+def _expr_text(e: PrimExpr) -> str:
+    if isinstance(e, IntImm):
+        return str(e.value)
+    if isinstance(e, Var):
+        return e.name
+    try:
+        return str(e)
+    except Exception:  # the printer may be missing in a stripped-down install
+        return type(e).__name__
+
+
+def _np_dtype(buf: Buffer) -> np.dtype:
+    e = dt.element(buf.dtype)
+    return np.dtype(bool) if e == "bool" else np.dtype(e)

@@ -1,0 +1,108 @@
+"""Compiling LLVM text IR to machine code in this process (MCJIT).
+
+Three steps, each visible from a :class:`mlc.runtime.Module`:
+
+1. parse and verify the IR the backend wrote (``get_source("ll-unopt")``);
+2. optimise it with LLVM's new pass manager at ``-O3`` for this CPU, with loop and SLP
+   vectorization on (``get_source("ll")``);
+3. compile it with MCJIT into executable memory; assembly on request (``get_source("asm")``).
+"""
+
+from __future__ import annotations
+
+import ctypes.util
+import functools
+from dataclasses import dataclass
+
+import llvmlite.binding as llvm
+
+from mlc.codegen.target import Target
+from mlc.errors import CodegenError
+
+
+@functools.lru_cache(maxsize=None)
+def _initialize() -> None:
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    llvm.initialize_native_asmparser()
+    # Math functions that LLVM lowers to calls (expf, tanhf, erf...) come from libm.
+    libm = ctypes.util.find_library("m")
+    if libm:
+        llvm.load_library_permanently(libm)
+
+
+@functools.lru_cache(maxsize=None)
+def target_machine(mcpu: str | None = None, mattr: str | None = None) -> llvm.TargetMachine:
+    """A target machine for this process's triple; the host CPU unless told otherwise."""
+    _initialize()
+    triple = llvm.get_process_triple()
+    cpu = mcpu or llvm.get_host_cpu_name()
+    if mattr is None:
+        mattr = llvm.get_host_cpu_features().flatten() if mcpu is None else ""
+    try:
+        target = llvm.Target.from_triple(triple)
+    except RuntimeError as err:  # pragma: no cover - host triple always exists
+        raise CodegenError(f"LLVM cannot compile for {triple}: {err}") from err
+    return target.create_target_machine(
+        cpu=cpu, features=mattr, opt=3, reloc="default", codemodel="jitdefault"
+    )
+
+
+def machine_for(target: Target) -> llvm.TargetMachine:
+    return target_machine(target.mcpu, target.mattr)
+
+
+def parse(ir_text: str) -> llvm.ModuleRef:
+    """Parse and verify text IR; a failure here is a bug in the backend, shown with the IR."""
+    _initialize()
+    try:
+        mod = llvm.parse_assembly(ir_text)
+        mod.verify()
+    except RuntimeError as err:
+        raise CodegenError(
+            f"LLVM rejected the generated code (a bug in mlc's backend): {err}\n{ir_text}"
+        ) from err
+    return mod
+
+
+def optimize(mod: llvm.ModuleRef, tm: llvm.TargetMachine) -> None:
+    """Run the ``-O3`` pipeline (with loop/SLP vectorization and unrolling) in place."""
+    pto = llvm.create_pipeline_tuning_options(speed_level=3)
+    pto.loop_vectorization = True
+    pto.slp_vectorization = True
+    pto.loop_unrolling = True
+    pb = llvm.create_pass_builder(tm, pto)
+    mpm = pb.getModulePassManager()
+    mpm.run(mod, pb)
+
+
+@dataclass
+class Compiled:
+    """An executable module: keep this object alive while its function may be called."""
+
+    engine: llvm.ExecutionEngine
+    address: int
+    optimized_ir: str
+
+
+def compile_ir(ir_text: str, entry: str, target: Target) -> Compiled:
+    """Parse, optimise and JIT-compile ``ir_text``; return the address of ``entry``."""
+    tm = machine_for(target)
+    mod = parse(ir_text)
+    mod.triple = tm.triple
+    mod.data_layout = str(tm.target_data)
+    optimize(mod, tm)
+    optimized = str(mod)
+    engine = llvm.create_mcjit_compiler(mod, tm)
+    engine.finalize_object()
+    address = engine.get_function_address(entry)
+    if not address:  # pragma: no cover - the entry is always defined
+        raise CodegenError(f"compiled module has no function {entry!r}")
+    return Compiled(engine, address, optimized)
+
+
+def assembly(ir_text: str, target: Target) -> str:
+    """Target assembly of (already optimised) text IR."""
+    tm = machine_for(target)
+    mod = parse(ir_text)
+    return str(tm.emit_assembly(mod))

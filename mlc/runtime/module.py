@@ -1,0 +1,150 @@
+"""``Module``: a compiled function you call with numpy arrays.
+
+    f = mlc.build(s, [A, B, C], name="add")
+    f(a, b, c)                       # checks the arrays, then one native call; c is written
+    f.get_source("ll")               # the optimised LLVM IR ("ll-unopt", "asm", "c")
+    f.time_evaluator(number=10)(a, b, c).mean
+
+Use :func:`compile_lowered` to make one from a lowered PrimFunc; ``mlc.build`` lowers first.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from mlc import config
+from mlc.codegen.llvm import codegen_llvm
+from mlc.codegen.target import Target, TargetError, parse_target
+from mlc.errors import ArgumentError
+from mlc.runtime import jit, parallel
+from mlc.runtime.args import ArgumentChecker
+from mlc.runtime.timer import TimeResult, measure
+from mlc.tir.stmt import For, ForKind, PrimFunc
+
+SOURCE_FORMATS = ("ll", "ll-unopt", "asm", "c")
+
+
+class Module:
+    """A function compiled for the CPU. Call it with one numpy array per parameter."""
+
+    def __init__(
+        self,
+        func: PrimFunc,
+        entry_name: str,
+        target: Target,
+        ir_unoptimized: str,
+        compiled: jit.Compiled,
+        c_source: str | None = None,
+    ) -> None:
+        self.func = func
+        self.entry_name = entry_name
+        self.target = target
+        self._ir = ir_unoptimized
+        self._compiled = compiled  # keeps the machine code alive
+        self._c_source = c_source
+        self._asm: str | None = None
+        self._checker = ArgumentChecker(func)
+        native_types = [ctypes.c_void_p] * len(func.params) + [ctypes.c_int64] * len(
+            self._checker.size_vars
+        )
+        self._cfunc = ctypes.CFUNCTYPE(None, *native_types)(compiled.address)
+        self._native_args = self._checker.native_args
+
+    def __call__(self, *args: Any) -> None:
+        """Run the function on numpy arrays; outputs are written in place."""
+        self._cfunc(*self._native_args(args))
+
+    def time_evaluator(
+        self, number: int = 10, repeat: int = 3, min_repeat_ms: float = 0
+    ) -> Callable[..., TimeResult]:
+        """A function that takes the same arrays and returns a :class:`TimeResult`
+        (``.mean .median .min .max .std .results``, seconds per call)."""
+
+        def evaluate(*args: Any) -> TimeResult:
+            call = functools.partial(self._cfunc, *self._native_args(args))
+            return measure(call, number, repeat, min_repeat_ms)
+
+        return evaluate
+
+    def get_source(self, fmt: str = "") -> str:
+        """The code: ``"ll"`` optimised LLVM IR, ``"ll-unopt"`` as the backend wrote it,
+        ``"asm"`` machine code, ``"c"`` C source (target ``"c"`` only). The default is
+        ``"c"`` for a C target, else ``"ll"``."""
+        fmt = fmt or ("c" if self._c_source is not None else "ll")
+        if fmt == "ll":
+            return self._compiled.optimized_ir
+        if fmt == "ll-unopt":
+            return self._ir
+        if fmt == "asm":
+            return self._assembly()
+        if fmt == "c":
+            if self._c_source is None:
+                raise ArgumentError(
+                    'this module has no C source; build it with target="c" to see C'
+                )
+            return self._c_source
+        raise ArgumentError(f"unknown source format {fmt!r}; use one of {SOURCE_FORMATS}")
+
+    def _assembly(self) -> str:
+        if self._asm is None:
+            self._asm = jit.assembly(self._compiled.optimized_ir, self.target)
+        return self._asm
+
+    def signature(self) -> str:
+        return self._checker.signature()
+
+    def __repr__(self) -> str:
+        return f"Module({self.entry_name}({self.signature()}), target={str(self.target)!r})"
+
+
+def _has_parallel(func: PrimFunc) -> bool:
+    found = False
+
+    def walk(s: Any) -> None:
+        nonlocal found
+        if isinstance(s, For) and s.kind == ForKind.PARALLEL:
+            found = True
+            return
+        for name in getattr(s, "__dataclass_fields__", {}):
+            value = getattr(s, name)
+            if isinstance(value, tuple):
+                for v in value:
+                    walk(v)
+            elif hasattr(value, "__dataclass_fields__") and not hasattr(value, "dtype"):
+                walk(value)
+
+    walk(func.body)
+    return found
+
+
+def compile_lowered(
+    func: PrimFunc, target: str | dict[str, Any] | Target | None = "llvm", name: str | None = None
+) -> Module:
+    """Compile an already lowered PrimFunc (the input contract of :mod:`mlc.codegen.llvm`).
+
+    ``parallel`` loops use libgomp with ``MLC_NUM_THREADS`` threads (read now, at build
+    time); without libgomp they run serially and mlc warns once.
+    """
+    tgt = parse_target(target)
+    use_threads = _has_parallel(func) and parallel.available()
+    tm = jit.machine_for(tgt)
+    src = codegen_llvm(
+        func,
+        name,
+        parallel_runtime=use_threads,
+        num_threads=config.num_threads() if use_threads else 0,
+        triple=tm.triple,
+        data_layout=str(tm.target_data),
+    )
+    c_source = None
+    if tgt.kind == "c":
+        try:
+            from mlc.codegen import c as c_backend
+        except ImportError as err:
+            raise TargetError('the "c" backend is not available in this mlc') from err
+        c_source = c_backend.codegen_c(func, src.entry)
+    compiled = jit.compile_ir(src.ir, src.entry, tgt)
+    return Module(func, src.entry, tgt, src.ir, compiled, c_source)
