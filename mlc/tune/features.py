@@ -1,0 +1,190 @@
+"""Features of a scheduled loop program, for the cost model (AutoTVM's "itervar" features).
+
+For each loop of the program's deepest nest we record, log-scaled:
+
+* its extent, nesting level, the product of the extents above it (top-down) and below it
+  (bottom-up), and a one-hot of its kind (serial, parallel, vectorized, unrolled, bound to a
+  GPU thread);
+* the arithmetic inside it (float adds/muls/divs, math calls, integer ops) times how often
+  it runs;
+* for each buffer the innermost block touches: the stride of the access along this loop,
+  the bytes the loop touches, and the reuse (iterations per distinct element).
+
+``itervar_features(func)`` returns a fixed-length list of floats, so programs with different
+nests can feed one xgboost model.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from mlc.tir import dtype as dt
+from mlc.tir.arith import evaluate_int
+from mlc.tir.expr import (
+    Add, BufferLoad, Call, Div, IntImm, Mul, PrimExpr, Sub, Var,
+)
+from mlc.tir.functor import post_order_visit, substitute
+from mlc.tir.stmt import BlockRealize, Buffer, BufferStore, For, ForKind, PrimFunc, Stmt
+
+MAX_LOOPS = 8
+MAX_BUFFERS = 3
+KINDS = (ForKind.SERIAL, ForKind.PARALLEL, ForKind.VECTORIZED, ForKind.UNROLLED,
+         ForKind.THREAD_BINDING)
+PER_BUFFER = 3
+PER_LOOP = 4 + len(KINDS) + 4 + PER_BUFFER * MAX_BUFFERS
+LENGTH = MAX_LOOPS * PER_LOOP + 2
+
+
+def _log(x: float) -> float:
+    return math.log2(1.0 + max(x, 0.0))
+
+
+@dataclass
+class _Access:
+    buffer: Buffer
+    indices: tuple[PrimExpr, ...]
+
+
+@dataclass
+class _Nest:
+    loops: list[For]
+    accesses: list[_Access]
+    ops: dict[str, int]
+
+
+def _extent(loop: For) -> int:
+    return loop.extent.value if isinstance(loop.extent, IntImm) else 64
+
+
+def _nests(func: PrimFunc) -> list[_Nest]:
+    """Every block with the loops around it and its accesses, bindings substituted."""
+    found: list[_Nest] = []
+
+    def walk(stmt: Stmt, loops: list[For]) -> None:
+        if isinstance(stmt, For):
+            walk(stmt.body, [*loops, stmt])
+        elif isinstance(stmt, BlockRealize):
+            block = stmt.block
+            if block.iter_vars:
+                mapping = {iv.var: val for iv, val in zip(block.iter_vars, stmt.iter_values)}
+                body = substitute(block.body, mapping)
+                found.append(_Nest(loops, _accesses(body), _op_counts(body)))
+            walk(block.body, loops)
+        else:
+            for name in ("body", "then_case", "else_case"):
+                child = getattr(stmt, name, None)
+                if isinstance(child, Stmt):
+                    walk(child, loops)
+            for child in getattr(stmt, "seq", ()):
+                walk(child, loops)
+
+    walk(func.body, [])
+    return found
+
+
+def _accesses(body: Stmt) -> list[_Access]:
+    out: list[_Access] = []
+
+    def visit(n: object) -> None:
+        if isinstance(n, (BufferLoad, BufferStore)):
+            if all(a.buffer is not n.buffer for a in out):
+                out.append(_Access(n.buffer, n.indices))
+
+    post_order_visit(body, visit)
+    return out
+
+
+def _op_counts(body: Stmt) -> dict[str, int]:
+    counts = {"fadd": 0, "fmul": 0, "fdiv": 0, "call": 0, "int": 0}
+
+    def visit(n: object) -> None:
+        if isinstance(n, (Add, Sub, Mul, Div)):
+            is_float = dt.is_float(n.dtype)
+            if isinstance(n, (Add, Sub)):
+                counts["fadd" if is_float else "int"] += 1
+            elif isinstance(n, Mul):
+                counts["fmul" if is_float else "int"] += 1
+            else:
+                counts["fdiv" if is_float else "int"] += 1
+        elif isinstance(n, Call):
+            counts["call"] += 1
+
+    post_order_visit(body, visit)
+    return counts
+
+
+def _flat_index(access: _Access) -> PrimExpr | None:
+    shape = access.buffer.shape
+    if not all(isinstance(s, IntImm) for s in shape):
+        return None
+    index: PrimExpr = IntImm(0)
+    for idx, size in zip(access.indices, shape):
+        index = index * size + idx
+    return index
+
+
+def _stride(flat: PrimExpr | None, var: Var, others: list[Var]) -> float:
+    if flat is None:
+        return 0.0
+    base = {v: 0 for v in others}
+    try:
+        a = evaluate_int(flat, {**base, var: 0})
+        b = evaluate_int(flat, {**base, var: 1})
+    except Exception:
+        return 0.0
+    return float(abs(b - a))
+
+
+def itervar_features(func: PrimFunc) -> list[float]:
+    """A fixed-length feature vector of ``func`` (a scheduled, block-level PrimFunc)."""
+    nests = _nests(func)
+    if not nests:
+        return [0.0] * LENGTH
+    nest = max(nests, key=lambda n: (len(n.loops), math.prod(_extent(lp) for lp in n.loops)))
+    loops = nest.loops
+    extents = [_extent(lp) for lp in loops]
+    loop_vars = [lp.loop_var for lp in loops]
+    flats = [_flat_index(a) for a in nest.accesses[:MAX_BUFFERS]]
+    total = math.prod(extents) if extents else 1
+    feats: list[float] = []
+    # innermost loops first: they matter most, and they line up across programs
+    for depth in range(len(loops) - 1, max(len(loops) - 1 - MAX_LOOPS, -1), -1):
+        loop = loops[depth]
+        top_down = math.prod(extents[: depth + 1])
+        bottom_up = math.prod(extents[depth:])
+        row = [_log(extents[depth]), float(depth), _log(top_down), _log(bottom_up)]
+        row += [1.0 if loop.kind == k else 0.0 for k in KINDS]
+        row += [_log(nest.ops[k] * total) for k in ("fadd", "fmul", "fdiv", "call")]
+        for b in range(MAX_BUFFERS):
+            if b >= len(flats):
+                row += [0.0] * PER_BUFFER
+                continue
+            access = nest.accesses[b]
+            stride = _stride(flats[b], loop.loop_var, loop_vars)
+            inner = [loop_vars[d] for d in range(depth, len(loops))]
+            touched = math.prod(
+                extents[d]
+                for d in range(depth, len(loops))
+                if _stride(flats[b], loop_vars[d], loop_vars) != 0.0
+            ) if inner else 1
+            nbytes = touched * dt.nbytes(access.buffer.dtype)
+            reuse = bottom_up / max(touched, 1)
+            row += [_log(stride), _log(nbytes), _log(reuse)]
+        feats += row
+    feats += [0.0] * (MAX_LOOPS * PER_LOOP - len(feats))
+    feats += [_log(total), float(len(loops))]
+    return feats
+
+
+def flop_count(func: PrimFunc) -> float:
+    """Floating-point operations of one run: each block's float ops times its iterations."""
+    total = 0.0
+    for nest in _nests(func):
+        n = math.prod(_extent(lp) for lp in nest.loops)
+        ops = nest.ops["fadd"] + nest.ops["fmul"] + nest.ops["fdiv"] + nest.ops["call"]
+        total += n * ops
+    return total
+
+
+__all__ = ["itervar_features", "flop_count", "LENGTH"]

@@ -1,0 +1,81 @@
+"""The learned cost model: xgboost trained to rank candidates by measured speed.
+
+Only the *order* of candidates matters to the search, so the default objective is
+xgboost's pairwise ranking (``loss="rank"``); ``loss="reg"`` regresses normalised
+throughput instead. The model is refit after every batch of measurements.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+FeatureFn = Callable[[int], list[float]]
+
+
+class XGBoostCostModel:
+    """Predicts a score per config index (higher = faster) from features of that config."""
+
+    def __init__(self, feature_fn: FeatureFn, loss: str = "rank", seed: int = 0) -> None:
+        if loss not in ("rank", "reg"):
+            raise ValueError(f"loss must be 'rank' or 'reg', got {loss!r}")
+        self.feature_fn = feature_fn
+        self.loss = loss
+        self.seed = seed
+        self._booster = None
+        self._cache: dict[int, list[float]] = {}
+
+    def features(self, indexes: Sequence[int]) -> np.ndarray:
+        rows = []
+        for i in indexes:
+            if i not in self._cache:
+                self._cache[i] = self.feature_fn(i)
+            rows.append(self._cache[i])
+        return np.asarray(rows, dtype="float32")
+
+    @property
+    def trained(self) -> bool:
+        return self._booster is not None
+
+    def fit(self, indexes: Sequence[int], throughputs: Sequence[float]) -> None:
+        """Train on measured configs; ``throughputs`` are FLOP/s (0 for failed ones)."""
+        import xgboost as xgb
+
+        x = self.features(indexes)
+        y = np.asarray(throughputs, dtype="float64")
+        if len(x) < 2 or y.max() <= 0:
+            return
+        y = y / y.max()
+        params = {
+            "max_depth": 6,
+            "eta": 0.3,
+            "gamma": 0.0001,
+            "min_child_weight": 1,
+            "subsample": 1.0,
+            "nthread": 1,
+            "seed": self.seed,
+            "verbosity": 0,
+            "objective": "rank:pairwise" if self.loss == "rank" else "reg:squarederror",
+        }
+        dtrain = xgb.DMatrix(x, label=y)
+        if self.loss == "rank":
+            dtrain.set_group([len(y)])
+        self._booster = xgb.train(params, dtrain, num_boost_round=60)
+
+    def predict(self, indexes: Sequence[int]) -> np.ndarray:
+        """Scores for configs (arbitrary scale; higher is better). Untrained: zeros."""
+        if self._booster is None:
+            return np.zeros(len(indexes))
+        import xgboost as xgb
+
+        return np.asarray(self._booster.predict(xgb.DMatrix(self.features(indexes))))
+
+
+def rank_correlation(predicted: Sequence[float], measured: Sequence[float]) -> float:
+    """Spearman's rank correlation (the model's quality on held-out trials)."""
+    p = np.argsort(np.argsort(np.asarray(predicted)))
+    m = np.argsort(np.argsort(np.asarray(measured)))
+    if len(p) < 2 or p.std() == 0 or m.std() == 0:
+        return 0.0
+    return float(np.corrcoef(p, m)[0, 1])
