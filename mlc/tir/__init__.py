@@ -11,4 +11,5 @@ from mlc.tir.stmt import (
 )
 from mlc.tir.functor import IRMutator, IRVisitor, post_order_visit, substitute
 from mlc.tir.arith import Analyzer, simplify
+from mlc.tir.analysis import assert_structural_equal, structural_equal, structural_hash
 from mlc.tir.schedule import BlockRV, LoopRV, Schedule, Trace
