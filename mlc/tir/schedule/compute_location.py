@@ -1,9 +1,416 @@
-"""Schedule primitives: compute_location (filled in by its owner)."""
+"""Schedule primitives that move a block into another block's loop nest: ``compute_at`` and
+``reverse_compute_at`` (and, through :mod:`inline`, ``compute_inline`` and
+``reverse_compute_inline``).
+
+Both moves regenerate the moved block's loops so that they cover exactly the part of the
+buffer the other side needs (or produces) in one iteration of the target loop; see
+:func:`mlc.tir.schedule.region.relaxed_region` for how that part is found.
+"""
 
 from __future__ import annotations
 
-from mlc.tir.schedule.base import ScheduleBase
+import dataclasses
+
+from mlc.tir.arith import Analyzer
+from mlc.tir.expr import IntImm, IterKind, PrimExpr, Range, Var, const
+from mlc.tir.functor import substitute
+from mlc.tir.schedule import region as R
+from mlc.tir.schedule import state
+from mlc.tir.schedule.inline import InlinePrimitives
+from mlc.tir.schedule.trace import BlockRV, LoopRV
+from mlc.tir.stmt import BlockRealize, Buffer, For, ForKind, Stmt, seq
+
+Bounds = list[tuple[PrimExpr, PrimExpr]]
 
 
-class ComputeLocationPrimitives(ScheduleBase):
-    pass
+class ComputeLocationPrimitives(InlinePrimitives):
+    """``compute_at``, ``reverse_compute_at`` (and the inline primitives)."""
+
+    def compute_at(
+        self, block: BlockRV, loop: LoopRV, preserve_unit_loops: bool = False
+    ) -> None:
+        """Move the producer ``block`` under ``loop`` of its consumer, computing there only
+        what the consumers under ``loop`` read in one iteration.
+
+        Before::
+
+            for i in range(128):
+                for j in range(128):
+                    with block("B"):  B[vi, vj] = A[vi, vj] * 2.0
+            for i in range(128):
+                for j in range(128):
+                    with block("C"):  C[vi, vj] = B[vi, vj] + 1.0
+
+        ``sch.compute_at(sch.get_block("B"), i_of_C)``::
+
+            for i in range(128):
+                for ax0 in range(128):
+                    with block("B"):
+                        vi = axis.spatial(128, i)
+                        vj = axis.spatial(128, ax0)
+                        B[vi, vj] = A[vi, vj] * 2.0
+                for j in range(128):
+                    with block("C"):  C[vi, vj] = B[vi, vj] + 1.0
+
+        The producer keeps its reduction loops. Refused when the producer writes a function
+        output, when a consumer outside ``loop`` reads what it writes, or when a block between
+        the old and the new place touches its buffers.
+        """
+        realize, bloc = self._block_of(block)
+        target, lloc = self._loop_of(loop)
+        name, lv = realize.block.name, target.loop_var.name
+        infos = R.blocks_in_order(self._func)
+        me = R.info_of(infos, realize)
+        self._check_movable(me, bloc, target, lloc, "compute_at")
+        outputs = me.writes & set(self._func.params)
+        if outputs:
+            out = sorted(b.name for b in outputs)[0]
+            raise self._error(
+                f"compute_at: block {name!r} writes {out!r}, an output of the function; moving "
+                f"it under loop {lv!r} would compute only the part that loop needs. "
+                f"Use cache_write on {name!r} first, then compute_at the cache block.",
+                realize,
+            )
+        consumers = [i for i in infos if i is not me and i.reads & me.writes]
+        under = [c for c in consumers if c.under(target)]
+        if not under:
+            raise self._error(
+                f"compute_at: block {name!r} produces nothing that a block under loop {lv!r} "
+                f"reads; pass a loop of one of its consumers "
+                f"({[c.block.name for c in consumers] or 'it has none'})",
+                target,
+            )
+        for c in consumers:
+            if not c.under(target):
+                raise self._error(
+                    f"compute_at: block {c.block.name!r}, outside loop {lv!r}, also reads what "
+                    f"{name!r} writes; after the move it would see only the part computed for "
+                    f"the last iteration. Move {name!r} to a loop that contains every consumer.",
+                    c.realize,
+                )
+        if me.index > under[0].index:
+            raise self._error(
+                f"compute_at: block {name!r} runs after its consumer {under[0].block.name!r}; "
+                "compute_at only moves a producer forward into its consumer's loop",
+                realize,
+            )
+        items = R.body_items(target.body)
+        pos = next(k for k, s in enumerate(items) if any(_inside(c, s) for c in under))
+        first = min(i.index for i in infos if _inside(i, items[pos]))
+        for other in infos:
+            if me.index < other.index < first and R.conflicts(me, other):
+                raise self._error(
+                    f"compute_at: block {other.block.name!r} runs between {name!r} and loop "
+                    f"{lv!r} and uses the same buffers; moving {name!r} past it would change "
+                    "what one of them sees",
+                    other.realize,
+                )
+        if len(me.writes) != 1:
+            raise self._error(f"compute_at: block {name!r} must write exactly one buffer", realize)
+        (buf,) = me.writes
+        ana = R.outer_analyzer(lloc)
+        bounds: Bounds | None = None
+        for c in under:
+            for r in c.block.reads:
+                if r.buffer is buf:
+                    rb = R.relaxed_region(r, c.realize, R.inner_loops(c.loc, target), ana)
+                    bounds = rb if bounds is None else R.union_bounds(bounds, rb, ana)
+        assert bounds is not None  # a consumer reads buf
+        mapped = self._iter_dims(realize, buf, bounds, "compute_at")
+        nest = self._regenerate(realize, bloc, mapped, ana, preserve_unit_loops, "compute_at")
+        new_target = dataclasses.replace(target, body=seq(*items[:pos], nest, *items[pos:]))
+        top = R.exclusive_top(bloc)
+        self._update(state.replace_many(self._func, {top: None, target: new_target}))
+        self._record(
+            "compute_at",
+            {"block": block, "loop": loop, "preserve_unit_loops": preserve_unit_loops},
+            None,
+        )
+
+    def reverse_compute_at(
+        self, block: BlockRV, loop: LoopRV, preserve_unit_loops: bool = False
+    ) -> None:
+        """Move the consumer ``block`` under ``loop`` of its producer, right after the
+        producer, computing there what the producer finished in one iteration.
+
+        Before (``C_local`` filled by a tiled matmul ``C``)::
+
+            for i0 in range(8):
+                for j0 in range(8):
+                    for k, i1, j1 in ...:
+                        with block("C"): C_local[vi, vj] += ...
+            for ax0 in range(64):
+                for ax1 in range(64):
+                    with block("C_local"): C[v0, v1] = C_local[v0, v1]
+
+        ``sch.reverse_compute_at(sch.get_block("C_local"), j0)``::
+
+            for i0 in range(8):
+                for j0 in range(8):
+                    for k, i1, j1 in ...:
+                        with block("C"): C_local[vi, vj] += ...
+                    for ax0 in range(8):
+                        for ax1 in range(8):
+                            with block("C_local"):
+                                v0 = axis.spatial(64, i0 * 8 + ax0)
+                                v1 = axis.spatial(64, j0 * 8 + ax1)
+                                C[v0, v1] = C_local[v0, v1]
+
+        Refused when the consumer would read data not yet produced (``loop`` lies inside
+        the producer's reduction), or when it reads the producer's buffer at anything other
+        than its own iteration variables.
+        """
+        realize, bloc = self._block_of(block)
+        target, lloc = self._loop_of(loop)
+        name, lv = realize.block.name, target.loop_var.name
+        infos = R.blocks_in_order(self._func)
+        me = R.info_of(infos, realize)
+        self._check_movable(me, bloc, target, lloc, "reverse_compute_at")
+        producers = [i for i in infos if i.under(target) and i.writes & me.reads]
+        if not producers:
+            raise self._error(
+                f"reverse_compute_at: block {name!r} reads nothing that a block under loop "
+                f"{lv!r} writes; pass a loop of one of its producers",
+                target,
+            )
+        last = max(i.index for i in infos if i.under(target))
+        if me.index < last:
+            raise self._error(
+                f"reverse_compute_at: block {name!r} runs before loop {lv!r}; "
+                "reverse_compute_at only moves a consumer back into its producer's loop",
+                realize,
+            )
+        outer_vars = [f.loop_var for f in lloc.path if isinstance(f, For)] + [target.loop_var]
+        for p in producers:
+            reduce_values = [
+                v
+                for iv, v in zip(p.block.iter_vars, p.realize.iter_values)
+                if iv.kind is not IterKind.SPATIAL
+            ]
+            if R.mentions(reduce_values, outer_vars):
+                raise self._error(
+                    f"reverse_compute_at: loop {lv!r} is inside the reduction of block "
+                    f"{p.block.name!r}: its result is complete only after the reduction loops "
+                    f"finish, so {name!r} would read data not yet produced. Pick a loop above "
+                    "the reduction loops.",
+                    target,
+                )
+        for other in infos:
+            if other is me or not (other.under(target) or last < other.index < me.index):
+                continue
+            if other in producers:
+                bad = me.writes & (other.reads | other.writes)
+            else:
+                bad = R.conflicts(me, other)
+            if bad:
+                raise self._error(
+                    f"reverse_compute_at: block {other.block.name!r} also uses "
+                    f"{sorted(b.name for b in bad)} that {name!r} touches; moving {name!r} "
+                    f"into loop {lv!r} would change what one of them sees",
+                    other.realize,
+                )
+        ana = R.outer_analyzer(lloc)
+        produced: dict[Buffer, Bounds] = {}
+        for p in producers:
+            for w in p.block.writes:
+                if w.buffer in me.reads:
+                    rb = R.relaxed_region(w, p.realize, R.inner_loops(p.loc, target), ana)
+                    old = produced.get(w.buffer)
+                    produced[w.buffer] = rb if old is None else R.union_bounds(old, rb, ana)
+        mapped: dict[int, tuple[PrimExpr, PrimExpr]] = {}
+        for buf, bounds in produced.items():
+            for k, b in self._iter_dims_of_read(realize, buf, bounds).items():
+                mapped.setdefault(k, b)
+        nest = self._regenerate(
+            realize, bloc, mapped, ana, preserve_unit_loops, "reverse_compute_at"
+        )
+        items = R.body_items(target.body)
+        pos = max(k for k, s in enumerate(items) if any(_inside(p, s) for p in producers))
+        new_target = dataclasses.replace(
+            target, body=seq(*items[: pos + 1], nest, *items[pos + 1 :])
+        )
+        top = R.exclusive_top(bloc)
+        self._update(state.replace_many(self._func, {top: None, target: new_target}))
+        self._record(
+            "reverse_compute_at",
+            {"block": block, "loop": loop, "preserve_unit_loops": preserve_unit_loops},
+            None,
+        )
+
+    # ----------------------------------------------------------------------------------------
+    # helpers
+
+    def _check_movable(
+        self, me: R.BlockInfo, bloc: state.Location, target: For, lloc: state.Location, what: str
+    ) -> None:
+        name, lv = me.block.name, target.loop_var.name
+        if me.under(target):
+            raise self._error(
+                f"{what}: block {name!r} is already inside loop {lv!r}; pass a loop of "
+                "another block's nest",
+                target,
+            )
+        if bloc.enclosing_block() is not lloc.enclosing_block():
+            raise self._error(
+                f"{what}: block {name!r} and loop {lv!r} are in different scopes (blocks)",
+                target,
+            )
+
+    def _iter_dims(
+        self, realize: BlockRealize, buf: Buffer, bounds: Bounds, what: str
+    ) -> dict[int, tuple[PrimExpr, PrimExpr]]:
+        """Producer side: iteration variable k covers dimension d of what it writes."""
+        block = realize.block
+        (region,) = [w for w in block.writes if w.buffer is buf]
+        index = {id(iv.var): k for k, iv in enumerate(block.iter_vars)}
+        mapped: dict[int, tuple[PrimExpr, PrimExpr]] = {}
+        for d, rng in enumerate(region.region):
+            k = index.get(id(rng.min)) if isinstance(rng.min, Var) else None
+            if k is None or not _is_one(rng.extent) or k in mapped:
+                raise self._error(
+                    f"{what}: block {block.name!r} writes {buf.name} at `{rng.min}` in "
+                    f"dimension {d}; {what} needs each dimension written at one of the "
+                    "block's own iteration variables",
+                    realize,
+                )
+            mapped[k] = bounds[d]
+        for k, iv in enumerate(block.iter_vars):
+            if iv.kind is IterKind.SPATIAL and k not in mapped:
+                raise self._error(
+                    f"{what}: spatial variable {iv.var.name} of block {block.name!r} indexes "
+                    f"no dimension of {buf.name}",
+                    realize,
+                )
+        return mapped
+
+    def _iter_dims_of_read(
+        self, realize: BlockRealize, buf: Buffer, bounds: Bounds
+    ) -> dict[int, tuple[PrimExpr, PrimExpr]]:
+        """Consumer side: which iteration variable reads which dimension of ``buf``."""
+        block = realize.block
+        index = {id(iv.var): k for k, iv in enumerate(block.iter_vars)}
+        mapped: dict[int, tuple[PrimExpr, PrimExpr]] = {}
+        ana = Analyzer()
+        for region in [r for r in block.reads if r.buffer is buf]:
+            for d, rng in enumerate(region.region):
+                k = index.get(id(rng.min)) if isinstance(rng.min, Var) else None
+                if k is None or not _is_one(rng.extent):
+                    raise self._error(
+                        f"reverse_compute_at: block {block.name!r} reads {buf.name} at "
+                        f"`{rng.min}` in dimension {d}; it must read the produced buffer at "
+                        "its own iteration variables (an elementwise consumer)",
+                        realize,
+                    )
+                iv = block.iter_vars[k]
+                if iv.kind is not IterKind.SPATIAL:
+                    lo, hi = bounds[d]
+                    full = ana.can_prove_equal(lo, iv.dom.min) and ana.can_prove_equal(
+                        hi, iv.dom.min + iv.dom.extent - 1
+                    )
+                    if not full:
+                        raise self._error(
+                            f"reverse_compute_at: block {block.name!r} reduces over "
+                            f"{iv.var.name}, but only part of {buf.name} along it is ready "
+                            "in one iteration of the loop",
+                            realize,
+                        )
+                    continue
+                mapped.setdefault(k, bounds[d])
+        return mapped
+
+    def _regenerate(
+        self,
+        realize: BlockRealize,
+        loc: state.Location,
+        mapped: dict[int, tuple[PrimExpr, PrimExpr]],
+        ana: Analyzer,
+        preserve_unit_loops: bool,
+        what: str,
+    ) -> Stmt:
+        """The moved block with new loops ``ax0, ax1...`` over ``mapped`` iteration variables
+        (value ``lo + axN``) around its own loops for the other variables."""
+        block = realize.block
+        values = realize.iter_values
+        mapped_values = [values[k] for k in mapped]
+        kept_values = [v for k, v in enumerate(values) if k not in mapped]
+        kept_loops: list[For] = []
+        dropped: list[Var] = []
+        for f in loc.enclosing_loops():
+            in_mapped = R.mentions(mapped_values, [f.loop_var])
+            in_kept = R.mentions(kept_values, [f.loop_var])
+            if in_mapped and in_kept:
+                raise self._error(
+                    f"{what}: loop {f.loop_var.name!r} of block {block.name!r} feeds both the "
+                    "variables being moved and the ones that keep their loops; fuse/split "
+                    "differently first",
+                    f,
+                )
+            if in_mapped or (not in_kept and _is_one(f.extent)):
+                dropped.append(f.loop_var)
+            else:
+                kept_loops.append(f)
+        inner = Analyzer()
+        inner._ranges.update(ana._ranges)
+        new_values = list(values)
+        new_loops: list[For] = []
+        conds: list[PrimExpr] = []
+        for k in sorted(mapped):
+            lo, hi = mapped[k]
+            iv = block.iter_vars[k]
+            extent = ana.simplify(hi - lo + 1)
+            if isinstance(extent, IntImm):
+                n = extent.value
+            else:
+                top = ana.const_int_bound(extent)[1]
+                if not isinstance(top, int):
+                    raise self._error(
+                        f"{what}: cannot bound how much of {iv.var.name} block "
+                        f"{block.name!r} must cover ({extent})",
+                        realize,
+                    )
+                n = top
+            if n == 1 and not preserve_unit_loops:
+                value = ana.simplify(lo)
+            else:
+                ax = Var(self._fresh(f"ax{len(new_loops)}"), iv.var.dtype)
+                inner.bind(ax, Range(const(0, ax.dtype), const(n, ax.dtype)))
+                new_loops.append(For(ax, const(0, ax.dtype), const(n, ax.dtype), ForKind.SERIAL, None))  # type: ignore[arg-type]
+                value = ana.simplify(lo + ax)
+                if not isinstance(extent, IntImm):
+                    conds.append(ax < extent)
+            new_values[k] = value
+            if not inner.can_prove(value >= iv.dom.min):
+                conds.append(value >= iv.dom.min)
+            if not inner.can_prove(value < iv.dom.min + iv.dom.extent):
+                conds.append(value < iv.dom.min + iv.dom.extent)
+        old_pred = realize.predicate
+        if not (isinstance(old_pred, IntImm) and old_pred.value):
+            if R.mentions(old_pred, [f.loop_var for f in kept_loops]):
+                if R.mentions(old_pred, dropped):
+                    raise self._error(
+                        f"{what}: the predicate of block {block.name!r} ({old_pred}) mixes "
+                        "moved and kept loops",
+                        realize,
+                    )
+                conds.append(old_pred)
+        pred: PrimExpr = const(True)
+        for c in conds:
+            pred = c if pred is None or _is_true(pred) else pred & c
+        body: Stmt = BlockRealize(tuple(new_values), pred, block)
+        for f in reversed(kept_loops):
+            body = dataclasses.replace(f, body=body)
+        for f in reversed(new_loops):
+            body = dataclasses.replace(f, body=body)
+        return body
+
+
+def _inside(info: R.BlockInfo, node: Stmt) -> bool:
+    return info.realize is node or info.under(node)
+
+
+def _is_one(e: PrimExpr) -> bool:
+    return isinstance(e, IntImm) and e.value == 1
+
+
+def _is_true(e: PrimExpr) -> bool:
+    return isinstance(e, IntImm) and e.value != 0 and e.dtype == "bool"
