@@ -1,0 +1,227 @@
+"""Trusted test cases: what each hidden check compares a student's export against.
+
+An assignment's ``grader.py`` (``instructor/<name>/grader.py``, copied next to the grading
+tests) defines ``CASES``, a list of :class:`Case` and :class:`TraceCase`. It never runs in the
+student's kernel: the kernel only receives each case's inputs (arrays and keyword
+parameters), and the grader process compares what the kernel exported with the reference.
+
+    CASES = [
+        Case("softmax_hidden", inputs={"x": ((7, 33), "float32")},
+             reference=lambda x: np_softmax(x), rtol=1e-4),
+    ]
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import threading
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Callable, ClassVar
+
+import numpy as np
+
+SIZE_ENV = "AUTOGRADER_SIZE"
+
+InputSpec = dict[str, tuple[tuple[int, ...], str]]
+
+
+def random_inputs(spec: InputSpec, seed: int) -> dict[str, np.ndarray]:
+    """Deterministic random arrays: floats uniform in [-1, 1), ints in [-8, 8)."""
+    rng = np.random.default_rng(seed)
+    arrays: dict[str, np.ndarray] = {}
+    for name, (shape, dtype) in spec.items():
+        if np.issubdtype(np.dtype(dtype), np.floating):
+            arrays[name] = rng.uniform(-1.0, 1.0, size=shape).astype(dtype)
+        elif np.dtype(dtype) == np.bool_:
+            arrays[name] = rng.integers(0, 2, size=shape).astype(dtype)
+        else:
+            arrays[name] = rng.integers(-8, 8, size=shape).astype(dtype)
+    return arrays
+
+
+def compare(expected: np.ndarray, got: Any, rtol: float, atol: float) -> tuple[bool, str]:
+    """Compare a student's array with the expected one; return (ok, message for a student)."""
+    if not isinstance(got, np.ndarray):
+        return False, f"expected an array, got {type(got).__name__}"
+    if got.shape != expected.shape:
+        return False, f"wrong shape: expected {expected.shape}, got {got.shape}"
+    if got.dtype.kind not in "fiub" or got.dtype == object:
+        return False, f"wrong dtype {got.dtype}"
+    if not np.all(np.isfinite(got.astype(np.float64))):
+        return False, "the result contains NaN or inf"
+    diff = np.abs(got.astype(np.float64) - expected.astype(np.float64))
+    tol = atol + rtol * np.abs(expected.astype(np.float64))
+    bad = diff > tol
+    if bad.any():
+        where = tuple(int(i) for i in np.unravel_index(int(np.argmax(diff - tol)), diff.shape))
+        return False, (
+            f"{int(bad.sum())} of {bad.size} values differ; worst at index {where}: "
+            f"expected {expected[where]!r}, got {got[where]!r}"
+        )
+    return True, "matches the reference"
+
+
+@dataclass
+class Case:
+    """A value check: the student's output on these inputs must match ``reference``."""
+
+    id: str
+    inputs: InputSpec
+    reference: Callable[..., np.ndarray]
+    params: dict[str, Any] = field(default_factory=dict)
+    rtol: float = 1e-4
+    atol: float = 1e-5
+    seed: int = 0
+    show_message: ClassVar[bool] = False  # hidden: students see pass/fail only
+
+    def make_inputs(self) -> dict[str, np.ndarray]:
+        return random_inputs(self.inputs, self.seed + zlib.crc32(self.id.encode()))
+
+    def expected(self) -> np.ndarray:
+        return np.asarray(self.reference(*self.make_inputs().values(), **self.params))
+
+    def check_local(self, value: Any) -> tuple[float, str]:
+        ok, message = compare(self.expected(), np.asarray(value), self.rtol, self.atol)
+        return (1.0 if ok else 0.0), message
+
+    def check_export(self, exports: Path, **_: Any) -> tuple[float, str]:
+        path = exports / f"{self.id}.npy"
+        if not path.is_file():
+            return 0.0, "no result was produced (the cell failed or never ran)"
+        try:
+            got = np.load(path, allow_pickle=False)
+        except (ValueError, OSError) as err:
+            return 0.0, f"the exported result cannot be read: {err}"
+        ok, message = compare(self.expected(), got, self.rtol, self.atol)
+        return (1.0 if ok else 0.0), message
+
+
+@dataclass
+class TraceCase:
+    """A schedule check: the student's trace, replayed on a fresh copy of the reference
+    computation, must compute the right values and is timed against ``reference_schedule``.
+
+    ``make_func(**params)`` returns the reference PrimFunc; ``reference(*inputs, **params)``
+    the expected output (numpy); ``inputs(**params)`` the input spec. ``params`` may name
+    ``n``, which ``--size``/``$AUTOGRADER_SIZE`` overrides for quick runs.
+
+    Speed score: with ``ratio = t_reference / t_student`` (1.0 at parity), the fraction of
+    points is ``clip((ratio - floor) / (1 - floor), 0, 1)``: full points at parity or better,
+    zero at ``floor`` times the reference speed or slower, linear in between. A wrong result
+    scores 0. With ``speed=False`` only correctness is graded.
+    """
+
+    id: str
+    make_func: Callable[..., Any]
+    reference_schedule: Callable[[Any], None]
+    reference: Callable[..., np.ndarray]
+    inputs: Callable[..., InputSpec]
+    params: dict[str, Any] = field(default_factory=dict)
+    speed: bool = True
+    floor: float = 0.25
+    rtol: float = 1e-3
+    atol: float = 1e-3
+    seed: int = 0
+    show_message: ClassVar[bool] = True  # the speed ratio is shown to the student
+
+    def effective_params(self) -> dict[str, Any]:
+        params = dict(self.params)
+        if "n" in params and os.environ.get(SIZE_ENV):
+            params["n"] = int(os.environ[SIZE_ENV])
+        return params
+
+    def make_inputs(self) -> dict[str, np.ndarray]:
+        spec = self.inputs(**self.effective_params())
+        return random_inputs(spec, self.seed + zlib.crc32(self.id.encode()))
+
+    def score(self, ratio: float) -> float:
+        return float(np.clip((ratio - self.floor) / (1.0 - self.floor), 0.0, 1.0))
+
+    def check_local(self, value: Any) -> tuple[float, str]:
+        from autograder.replay import replay_and_time
+
+        report = replay_and_time(self, str(value), number=1, repeat=1)
+        if not report["correct"]:
+            return 0.0, report["message"]
+        return 1.0, f"{report['message']}; speed ratio to the reference {report['ratio']:.2f}"
+
+    def check_export(self, exports: Path, *, grader_path: Path, run_trusted: Callable[
+            [list[str], Path], tuple[int, str]], workdir: Path, **_: Any) -> tuple[float, str]:
+        path = exports / f"{self.id}.json"
+        if not path.is_file():
+            return 0.0, "no schedule trace was produced (the cell failed or never ran)"
+        try:
+            text = json.loads(path.read_text())["text"]
+        except (ValueError, KeyError, TypeError) as err:
+            return 0.0, f"the exported trace cannot be read: {err}"
+        trace_file = workdir / f"{self.id}.trace.json"
+        trace_file.write_text(text)
+        out_file = workdir / f"{self.id}.replay.json"
+        cmd = [sys.executable, "-m", "autograder.replay", str(grader_path), self.id,
+               str(trace_file), str(out_file)]
+        rc, output = run_trusted(cmd, workdir)
+        if rc != 0 or not out_file.is_file():
+            tail = output.strip().splitlines()[-1:] or ["no output"]
+            return 0.0, f"replaying the schedule failed ({tail[0]})"
+        report = json.loads(out_file.read_text())
+        if not report["correct"]:
+            return 0.0, report["message"]
+        if not self.speed:
+            return 1.0, report["message"]
+        fraction = self.score(report["ratio"])
+        return fraction, (
+            f"correct; {report['ratio']:.2f}x the reference schedule's speed "
+            f"({report['t_student'] * 1e3:.2f} ms vs {report['t_reference'] * 1e3:.2f} ms), "
+            f"{fraction:.0%} of the points"
+        )
+
+
+class Grader:
+    """The loaded ``grader.py`` of an assignment."""
+
+    def __init__(self, module: ModuleType, path: Path) -> None:
+        self.module = module
+        self.path = path
+        self.cases: dict[str, Case | TraceCase] = {c.id: c for c in module.CASES}
+
+    def case(self, case_id: str) -> Case | TraceCase:
+        if case_id not in self.cases:
+            raise KeyError(f"{self.path} defines no case {case_id!r}; it has {sorted(self.cases)}")
+        return self.cases[case_id]
+
+
+def load_grader(path: str | Path) -> Grader:
+    """Import an assignment's ``grader.py`` (trusted code) under a private module name."""
+    path = Path(path).resolve()
+    with _load_lock:
+        if path not in _graders:
+            name = f"_autograder_grader_{zlib.crc32(str(path).encode()):08x}"
+            spec = importlib.util.spec_from_file_location(name, path)
+            if spec is None or spec.loader is None:
+                raise ImportError(f"cannot import {path}")
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module
+            sys.path.insert(0, str(path.parent))  # helper modules next to grader.py
+            try:
+                spec.loader.exec_module(module)
+            finally:
+                sys.path.remove(str(path.parent))
+            _graders[path] = Grader(module, path)
+        return _graders[path]
+
+
+_load_lock = threading.Lock()
+_graders: dict[Path, Grader] = {}
+
+
+def run_plain(cmd: list[str], cwd: Path) -> tuple[int, str]:
+    """Run a trusted command without a sandbox (used by tests and local checks)."""
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    return proc.returncode, proc.stdout + proc.stderr

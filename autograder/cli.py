@@ -1,0 +1,101 @@
+"""Command line: ``python -m autograder {generate,grade,check} ...``.
+
+    python -m autograder generate a1_tensor_expressions
+    python -m autograder grade --assignment a1_tensor_expressions --out grades/ \\
+        [--tests DIR] [--timeout S] [--jobs N] [--size N] submissions/*.ipynb
+    python -m autograder check my_a1.ipynb        # a student runs the public tests
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from tqdm import tqdm
+
+
+def _cmd_generate(args: argparse.Namespace) -> int:
+    from autograder.generate import generate
+
+    for name in args.names:
+        for path in generate(name):
+            print(f"wrote {path}")
+    return 0
+
+
+def _cmd_grade(args: argparse.Namespace) -> int:
+    from autograder.grade import DEFAULT_TESTS, GradingConfig, grade_submission
+    from autograder.report import write_gradebook, write_student
+
+    out = Path(args.out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    config = GradingConfig(
+        assignment=args.assignment,
+        tests_root=Path(args.tests).resolve() if args.tests else DEFAULT_TESTS,
+        cell_timeout=args.timeout,
+        memory_bytes=int(args.memory_mb) << 20 if args.memory_mb else None,
+        size=args.size,
+        hide=[str(out)],
+    )
+    paths = [Path(p).resolve() for p in args.submissions]
+    stems = [p.stem for p in paths]
+    duplicates = {s for s in stems if stems.count(s) > 1}
+    if duplicates:
+        print(f"two submissions share a name: {sorted(duplicates)}", file=sys.stderr)
+        return 2
+    results = []
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        futures = [pool.submit(grade_submission, p, config) for p in paths]
+        for future in tqdm(futures, desc=f"grading {args.assignment}", unit="notebook",
+                           disable=args.quiet):
+            result = future.result()
+            write_student(out, result)
+            results.append(result)
+    book = write_gradebook(out, results)
+    if not args.quiet:
+        for r in sorted(results, key=lambda r: r.student):
+            print(f"{r.student}: {r.score:g} / {r.max_score:g} ({r.status})")
+        print(f"wrote {book}")
+    return 0
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    from autograder.check import check_notebook
+
+    return check_notebook(Path(args.notebook), timeout=args.timeout)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m autograder",
+                                     description="Generate, grade and check mlc assignments.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    gen = sub.add_parser("generate", help="instructor notebook -> student notebook + tests")
+    gen.add_argument("names", nargs="+", help="assignment names (folders of instructor/)")
+    gen.set_defaults(func=_cmd_generate)
+
+    grade = sub.add_parser("grade", help="grade submissions (sandboxed)")
+    grade.add_argument("--assignment", required=True)
+    grade.add_argument("--out", required=True, help="output folder (grades.csv, per student)")
+    grade.add_argument("--tests", help="folder holding <assignment>/tests.json and grader.py "
+                       "(default: autograder/tests); keep real hidden tests outside the repo")
+    grade.add_argument("--timeout", type=float, default=120.0, help="seconds per cell")
+    grade.add_argument("--jobs", type=int, default=1, help="submissions graded in parallel")
+    grade.add_argument("--memory-mb", type=int, default=4096, help="address-space limit")
+    grade.add_argument("--size", type=int, default=None,
+                       help="problem size for schedule cases (e.g. 256 for a quick run)")
+    grade.add_argument("--quiet", action="store_true")
+    grade.add_argument("submissions", nargs="+")
+    grade.set_defaults(func=_cmd_grade)
+
+    check = sub.add_parser("check", help="run a notebook's public tests")
+    check.add_argument("notebook")
+    check.add_argument("--timeout", type=float, default=300.0, help="seconds per cell")
+    check.set_defaults(func=_cmd_check)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return int(args.func(args))

@@ -1,0 +1,301 @@
+"""Grade one submission: run it sandboxed under nbval, then decide outside it.
+
+For each submission the grader
+
+1. builds the *grading notebook*: the student's cells, each test cell's public code replaced
+   by the instructor's (editing a test does not help), then one export cell per test (the
+   hidden region of that test cell);
+2. writes the inputs of every case into a fresh sandbox directory (the only thing the kernel
+   receives: no tests, no references) and runs ``pytest --nbval-lax`` there, sandboxed, with
+   a per-cell timeout; each cell's outcome is logged as soon as it is known;
+3. decides, in this trusted process: a test scores only if its public cell and its export cell
+   ran without error *and* every case of it passes the trusted check of ``grader.py`` on what
+   was exported. A kernel that died, a timeout, a syntax error: the cells that did not run are
+   failures, never passes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import numpy as np
+
+from autograder.cases import Case, load_grader
+from autograder.notebook import test_metadata
+from autograder.sandbox import Limits, acquire_uid, prepare_dir, reclaim_dir, release_uid, run_sandboxed
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+DEFAULT_TESTS = PACKAGE_DIR / "tests"
+REPO_ROOT = PACKAGE_DIR.parent
+
+
+@dataclass
+class TestResult:
+    """The grade of one test cell."""
+
+    id: str
+    max_score: float
+    score: float
+    passed: bool
+    public_message: str = ""
+    hidden: list[tuple[str, bool, str, bool]] = field(default_factory=list)  # id, ok, msg, show
+
+    def feedback(self) -> str:
+        """Text for the student: public failures in full, hidden cases as pass/fail only."""
+        lines = []
+        if self.public_message:
+            lines.append(self.public_message)
+        for case_id, ok, message, show in self.hidden:
+            verdict = "passed" if ok else "failed"
+            lines.append(f"hidden test {case_id}: {verdict}" + (f" ({message})" if show else ""))
+        return "\n".join(lines)
+
+
+@dataclass
+class SubmissionResult:
+    student: str
+    assignment: str
+    tests: list[TestResult]
+    status: str = "ok"
+
+    @property
+    def score(self) -> float:
+        return round(sum(t.score for t in self.tests), 4)
+
+    @property
+    def max_score(self) -> float:
+        return sum(t.max_score for t in self.tests)
+
+
+@dataclass
+class GradingConfig:
+    assignment: str
+    tests_root: Path = DEFAULT_TESTS
+    cell_timeout: float = 60.0
+    memory_bytes: int | None = 4 << 30
+    size: int | None = None
+    hide: list[str] = field(default_factory=list)
+
+    @property
+    def tests_dir(self) -> Path:
+        return self.tests_root / self.assignment
+
+
+def load_spec(config: GradingConfig) -> dict[str, Any]:
+    path = config.tests_dir / "tests.json"
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"no grading tests for {config.assignment!r} in {config.tests_dir}; run "
+            f"`python -m autograder generate {config.assignment}` first or pass --tests DIR"
+        )
+    spec: dict[str, Any] = json.loads(path.read_text())
+    return spec
+
+
+def build_grading_notebook(submission: Any, spec: dict[str, Any]) -> tuple[Any, dict[str, int],
+                                                                             dict[str, int]]:
+    """The notebook that runs: student cells, canonical public tests, then export cells.
+
+    Returns the notebook and, per test id, the code-cell number (nbval's ``Cell N``) of its
+    public cell and of its export cell.
+    """
+    tests = {t["id"]: t for t in spec["tests"]}
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    public_cell: dict[str, int] = {}
+    export_cell: dict[str, int] = {}
+    code_count = 0
+    for cell in submission.cells:
+        if cell.get("cell_type") != "code":
+            continue  # markdown cannot run; raw cells are dropped too
+        meta = test_metadata(cell)
+        test_id = meta.get("id") if meta else None
+        if isinstance(test_id, str) and test_id in tests and test_id not in public_cell:
+            source = tests[test_id]["public_source"] or "pass"
+            public_cell[test_id] = code_count
+        else:
+            source = cell.get("source", "")
+            if not isinstance(source, str):
+                source = "".join(source)
+        nb.cells.append(nbformat.v4.new_code_cell(source))
+        code_count += 1
+    for test_id, test in tests.items():
+        if test_id not in public_cell:  # the student deleted the test cell: run it anyway
+            nb.cells.append(nbformat.v4.new_code_cell(test["public_source"] or "pass"))
+            public_cell[test_id] = code_count
+            code_count += 1
+    for test_id, test in tests.items():
+        source = "from autograder import harness as grading\n" + test["hidden_source"]
+        nb.cells.append(nbformat.v4.new_code_cell(source))
+        export_cell[test_id] = code_count
+        code_count += 1
+    return nb, public_cell, export_cell
+
+
+def _write_inputs(exchange: Path, cases: list[Any]) -> None:
+    inputs = exchange / "inputs"
+    inputs.mkdir(parents=True)
+    for case in cases:
+        if not isinstance(case, Case):
+            continue
+        arrays = case.make_inputs()
+        np.savez(inputs / f"{case.id}.npz", **arrays)
+        (inputs / f"{case.id}.json").write_text(
+            json.dumps({"names": list(arrays), "params": case.params}))
+
+
+def _sandbox_env(box: Path, config: GradingConfig) -> dict[str, str]:
+    env = {
+        "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
+        "HOME": str(box / "home"), "TMPDIR": str(box / "tmp"),
+        "PYTHONPATH": str(REPO_ROOT), "PYTHONDONTWRITEBYTECODE": "1",
+        "AUTOGRADER_EXCHANGE": str(box / "exchange"),
+        "AUTOGRADER_CELL_LOG": str(box / "cells.jsonl"),
+        "MPLBACKEND": "Agg", "IPYTHONDIR": str(box / "home" / ".ipython"),
+        "JUPYTER_CONFIG_DIR": str(box / "home" / ".jupyter"),
+        "JUPYTER_DATA_DIR": str(box / "home" / ".local"),
+        "JUPYTER_RUNTIME_DIR": str(box / "home" / "runtime"),
+        "JUPYTER_PLATFORM_DIRS": "1",
+        "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "2"),
+        "OPENBLAS_NUM_THREADS": "1",
+        "LANG": "C.UTF-8",
+    }
+    if config.size is not None:
+        env["AUTOGRADER_SIZE"] = str(config.size)
+    for name in ("MLC_NUM_THREADS",):
+        if name in os.environ:
+            env[name] = os.environ[name]
+    return env
+
+
+def _read_cell_log(path: Path) -> dict[int, tuple[str, str]]:
+    cells: dict[int, tuple[str, str]] = {}
+    if not path.is_file():
+        return cells
+    for line in path.read_text(errors="replace").splitlines():
+        try:
+            entry = json.loads(line)
+            cells.setdefault(int(entry["cell"]), (str(entry["outcome"]), str(entry["message"])))
+        except (ValueError, KeyError, TypeError):
+            continue
+    return cells
+
+
+def _not_run_reason(result: Any, cells: dict[int, tuple[str, str]]) -> str:
+    if result.timed_out:
+        return "the notebook ran out of time before this test ran"
+    if "Kernel dead" in result.output or "died" in result.output.lower():
+        return "the kernel died (crash, out of memory or killed) before this test ran"
+    return "this test did not run (the notebook stopped early)"
+
+
+def grade_submission(path: Path, config: GradingConfig, workroot: Path | None = None,
+                     keep: bool = False) -> SubmissionResult:
+    """Grade one notebook; never raises for what is in the notebook."""
+    spec = load_spec(config)
+    grader_path = config.tests_dir / "grader.py"
+    grader = load_grader(grader_path)
+    student = path.stem
+    try:
+        submission = nbformat.read(str(path), as_version=4)
+    except Exception as err:  # noqa: BLE001 - any unreadable file is the student's problem
+        tests = [TestResult(t["id"], t["points"], 0.0, False, f"notebook unreadable: {err}")
+                 for t in spec["tests"]]
+        return SubmissionResult(student, config.assignment, tests, "unreadable")
+    nb, public_cell, export_cell = build_grading_notebook(submission, spec)
+    box = Path(tempfile.mkdtemp(prefix=f"ag-{student[:20]}-", dir=workroot))
+    uid = acquire_uid()
+    try:
+        for sub in ("home", "tmp", "exchange/exports"):
+            (box / sub).mkdir(parents=True, exist_ok=True)
+        all_cases = [grader.case(c) for t in spec["tests"] for c in t["case_ids"]]
+        _write_inputs(box / "exchange", all_cases)
+        nbformat.write(nb, str(box / "submission.ipynb"))
+        (box / "pytest.ini").write_text("[pytest]\n")
+        prepare_dir(box, uid)
+        n_cells = len(nb.cells)
+        limits = Limits(
+            wall_s=min(60.0 + config.cell_timeout * n_cells, 3600.0),
+            cpu_s=int(60 + config.cell_timeout * n_cells),
+            memory_bytes=config.memory_bytes,
+            hide=[str(config.tests_root), str(REPO_ROOT / "instructor"), *config.hide],
+        )
+        cmd = [sys.executable, "-m", "pytest", "--nbval-lax", "--nbval-current-env",
+               f"--nbval-cell-timeout={config.cell_timeout}", "-p", "autograder._nbval_log",
+               "-p", "no:cacheprovider", "-c", "pytest.ini", "--rootdir", ".", "-q",
+               "submission.ipynb"]
+        result = run_sandboxed(cmd, box, _sandbox_env(box, config), limits, uid)
+        reclaim_dir(box)
+        cells = _read_cell_log(box / "cells.jsonl")
+        status = "timeout" if result.timed_out else "ok"
+        trusted_dir = box / "trusted"
+        trusted_dir.mkdir()
+        tests = [
+            _decide(test, cells, public_cell, export_cell, grader, grader_path, box, trusted_dir,
+                    result, config)
+            for test in spec["tests"]
+        ]
+        if keep:
+            (box / "sandbox_output.txt").write_text(result.output)
+        return SubmissionResult(student, config.assignment, tests, status)
+    finally:
+        release_uid(uid)
+        if not keep:
+            shutil.rmtree(box, ignore_errors=True)
+
+
+def _decide(test: dict[str, Any], cells: dict[int, tuple[str, str]], public_cell: dict[str, int],
+            export_cell: dict[str, int], grader: Any, grader_path: Path, box: Path,
+            trusted_dir: Path, result: Any, config: GradingConfig) -> TestResult:
+    test_id = test["id"]
+    res = TestResult(test_id, test["points"], 0.0, False)
+    public = cells.get(public_cell[test_id])
+    exported = cells.get(export_cell[test_id])
+    if public is None or exported is None:
+        res.public_message = _not_run_reason(result, cells)
+        res.hidden = [(c, False, "", False) for c in test["case_ids"]]
+        return res
+    if public[0] != "passed":
+        res.public_message = f"public test failed: {public[1] or 'error'}"
+    fractions = []
+    for case_id in test["case_ids"]:
+        case = grader.case(case_id)
+        show = bool(getattr(case, "show_message", False))
+        if exported[0] != "passed":
+            fraction, message = 0.0, f"the hidden test raised: {exported[1]}"
+        else:
+            fraction, message = case.check_export(
+                box / "exchange" / "exports", grader_path=grader_path, workdir=trusted_dir,
+                run_trusted=lambda cmd, cwd: _run_trusted(cmd, cwd, config))
+        fractions.append(fraction)
+        res.hidden.append((case_id, fraction >= 1.0, message, show))
+    fraction = min(fractions) if fractions else 0.0
+    if public[0] != "passed" or exported[0] != "passed":
+        fraction = 0.0
+    res.score = round(test["points"] * fraction, 4)
+    res.passed = fraction >= 1.0
+    return res
+
+
+def _run_trusted(cmd: list[str], cwd: Path, config: GradingConfig) -> tuple[int, str]:
+    """Trusted code on student data (a trace replay): limits and no network, no uid change."""
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": str(REPO_ROOT),
+           "HOME": str(cwd), "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "2")}
+    if config.size is not None:
+        env["AUTOGRADER_SIZE"] = str(config.size)
+    for name in ("MLC_NUM_THREADS",):
+        if name in os.environ:
+            env[name] = os.environ[name]
+    limits = Limits(wall_s=max(120.0, config.cell_timeout * 4), cpu_s=600,
+                    memory_bytes=config.memory_bytes, nproc=None)
+    result = run_sandboxed(cmd, cwd, env, limits, uid=None)
+    return result.returncode, result.output

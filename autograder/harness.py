@@ -1,0 +1,131 @@
+"""What a notebook's hidden test cells call: ``from autograder import harness as grading``.
+
+These functions run *inside the student's kernel*, so they decide nothing. Each one takes a
+case id (defined in the assignment's trusted ``grader.py``) and the student's function or
+schedule, runs it on the case's inputs and **exports** the result:
+
+* ``grading.check_call("softmax_hidden", softmax)``: calls ``softmax(*inputs, **params)`` on
+  numpy arrays and exports the returned array;
+* ``grading.check_te("softmax_hidden", softmax)``: makes one ``te.placeholder`` per input,
+  calls ``softmax(*placeholders, **params)`` to get the output tensor, builds it with
+  ``mlc.build`` (or runs it with the reference evaluator when no backend is there), runs it on
+  the inputs and exports the output;
+* ``grading.check_trace("gemm_speed", sch)``: exports ``sch.trace.as_json()``; the grader
+  replays it on a fresh copy of the reference computation in a separate process.
+
+Two modes:
+
+* grading (the environment variable ``AUTOGRADER_EXCHANGE`` names a directory): inputs are
+  read from ``$AUTOGRADER_EXCHANGE/inputs`` (written there by the grader), results are written
+  to ``$AUTOGRADER_EXCHANGE/exports``. A separate trusted process compares them with the
+  reference, so patching numpy, ``time`` or mlc in the notebook gains nothing;
+* local (an instructor running the solution notebook): the case comes from ``grader.py`` next
+  to the notebook (or ``$AUTOGRADER_GRADER``) and is checked at once; a failure raises
+  ``AssertionError``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+EXCHANGE_ENV = "AUTOGRADER_EXCHANGE"
+GRADER_ENV = "AUTOGRADER_GRADER"
+
+
+def _exchange() -> Path | None:
+    value = os.environ.get(EXCHANGE_ENV)
+    return Path(value) if value else None
+
+
+def _local_case(case_id: str) -> Any:
+    from autograder.cases import load_grader
+
+    path = Path(os.environ.get(GRADER_ENV, "grader.py"))
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"grading.check_*({case_id!r}): no grader.py next to this notebook and "
+            f"${GRADER_ENV} is not set; hidden tests run only in the instructor's folder "
+            "or under `python -m autograder grade`"
+        )
+    return load_grader(path).case(case_id)
+
+
+def inputs(case_id: str) -> tuple[list[np.ndarray], dict[str, Any], list[str]]:
+    """The case's input arrays (in order), its keyword parameters and the input names."""
+    exchange = _exchange()
+    if exchange is None:
+        case = _local_case(case_id)
+        arrays = case.make_inputs()
+        return list(arrays.values()), dict(case.params), list(arrays)
+    meta = json.loads((exchange / "inputs" / f"{case_id}.json").read_text())
+    names: list[str] = meta["names"]
+    with np.load(exchange / "inputs" / f"{case_id}.npz", allow_pickle=False) as data:
+        arrays = [np.array(data[name]) for name in names]
+    return arrays, dict(meta["params"]), names
+
+
+def export(case_id: str, value: Any) -> None:
+    """Hand ``value`` (an array, or a string for traces) to the grader for case ``case_id``."""
+    exchange = _exchange()
+    if exchange is None:
+        case = _local_case(case_id)
+        fraction, message = case.check_local(value)
+        if fraction < 1.0:
+            raise AssertionError(f"{case_id}: {message}")
+        print(f"{case_id}: {message}")
+        return
+    out = exchange / "exports"
+    out.mkdir(parents=True, exist_ok=True)
+    if isinstance(value, str):
+        (out / f"{case_id}.json").write_text(json.dumps({"text": value}))
+    else:
+        np.save(out / f"{case_id}.npy", np.asarray(value), allow_pickle=False)
+
+
+def check_call(case_id: str, fn: Callable[..., Any]) -> None:
+    """Call ``fn(*inputs, **params)`` on numpy arrays and export what it returns."""
+    arrays, params, _ = inputs(case_id)
+    export(case_id, np.asarray(fn(*arrays, **params)))
+
+
+def _int_shape(shape: Any) -> tuple[int, ...]:
+    dims = []
+    for dim in shape:
+        dims.append(int(getattr(dim, "value", dim)))
+    return tuple(dims)
+
+
+def run_te(fn: Callable[..., Any], arrays: list[np.ndarray], names: list[str],
+           params: dict[str, Any]) -> np.ndarray:
+    """Build the te computation ``fn`` returns for placeholders shaped like ``arrays`` and run
+    it; return the output array."""
+    import mlc
+    from mlc import te
+
+    placeholders = [
+        te.placeholder(a.shape, name=name, dtype=str(a.dtype)) for a, name in zip(arrays, names)
+    ]
+    out = fn(*placeholders, **params)
+    out_tensor = out[0] if isinstance(out, (list, tuple)) else out
+    result = np.zeros(_int_shape(out_tensor.shape), dtype=str(out_tensor.dtype))
+    func = te.create_prim_func([*placeholders, out_tensor])
+    module = mlc.build(func, target="llvm")
+    module(*arrays, result)
+    return result
+
+
+def check_te(case_id: str, fn: Callable[..., Any]) -> None:
+    """Build ``fn(*placeholders, **params)`` with mlc for the case's shapes, run, export."""
+    arrays, params, names = inputs(case_id)
+    export(case_id, run_te(fn, arrays, names, params))
+
+
+def check_trace(case_id: str, sch: Any) -> None:
+    """Export the schedule's trace (``sch.trace.as_json()``) for replay by the grader."""
+    trace = sch.trace.as_json()
+    export(case_id, trace if isinstance(trace, str) else json.dumps(trace))

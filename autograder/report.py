@@ -1,0 +1,61 @@
+"""Write grades: ``grades.csv``, and per student ``feedback.md`` and ``results.json``.
+
+``results.json`` follows Gradescope's autograder format::
+
+    {"score": 7.5, "tests": [{"name": "t_softmax", "score": 2, "max_score": 2,
+                              "output": "...", "visibility": "visible"}]}
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+from autograder.grade import SubmissionResult
+
+
+def _fmt(x: float) -> str:
+    return f"{x:g}"
+
+
+def write_student(out: Path, result: SubmissionResult) -> None:
+    folder = out / result.student
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = [f"# {result.assignment}: {result.student}", "",
+             f"**Score: {_fmt(result.score)} / {_fmt(result.max_score)}**", ""]
+    if result.status != "ok":
+        lines += [f"Note: {result.status}.", ""]
+    for test in result.tests:
+        mark = "passed" if test.passed else ("partial" if test.score > 0 else "failed")
+        lines.append(f"## {test.id}: {mark} ({_fmt(test.score)} / {_fmt(test.max_score)} points)")
+        text = test.feedback()
+        if text:
+            lines += ["", "```", text, "```"]
+        lines.append("")
+    (folder / "feedback.md").write_text("\n".join(lines))
+    gradescope = {
+        "score": result.score,
+        "max_score": result.max_score,
+        "tests": [{"name": t.id, "score": t.score, "max_score": t.max_score,
+                   "output": t.feedback(), "visibility": "visible"} for t in result.tests],
+    }
+    (folder / "results.json").write_text(json.dumps(gradescope, indent=1) + "\n")
+
+
+def write_gradebook(out: Path, results: list[SubmissionResult]) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    test_ids: list[str] = []
+    for r in results:
+        for t in r.tests:
+            if t.id not in test_ids:
+                test_ids.append(t.id)
+    path = out / "grades.csv"
+    with path.open("w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["student", "assignment", "score", "max_score", "status", *test_ids])
+        for r in sorted(results, key=lambda r: r.student):
+            per_test = {t.id: t.score for t in r.tests}
+            writer.writerow([r.student, r.assignment, _fmt(r.score), _fmt(r.max_score), r.status,
+                             *[_fmt(per_test.get(i, 0.0)) for i in test_ids]])
+    return path
