@@ -458,6 +458,20 @@ class IterVar:
         return id(self)
 
 
+def _forward_to_var(name: str) -> Any:
+    def op(self: IterVar, *args: Any) -> Any:
+        return getattr(self.var, name)(*args)
+
+    return op
+
+
+# An IterVar in arithmetic stands for its variable, as in TVM: `y + ky` for a reduce axis ky.
+for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__",
+              "__floordiv__", "__rfloordiv__", "__mod__", "__rmod__", "__neg__",
+              "__lt__", "__le__", "__gt__", "__ge__"):  # fmt: skip
+    setattr(IterVar, _name, _forward_to_var(_name))
+
+
 # ---------------------------------------------------------------------------------------------
 # constructors
 
@@ -487,6 +501,8 @@ def convert(value: Any, dtype: str | None = None) -> PrimExpr:
     """Python numbers become constants (of ``dtype`` when given); expressions pass through."""
     if isinstance(value, PrimExpr):
         return value
+    if isinstance(value, IterVar):
+        return value.var
     if isinstance(value, (bool, int, float)):
         return const(value, dtype)
     try:
@@ -503,6 +519,8 @@ def convert(value: Any, dtype: str | None = None) -> PrimExpr:
 
 def _coerce(a: Any, b: Any) -> tuple[PrimExpr, PrimExpr]:
     """Make two operands expressions of one dtype (constants take the other side's dtype)."""
+    a = a.var if isinstance(a, IterVar) else a
+    b = b.var if isinstance(b, IterVar) else b
     if not isinstance(a, PrimExpr) and isinstance(b, PrimExpr):
         a = _const_like(a, b.dtype)
     elif not isinstance(b, PrimExpr) and isinstance(a, PrimExpr):
