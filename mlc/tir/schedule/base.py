@@ -226,6 +226,13 @@ class ScheduleBase:
                 out.append(other)
         return out
 
+    def get(self, rv: BlockRV | LoopRV) -> Block | For:
+        """The IR node a handle names now: the Block, or the For loop (read its ``extent``,
+        ``kind``, ``loop_var``)."""
+        if isinstance(rv, LoopRV):
+            return self._get_loop(rv).stmt  # type: ignore[return-value]
+        return self._get_block(rv).stmt.block  # type: ignore[attr-defined,no-any-return]
+
     # small helpers shared by primitives
     def _block_of(self, block: BlockRV) -> tuple[BlockRealize, state.Location]:
         loc = self._get_block(block)
