@@ -61,7 +61,7 @@ class _Evaluator:
     """Evaluates expressions on broadcastable numpy grids. ``env`` maps variables to
     arrays or ints; ``arrays`` maps buffers (by identity) to computed arrays."""
 
-    def __init__(self, arrays: dict[int, np.ndarray], env: dict[int, Any]) -> None:
+    def __init__(self, arrays: dict[int, np.ndarray], env: dict[Any, Any]) -> None:
         self.arrays = arrays
         self.env = env
         self.mask: Any = None  # where the current value matters (inside a Select)
@@ -73,12 +73,14 @@ class _Evaluator:
         return method(e)
 
     def e_Var(self, e: E.Var) -> Any:
-        if id(e) not in self.env:
-            raise EvaluationError(
-                f"the size or variable {e.name!r} has no value; pass it as sizes={{'{e.name}': "
-                "...}} or give an input whose shape contains it"
-            )
-        return self.env[id(e)]
+        if id(e) in self.env:
+            return self.env[id(e)]
+        if ("name", e.name) in self.env:  # a size given by name in sizes=
+            return self.env[("name", e.name)]
+        raise EvaluationError(
+            f"the size or variable {e.name!r} has no value; pass it as sizes={{'{e.name}': "
+            "...} or give an input whose shape contains it"
+        )
 
     e_SizeVar = e_Var
 
@@ -211,7 +213,7 @@ def _grid(extents: Sequence[int], mins: Sequence[int]) -> list[np.ndarray]:
 
 
 def _fold(reducer: E.CommReducer, src: np.ndarray, mask: np.ndarray | None, dtype: str,
-          env: dict[int, Any], arrays: dict[int, np.ndarray]) -> np.ndarray:
+          env: dict[Any, Any], arrays: dict[int, np.ndarray]) -> np.ndarray:
     """Reduce the last axis of ``src`` with ``reducer``, one step at a time."""
     ident = np.broadcast_to(_cast(_Evaluator(arrays, env)(reducer.identity), dtype),
                             src.shape[:-1]).copy()
@@ -225,7 +227,7 @@ def _fold(reducer: E.CommReducer, src: np.ndarray, mask: np.ndarray | None, dtyp
     return np.asarray(acc)
 
 
-def _compute(op: ComputeOp, arrays: dict[int, np.ndarray], env: dict[int, Any],
+def _compute(op: ComputeOp, arrays: dict[int, np.ndarray], env: dict[Any, Any],
              fixed: dict[int, int] | None = None) -> np.ndarray:
     """The values of ``op`` on its whole domain (axes in ``fixed`` held at one value)."""
     fixed = fixed or {}
@@ -253,13 +255,14 @@ def _compute(op: ComputeOp, arrays: dict[int, np.ndarray], env: dict[int, Any],
 
 
 def _bind_sizes(placeholders: Sequence[Tensor], given: dict[int, np.ndarray],
-                sizes: Mapping[Any, int] | None, env: dict[int, Any]) -> None:
+                sizes: Mapping[Any, int] | None, env: dict[Any, Any]) -> None:
     by_name: dict[str, int] = {}
     for k, v in (sizes or {}).items():
         if isinstance(k, E.Var):
             env[id(k)] = int(v)
         else:
             by_name[str(k)] = int(v)
+            env[("name", str(k))] = int(v)
     for t in placeholders:
         arr = given[id(t)]
         if arr.ndim != t.ndim:
@@ -306,7 +309,7 @@ def evaluate(
         if arr.dtype != _np_dtype(t.dtype):
             raise EvaluationError(f"input {t.name!r} must be {t.dtype}, got {arr.dtype}")
         given[id(t)] = arr
-    env: dict[int, Any] = {}
+    env: dict[Any, Any] = {}
     _bind_sizes(placeholders, given, sizes, env)
     arrays: dict[int, np.ndarray] = {id(t.buffer): given[id(t)] for t in placeholders}
     results: dict[str, np.ndarray] = {}
@@ -322,7 +325,7 @@ def evaluate(
     return results
 
 
-def _scan(op: ScanOp, arrays: dict[int, np.ndarray], env: dict[int, Any]) -> np.ndarray:
+def _scan(op: ScanOp, arrays: dict[int, np.ndarray], env: dict[Any, Any]) -> np.ndarray:
     ev = _Evaluator(arrays, env)
     shape = tuple(int(ev(s)) for s in op.output(0).shape)
     state = np.zeros(shape, dtype=_np_dtype(op.output(0).dtype))
