@@ -1,0 +1,384 @@
+"""The classic te/Halide-style schedule: ``s = te.create_schedule(C.op)``, ``s[C].split(...)``.
+
+This is a thin facade over :class:`mlc.tir.Schedule`: every call below translates to the
+TensorIR primitives (one engine, one printer, one trace). A te ``IterVar`` (``C.op.axis[0]``,
+or what ``split`` returns) is a *handle to a loop*; the facade keeps the table from axes to
+loop handles, so ``s[C].op.axis`` keeps naming the right loops after ``cache_write`` or
+``compute_at`` regenerate them (old axes are mapped to the new loops by position)::
+
+    s = te.create_schedule(C.op)
+    i, j = s[C].op.axis
+    io, jo, ii, ji = s[C].tile(i, j, 32, 32)
+    s[C].vectorize(ji)
+    print(s.to_prim_func([A, B, C]))      # the same program as s.sch.mod, params in this order
+    print(s.sch.trace)                    # the TensorIR primitives it became
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from mlc.errors import ScheduleError
+from mlc.te.prim_func import create_prim_func
+from mlc.te.tensor import ComputeOp, Operation, PlaceholderOp, ScanOp, Tensor
+from mlc.tir.expr import IterKind, IterVar, Range, Var
+from mlc.tir.schedule import state
+from mlc.tir.schedule.schedule import Schedule as TirSchedule
+from mlc.tir.schedule.trace import BlockRV, LoopRV
+from mlc.tir.stmt import For, PrimFunc
+
+
+def _topo_ops(outputs: Sequence[Operation]) -> list[Operation]:
+    order: list[Operation] = []
+    seen: set[int] = set()
+
+    def visit(op: Operation) -> None:
+        if id(op) in seen:
+            return
+        seen.add(id(op))
+        for t in op.input_tensors:
+            visit(t.op)
+        order.append(op)
+
+    for op in outputs:
+        visit(op)
+    return order
+
+
+class CacheOp(Operation):
+    """The operation of a tensor made by ``cache_read``/``cache_write``/``rfactor``: it only
+    names a stage (its axes are handles to the loops of the new block)."""
+
+    def __init__(self, name: str, source: Tensor, axis: tuple[IterVar, ...],
+                 reduce_axis: tuple[IterVar, ...] = ()) -> None:
+        self.name = name
+        self.attrs = {}
+        self.axis = axis
+        self.reduce_axis = reduce_axis
+        self._source = source
+        self._output = Tensor(self, source.shape, source.dtype, name)
+
+    @property
+    def input_tensors(self) -> list[Tensor]:
+        return [self._source]
+
+
+class StageOp:
+    """``s[C].op``: the stage's operation, with the axes that name its *current* loops."""
+
+    def __init__(self, stage: Stage) -> None:
+        self._stage = stage
+
+    @property
+    def axis(self) -> tuple[IterVar, ...]:
+        return tuple(self._stage.axis)
+
+    @property
+    def reduce_axis(self) -> tuple[IterVar, ...]:
+        return tuple(self._stage.reduce_axis)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stage.origin, name)
+
+    def __repr__(self) -> str:
+        return f"StageOp({self._stage.name!r})"
+
+
+class Stage:
+    """The schedule of one operation (one block of the loop program): ``s[C]``."""
+
+    def __init__(self, sch: Schedule, origin: Operation, block_name: str,
+                 axis: Sequence[IterVar], reduce_axis: Sequence[IterVar]) -> None:
+        self._s = sch
+        self.origin = origin
+        self.block_name = block_name
+        self.axis = list(axis)
+        self.reduce_axis = list(reduce_axis)
+
+    @property
+    def name(self) -> str:
+        return self.origin.name
+
+    @property
+    def op(self) -> StageOp:
+        return StageOp(self)
+
+    @property
+    def block(self) -> BlockRV:
+        return self._s.sch.get_block(self.block_name)
+
+    def __repr__(self) -> str:
+        return f"stage({self.name!r}, block={self.block_name!r})"
+
+    # -- loops ----------------------------------------------------------------------------
+    def split(self, parent: IterVar, factor: int | None = None,
+              nparts: int | None = None) -> tuple[IterVar, IterVar]:
+        """Split ``parent`` into ``(outer, inner)``: ``factor`` is the inner extent, or
+        ``nparts`` the outer one (give exactly one). ``tir``: ``sch.split(l, [None, factor])``."""
+        if (factor is None) == (nparts is None):
+            raise ScheduleError(
+                f"s[{self.name}].split({parent.var.name}): give exactly one of factor= "
+                f"(inner extent) or nparts= (outer extent)"
+            )
+        loop = self._s._loop(parent, self)
+        factors = [None, factor] if factor is not None else [nparts, None]
+        outer, inner = self._s.sch.split(loop, factors=factors)
+        return self._s._axis_for(outer, parent.kind), self._s._axis_for(inner, parent.kind)
+
+    def tile(self, x_parent: IterVar, y_parent: IterVar, x_factor: int,
+             y_factor: int) -> tuple[IterVar, IterVar, IterVar, IterVar]:
+        """Split two axes and reorder to ``(x_outer, y_outer, x_inner, y_inner)``."""
+        xo, xi = self.split(x_parent, factor=x_factor)
+        yo, yi = self.split(y_parent, factor=y_factor)
+        self.reorder(xo, yo, xi, yi)
+        return xo, yo, xi, yi
+
+    def fuse(self, *args: IterVar) -> IterVar:
+        """Fuse directly nested axes (outermost first) into one."""
+        if len(args) == 1 and isinstance(args[0], (list, tuple)):
+            args = tuple(args[0])
+        loops = [self._s._loop(a, self) for a in args]
+        kind = IterKind.REDUCE if any(a.kind == IterKind.REDUCE for a in args) else IterKind.SPATIAL
+        return self._s._axis_for(self._s.sch.fuse(*loops), kind)
+
+    def reorder(self, *args: IterVar) -> None:
+        """Put the given axes in this order (outermost first)."""
+        self._s.sch.reorder(*[self._s._loop(a, self) for a in args])
+
+    def vectorize(self, var: IterVar) -> None:
+        self._s.sch.vectorize(self._s._loop(var, self))
+
+    def unroll(self, var: IterVar) -> None:
+        self._s.sch.unroll(self._s._loop(var, self))
+
+    def parallel(self, var: IterVar) -> None:
+        self._s.sch.parallel(self._s._loop(var, self))
+
+    def bind(self, ivar: IterVar, thread_ivar: Any) -> None:
+        """Bind an axis to a GPU thread axis: ``s[C].bind(bx, te.thread_axis("blockIdx.x"))``."""
+        tag = getattr(thread_ivar, "thread_tag", thread_ivar)
+        self._s.sch.bind(self._s._loop(ivar, self), tag)
+
+    def pragma(self, var: IterVar, pragma_type: str, pragma_value: Any = 1) -> None:
+        """Annotate a loop with ``pragma_<type>`` (e.g. ``"auto_unroll_max_step"``)."""
+        self._s.sch.annotate(self._s._loop(var, self), "pragma_" + pragma_type, pragma_value)
+
+    # -- where the stage is computed -----------------------------------------------------------
+    def compute_at(self, parent: Stage, scope: IterVar) -> None:
+        """Compute this stage inside loop ``scope`` of stage ``parent`` (only the part that
+        one iteration of ``scope`` needs). ``tir``: ``sch.compute_at(block, loop)``."""
+        target = self._s._loop(scope, parent)
+        self._s.sch.compute_at(self.block, target, preserve_unit_loops=True)
+        self._s._refresh(self, after=self._s.sch._loop_var(target))
+
+    def compute_inline(self) -> None:
+        """Substitute this stage's expression into its consumers (no buffer, no loops)."""
+        self._s.sch.compute_inline(self.block)
+        self.axis, self.reduce_axis = [], []
+
+    def compute_root(self) -> None:
+        """Compute the stage at the root of the program (where it starts out)."""
+        loc = self._s.sch._get_block(self.block_name)
+        own = {id(a.var) for a in self.axis + self.reduce_axis}
+        if any(id(f.loop_var) not in own for f in loc.enclosing_loops()):
+            raise ScheduleError(
+                f"s[{self.name}].compute_root(): the stage was moved with compute_at; moving it "
+                "back is not supported. Rebuild the schedule without that compute_at."
+            )
+
+    def storage_align(self, axis: IterVar, factor: int, offset: int) -> None:
+        """Pad the stride of the buffer dimension of ``axis`` to ``k * factor + offset``
+        elements (avoids shared-memory bank conflicts)."""
+        dims = [k for k, a in enumerate(self.axis) if a is axis]
+        if not dims:
+            raise ScheduleError(
+                f"s[{self.name}].storage_align: {axis.var.name} is not one of the stage's "
+                f"original axes {[a.var.name for a in self.axis]}"
+            )
+        self._s.sch.storage_align(self.block, 0, dims[0], factor, offset)
+
+
+class Schedule:
+    """``te.create_schedule(outs)``: the stages of every operation the outputs need."""
+
+    def __init__(self, ops: Sequence[Operation]) -> None:
+        self.outputs = list(ops)
+        order = _topo_ops(self.outputs)
+        self._placeholders = [op.output(0) for op in order if isinstance(op, PlaceholderOp)]
+        self._args = self._placeholders + [op.output(0) for op in self.outputs]
+        self.func = create_prim_func(self._args)
+        self.sch = TirSchedule(self.func)
+        self._loops: dict[int, LoopRV] = {}
+        self._keep: list[IterVar] = []  # axes made here, kept alive (ids are table keys)
+        self._stages: dict[int, Stage] = {}
+        self.stages: list[Stage] = []
+        for op in order:
+            if isinstance(op, (ComputeOp, ScanOp)):
+                name = self._block_writing(op.output(0))
+                stage = Stage(self, op, name, op.axis, op.reduce_axis)
+                self._register(stage, op)
+                loops = self.sch.get_loops(self.sch.get_block(name))
+                by_var = {id(self.sch._loop_var(lp)): lp for lp in loops}
+                for a in [*op.axis, *op.reduce_axis]:
+                    if id(a.var) in by_var:
+                        self._loops[id(a)] = by_var[id(a.var)]
+
+    # -- stages -------------------------------------------------------------------------------
+    def __getitem__(self, key: Tensor | Operation | StageOp) -> Stage:
+        if isinstance(key, StageOp):
+            return key._stage
+        op = key.op if isinstance(key, Tensor) else key
+        if isinstance(op, PlaceholderOp):
+            raise ScheduleError(
+                f"{op.name!r} is a placeholder (an input): it has no loops to schedule"
+            )
+        if id(op) not in self._stages:
+            raise ScheduleError(
+                f"{op.name!r} is not part of this schedule (create_schedule was given "
+                f"{[o.name for o in self.outputs]})"
+            )
+        return self._stages[id(op)]
+
+    def _register(self, stage: Stage, op: Operation) -> None:
+        self._stages[id(op)] = stage
+        if all(s is not stage for s in self.stages):
+            self.stages.append(stage)
+
+    def _block_writing(self, t: Tensor) -> str:
+        found = [
+            loc.stmt.block.name  # type: ignore[attr-defined]
+            for loc in state.all_blocks(self.sch.mod)
+            if any(w.buffer is t.buffer for w in loc.stmt.block.writes)  # type: ignore[attr-defined]
+        ]
+        if not found:
+            raise ScheduleError(f"no block computes {t.name!r}")
+        return found[-1]
+
+    # -- axes <-> loops -----------------------------------------------------------------------
+    def _loop(self, axis: Any, stage: Stage) -> LoopRV:
+        if isinstance(axis, LoopRV):
+            return axis
+        if not isinstance(axis, IterVar) or id(axis) not in self._loops:
+            name = getattr(getattr(axis, "var", None), "name", repr(axis))
+            raise ScheduleError(
+                f"s[{stage.name}]: {name} is not an axis of this schedule; use "
+                f"s[{stage.name}].op.axis, .op.reduce_axis or what split/fuse returned"
+            )
+        return self._loops[id(axis)]
+
+    def _axis_for(self, loop: LoopRV, kind: IterKind) -> IterVar:
+        for_: For = self.sch._get_loop(loop).stmt  # type: ignore[assignment]
+        iv = IterVar(for_.loop_var, Range(for_.min, for_.extent), kind)
+        self._loops[id(iv)] = loop
+        self._keep.append(iv)
+        return iv
+
+    def _refresh(self, stage: Stage, after: Var | None = None) -> None:
+        """Map the stage's axes to the current loops of its block by position (loops below
+        ``after`` only, when given); make new axes when the counts differ."""
+        loops = self.sch.get_loops(self.sch.get_block(stage.block_name))
+        if after is not None:
+            idx = [k for k, lp in enumerate(loops) if self.sch._loop_var(lp) is after]
+            loops = loops[idx[0] + 1:] if idx else loops
+        realize = self.sch._get_block(stage.block_name).stmt
+        reduce_vars = [
+            v for iv, v in zip(realize.block.iter_vars, realize.iter_values)  # type: ignore[attr-defined]
+            if iv.kind != IterKind.SPATIAL
+        ]
+        from mlc.tir.functor import uses_var
+
+        spatial, reduce = [], []
+        for lp in loops:
+            var = self.sch._loop_var(lp)
+            if any(uses_var(v, lambda x, var=var: x is var) for v in reduce_vars):
+                reduce.append(lp)
+            else:
+                spatial.append(lp)
+        for old, new, kind in ((stage.axis, spatial, IterKind.SPATIAL),
+                               (stage.reduce_axis, reduce, IterKind.REDUCE)):
+            if len(old) == len(new):
+                for a, lp in zip(old, new):
+                    self._loops[id(a)] = lp
+            else:
+                old[:] = [self._axis_for(lp, kind) for lp in new]
+
+    # -- new stages ---------------------------------------------------------------------------
+    def _new_stage(self, block: BlockRV, source: Tensor) -> Tensor:
+        name = self.sch._block_name(block)
+        op = CacheOp(name, source, ())
+        stage = Stage(self, op, name, [], [])
+        self._register(stage, op)
+        self._refresh(stage)
+        op.axis, op.reduce_axis = tuple(stage.axis), tuple(stage.reduce_axis)
+        return op.output(0)
+
+    def cache_read(self, tensor: Tensor, scope: str, readers: Sequence[Any]) -> Tensor:
+        """A copy of ``tensor`` in ``scope`` that ``readers`` read instead of it. Returns the
+        cache tensor; schedule it with ``s[AA]``."""
+        stages = [self[r] for r in (readers if isinstance(readers, (list, tuple)) else [readers])]
+        if not stages:
+            raise ScheduleError("cache_read needs at least one reader")
+        first = self.sch._get_block(stages[0].block_name).stmt.block  # type: ignore[attr-defined]
+        index = [k for k, r in enumerate(first.reads) if r.buffer is tensor.buffer]
+        if not index:
+            raise ScheduleError(f"{stages[0].name!r} does not read {tensor.name!r}")
+        block = self.sch.cache_read(
+            stages[0].block, index[0], scope, consumer_blocks=[s.block for s in stages]
+        )
+        return self._new_stage(block, tensor)
+
+    def cache_write(self, tensor: Tensor, scope: str) -> Tensor:
+        """Compute ``tensor`` into a cache in ``scope`` and copy it out. Returns the cache
+        tensor ``CC`` (the computation, ``s[CC]``); ``s[C]`` becomes the copy, and
+        ``C.op.axis`` now names the copy's loops."""
+        stage = self[tensor]
+        block = self.sch.cache_write(stage.block, 0, scope)
+        copy_name = self.sch._block_name(block)
+        # the computation keeps its loops and moves to a new stage with the reduce axes
+        comp_op = CacheOp(copy_name, tensor, (), tuple(stage.reduce_axis))
+        comp = Stage(self, comp_op, stage.block_name, [], stage.reduce_axis)
+        comp.axis = [self._axis_for(self._loop(a, stage), IterKind.SPATIAL) for a in stage.axis]
+        comp_op.axis = tuple(comp.axis)
+        self._register(comp, comp_op)
+        stage.block_name, stage.reduce_axis = copy_name, []
+        self._refresh(stage)
+        return comp_op.output(0)
+
+    def rfactor(self, tensor: Tensor, axis: IterVar, factor_axis: int = 0) -> Tensor:
+        """Factor the reduction of ``tensor`` over ``axis`` into a new stage whose output has
+        ``axis`` as a spatial dimension; ``s[tensor]`` then reduces over it."""
+        stage = self[tensor]
+        block = self.sch.rfactor(self._loop(axis, stage), factor_axis)
+        out = self._new_stage(block, tensor)
+        self._refresh(stage)
+        return out
+
+    # -- the program --------------------------------------------------------------------------
+    def to_prim_func(self, args: Sequence[Tensor], name: str = "main") -> PrimFunc:
+        """The scheduled program with parameters in the order of ``args``."""
+        func = self.sch.mod
+        params = []
+        for t in args:
+            buf = getattr(t, "buffer", None)
+            if not any(buf is p for p in func.params):
+                have = [p.name for p in func.params]
+                raise ScheduleError(
+                    f"{getattr(t, 'name', t)!r} is not an input or output of this schedule "
+                    f"(those are {have}); intermediate tensors cannot be arguments"
+                )
+            params.append(buf)
+        missing = [p.name for p in func.params if all(p is not b for b in params)]
+        if missing:
+            raise ScheduleError(f"the arguments leave out {missing}; list every input and output")
+        return PrimFunc(tuple(params), func.body, name, func.attrs)  # type: ignore[arg-type]
+
+    def __repr__(self) -> str:
+        return repr(self.sch.mod)
+
+
+def create_schedule(ops: Operation | Tensor | Sequence[Operation | Tensor]) -> Schedule:
+    """A schedule for the operations that compute ``ops`` (an op, a tensor, or a list)."""
+    items = list(ops) if isinstance(ops, (list, tuple)) else [ops]
+    return Schedule([t.op if isinstance(t, Tensor) else t for t in items])
+
