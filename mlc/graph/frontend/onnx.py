@@ -1,0 +1,115 @@
+"""``graph.from_onnx(model)``: convert an ONNX ModelProto (or a path to one).
+
+onnx is optional; without it ``from_onnx`` raises an ImportError that says so. Supported ops:
+Gemm, MatMul, Add, Sub, Mul, Div, Relu, Sigmoid, Tanh, Conv, MaxPool, AveragePool,
+GlobalAveragePool, BatchNormalization, Flatten, Reshape, Transpose, Concat, Softmax, Identity.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from mlc.errors import GraphError
+from mlc.graph import ir
+from mlc.graph.ops import nn as gnn
+from mlc.graph.ops import tensor as gt
+
+
+def _attrs(node: Any, onnx: Any) -> dict[str, Any]:
+    return {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+
+
+def _pads(p: Sequence[int] | None) -> tuple[int, int, int, int]:
+    if not p:
+        return (0, 0, 0, 0)
+    return (int(p[0]), int(p[1]), int(p[2]), int(p[3]))  # onnx: t, l, b, r
+
+
+def _convert(op: str, xs: list[Any], a: dict[str, Any]) -> Any:
+    if op == "Gemm":
+        x, w = xs[0], xs[1]
+        if a.get("transA", 0):
+            x = gt.transpose(x)
+        y = gnn.dense(x, w) if a.get("transB", 0) else gnn.matmul(x, w)
+        if a.get("alpha", 1.0) != 1.0:
+            y = y * float(a["alpha"])
+        if len(xs) > 2:
+            c = xs[2] if a.get("beta", 1.0) == 1.0 else xs[2] * float(a["beta"])
+            y = y + c
+        return y
+    table = {"Add": gt.add, "Sub": gt.subtract, "Mul": gt.multiply, "Div": gt.divide}
+    if op in table:
+        return table[op](xs[0], xs[1])
+    if op == "MatMul":
+        return gnn.matmul(xs[0], xs[1])
+    if op == "Relu":
+        return gnn.relu(xs[0])
+    if op == "Sigmoid":
+        return gt.sigmoid(xs[0])
+    if op == "Tanh":
+        return gt.tanh(xs[0])
+    if op == "Identity":
+        return xs[0]
+    if op == "Conv":
+        y = gnn.conv2d(xs[0], xs[1], strides=tuple(a.get("strides", (1, 1))),
+                       padding=_pads(a.get("pads")), dilation=tuple(a.get("dilations", (1, 1))),
+                       groups=a.get("group", 1))
+        return gnn.bias_add(y, xs[2]) if len(xs) > 2 else y
+    if op == "MaxPool":
+        return gnn.max_pool2d(xs[0], tuple(a["kernel_shape"]), tuple(a.get("strides", (1, 1))),
+                              _pads(a.get("pads")))
+    if op == "AveragePool":
+        return gnn.avg_pool2d(xs[0], tuple(a["kernel_shape"]), tuple(a.get("strides", (1, 1))),
+                              _pads(a.get("pads")),
+                              count_include_pad=bool(a.get("count_include_pad", 0)))
+    if op == "GlobalAveragePool":
+        return gnn.global_avg_pool2d(xs[0])
+    if op == "BatchNormalization":
+        return gnn.batch_norm(*xs[:5], epsilon=a.get("epsilon", 1e-5))
+    if op == "Flatten":
+        axis = a.get("axis", 1)
+        return gt.reshape(xs[0], (int(np.prod(xs[0].shape[:axis])), -1))
+    if op == "Reshape":
+        shape = [int(s) for s in xs[1].value]
+        shape = [xs[0].shape[i] if s == 0 else s for i, s in enumerate(shape)]
+        return gt.reshape(xs[0], shape)
+    if op == "Transpose":
+        return gt.transpose(xs[0], a.get("perm"))
+    if op == "Concat":
+        return gt.concatenate(xs, axis=a["axis"])
+    if op == "Softmax":
+        return gnn.softmax(xs[0], axis=a.get("axis", -1))
+    raise GraphError(f"from_onnx: no conversion for op {op}")
+
+
+def from_onnx(model: Any, shape: Mapping[str, Sequence[int]] | None = None) -> ir.Graph:
+    """Convert an ONNX model; ``shape`` overrides input shapes (e.g. a dynamic batch)."""
+    try:
+        import onnx
+        from onnx import numpy_helper
+    except ImportError as e:  # pragma: no cover - depends on the environment
+        raise ImportError("graph.from_onnx needs the onnx package (pip install onnx)") from e
+    if isinstance(model, str):
+        model = onnx.load(model)
+    g = model.graph
+    env: dict[str, Any] = {}
+    for init in g.initializer:
+        env[init.name] = ir.const(numpy_helper.to_array(init), name=init.name)
+    inputs = []
+    for inp in g.input:
+        if inp.name in env:
+            continue
+        dims = [d.dim_value for d in inp.type.tensor_type.shape.dim]
+        if shape and inp.name in shape:
+            dims = list(shape[inp.name])
+        v = ir.var(inp.name, dims)
+        inputs.append(v)
+        env[inp.name] = v
+    for node in g.node:
+        xs = [env[n] for n in node.input if n]
+        out = _convert(node.op_type, xs, _attrs(node, onnx))
+        env[node.output[0]] = out
+    return ir.Graph(inputs, [env[o.name] for o in g.output])

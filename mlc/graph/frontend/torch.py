@@ -1,0 +1,166 @@
+"""``graph.from_torch(module, input_shapes)``: trace a PyTorch module with torch.fx.
+
+torch is optional: importing mlc never imports it; calling ``from_torch`` without it installed
+raises an ImportError that says so. Supported: Linear, Conv2d, BatchNorm2d, ReLU, GELU,
+Sigmoid, Tanh, MaxPool2d, AvgPool2d, AdaptiveAvgPool2d(1), Flatten, Softmax, LogSoftmax,
+LayerNorm, Dropout (identity), and the functions/methods +, -, *, /, relu, flatten, reshape,
+view, cat, softmax, transpose/permute.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from mlc.errors import GraphError
+from mlc.graph import ir
+from mlc.graph.ops import nn as gnn
+from mlc.graph.ops import tensor as gt
+
+
+def _np(t: Any) -> np.ndarray:
+    return t.detach().cpu().numpy().astype("float32")
+
+
+def _module_op(m: Any, args: list[Any], torch: Any) -> Any:
+    tnn = torch.nn
+    x = args[0]
+    if isinstance(m, tnn.Linear):
+        y = gnn.dense(x, ir.const(_np(m.weight), name="weight"))
+        return y if m.bias is None else gnn.bias_add(y, ir.const(_np(m.bias), name="bias"),
+                                                     axis=-1)
+    if isinstance(m, tnn.Conv2d):
+        if isinstance(m.padding, str):
+            raise GraphError(f"Conv2d padding={m.padding!r}: give explicit ints")
+        y = gnn.conv2d(x, ir.const(_np(m.weight), name="weight"), strides=m.stride,
+                       padding=m.padding, dilation=m.dilation, groups=m.groups)
+        return y if m.bias is None else gnn.bias_add(y, ir.const(_np(m.bias), name="bias"))
+    if isinstance(m, tnn.BatchNorm2d):
+        return gnn.batch_norm(x, ir.const(_np(m.weight)), ir.const(_np(m.bias)),
+                              ir.const(_np(m.running_mean)), ir.const(_np(m.running_var)),
+                              epsilon=m.eps)
+    if isinstance(m, tnn.ReLU):
+        return gnn.relu(x)
+    if isinstance(m, tnn.GELU):
+        return gnn.gelu(x)
+    if isinstance(m, tnn.Sigmoid):
+        return gt.sigmoid(x)
+    if isinstance(m, tnn.Tanh):
+        return gt.tanh(x)
+    if isinstance(m, tnn.MaxPool2d):
+        return gnn.max_pool2d(x, m.kernel_size, m.stride, m.padding)
+    if isinstance(m, tnn.AvgPool2d):
+        return gnn.avg_pool2d(x, m.kernel_size, m.stride, m.padding,
+                              count_include_pad=m.count_include_pad)
+    if isinstance(m, tnn.AdaptiveAvgPool2d) and m.output_size in (1, (1, 1)):
+        return gnn.global_avg_pool2d(x)
+    if isinstance(m, tnn.Flatten):
+        return gnn.batch_flatten(x)
+    if isinstance(m, tnn.Softmax):
+        return gnn.softmax(x, axis=m.dim if m.dim is not None else -1)
+    if isinstance(m, tnn.LogSoftmax):
+        return gnn.log_softmax(x, axis=m.dim if m.dim is not None else -1)
+    if isinstance(m, tnn.LayerNorm):
+        return gnn.layer_norm(x, ir.const(_np(m.weight)), ir.const(_np(m.bias)), epsilon=m.eps)
+    if isinstance(m, (tnn.Dropout, tnn.Identity)):
+        return x
+    raise GraphError(f"from_torch: no conversion for module {type(m).__name__}")
+
+
+def _function_op(fn: Any, args: list[Any], kwargs: dict[str, Any], torch: Any) -> Any:
+    F = torch.nn.functional
+    binary = {operator.add: gt.add, torch.add: gt.add, operator.sub: gt.subtract,
+              torch.sub: gt.subtract, operator.mul: gt.multiply, torch.mul: gt.multiply,
+              operator.truediv: gt.divide, torch.div: gt.divide}
+    if fn in binary:
+        return binary[fn](args[0], args[1])
+    if fn in (torch.relu, F.relu):
+        return gnn.relu(args[0])
+    if fn in (torch.sigmoid,):
+        return gt.sigmoid(args[0])
+    if fn in (torch.tanh,):
+        return gt.tanh(args[0])
+    if fn is torch.flatten:
+        start = args[1] if len(args) > 1 else kwargs.get("start_dim", 0)
+        x = args[0]
+        return gt.reshape(x, x.shape[:start] + (-1,))
+    if fn is torch.cat:
+        return gt.concatenate(args[0], axis=args[1] if len(args) > 1 else kwargs.get("dim", 0))
+    if fn in (F.softmax, torch.softmax):
+        return gnn.softmax(args[0], axis=kwargs.get("dim", args[1] if len(args) > 1 else -1))
+    if fn is F.gelu:
+        return gnn.gelu(args[0])
+    raise GraphError(f"from_torch: no conversion for function {getattr(fn, '__name__', fn)}")
+
+
+def _method_op(name: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    x = args[0]
+    if name in ("view", "reshape"):
+        shape = args[1] if len(args) == 2 and isinstance(args[1], (tuple, list)) else args[1:]
+        return gt.reshape(x, tuple(int(s) for s in shape))
+    if name == "flatten":
+        start = args[1] if len(args) > 1 else kwargs.get("start_dim", 0)
+        return gt.reshape(x, x.shape[:start] + (-1,))
+    if name == "relu":
+        return gnn.relu(x)
+    if name == "permute":
+        return gt.transpose(x, tuple(args[1:]) if len(args) > 2 else tuple(args[1]))
+    if name == "transpose":
+        axes = list(range(x.ndim))
+        a, b = args[1] % x.ndim, args[2] % x.ndim
+        axes[a], axes[b] = axes[b], axes[a]
+        return gt.transpose(x, axes)
+    if name == "size":
+        return x.shape if len(args) == 1 else x.shape[args[1]]
+    raise GraphError(f"from_torch: no conversion for method .{name}()")
+
+
+def from_torch(module: Any, input_shapes: Mapping[str, Sequence[int]] | Sequence[Any]
+               ) -> ir.Graph:
+    """Trace ``module`` with torch.fx and convert it. ``input_shapes`` maps the forward's
+    argument names to shapes (or is a list of shapes in argument order)."""
+    try:
+        import torch
+        import torch.fx
+    except ImportError as e:  # pragma: no cover - depends on the environment
+        raise ImportError("graph.from_torch needs PyTorch (pip install torch)") from e
+    module = module.eval()
+    traced = torch.fx.symbolic_trace(module)
+    placeholders = [n for n in traced.graph.nodes if n.op == "placeholder"]
+    if not isinstance(input_shapes, Mapping):
+        input_shapes = {p.target: s for p, s in zip(placeholders, input_shapes)}
+    env: dict[Any, Any] = {}
+    inputs = []
+    modules = dict(traced.named_modules())
+    outputs: list[Any] = []
+    for node in traced.graph.nodes:
+        def arg(a: Any) -> Any:
+            if isinstance(a, torch.fx.Node):
+                return env[a]
+            if isinstance(a, (list, tuple)):
+                return type(a)(arg(x) for x in a)
+            return a
+
+        args = [arg(a) for a in node.args]
+        kwargs = {k: arg(v) for k, v in node.kwargs.items()}
+        if node.op == "placeholder":
+            if node.target not in input_shapes:
+                raise GraphError(f"from_torch: no shape given for input {node.target!r}")
+            v = ir.var(node.target, input_shapes[node.target])
+            inputs.append(v)
+            env[node] = v
+        elif node.op == "get_attr":
+            env[node] = ir.const(_np(getattr(traced, node.target)), name=node.target)
+        elif node.op == "call_module":
+            env[node] = _module_op(modules[node.target], args, torch)
+        elif node.op == "call_function":
+            env[node] = _function_op(node.target, args, kwargs, torch)
+        elif node.op == "call_method":
+            env[node] = _method_op(node.target, args, kwargs)
+        elif node.op == "output":
+            out = args[0]
+            outputs = list(out) if isinstance(out, (list, tuple)) else [out]
+    return ir.Graph(inputs, outputs)

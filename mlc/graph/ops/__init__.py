@@ -1,0 +1,3 @@
+"""Registers every op (importing this package fills the registry)."""
+
+from mlc.graph.ops import nn, tensor  # noqa: F401

@@ -1,0 +1,38 @@
+"""Layout transformation where it pays: pack dense weights at compile time.
+
+``nn.dense(x, w)`` reads ``w[j, k]``: vectorizing over the output axis ``j`` would load with a
+stride of ``in_features``. With a constant weight we pay once, at compile time, to store it as
+``wp[j // bn, k, j % bn]`` (TVM's ``dense_pack``): the innermost ``bn`` outputs then read
+``bn`` contiguous floats, one vector load::
+
+    %y = nn.dense(%x, %w)                       %wp = layout.pack_weight(%w, bn=16)   (folded)
+                                   ->           %y = nn.dense_pack(%x, %wp)
+"""
+
+from __future__ import annotations
+
+from mlc.graph.ir import Call, Constant, Graph, Node, call, rewrite
+
+
+def pick_block(units: int) -> int:
+    """The packing block: the largest divisor of ``units`` up to 16 (a 512-bit float32 vector);
+    0 when no useful block exists (then the dense is left alone)."""
+    for bn in range(16, 1, -1):
+        if units % bn == 0:
+            return bn if bn >= 4 or units <= 4 else 0
+    return 0
+
+
+def alter_op_layout(g: Graph) -> Graph:
+    """Replace each dense with a constant 2-d weight by ``dense_pack`` on the packed weight.
+    Run :func:`fold_constant` afterwards to pack the weight at compile time."""
+    def fn(n: Call, args: tuple[Node, ...]) -> Node | None:
+        if n.op.name != "nn.dense" or not isinstance(args[1], Constant):
+            return None
+        bn = pick_block(args[1].shape[0])
+        if bn == 0:
+            return None
+        packed = call("layout.pack_weight", args[1], bn=bn)
+        return call("nn.dense_pack", args[0], packed)
+
+    return rewrite(g, fn)

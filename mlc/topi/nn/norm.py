@@ -1,0 +1,104 @@
+"""Softmax and normalization layers (inference).
+
+    softmax(x)[i, j] = exp(x[i, j] - max_j x[i, :]) / sum_j exp(x[i, j] - max_j x[i, :])
+
+Each is several te stages (a max, an exp-sum, a division); the default schedule places the
+reductions inside the loop over the rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from mlc import te
+from mlc.tir.expr import PrimExpr
+from mlc.topi.elemwise import const_shape
+
+
+def _with_axis(idx: Sequence[PrimExpr], axis: int, v: PrimExpr) -> tuple[PrimExpr, ...]:
+    out = list(idx)
+    out[axis] = v
+    return tuple(out)
+
+
+def _drop(idx: Sequence[PrimExpr], axis: int) -> tuple[PrimExpr, ...]:
+    return tuple(v for a, v in enumerate(idx) if a != axis)
+
+
+def _row_stats(x: te.Tensor, axis: int) -> tuple[te.Tensor, te.Tensor, int]:
+    shape = const_shape(x)
+    axis %= len(shape)
+    red = tuple(s for a, s in enumerate(shape) if a != axis)
+    k1 = te.reduce_axis((0, shape[axis]), name="k")
+    mx = te.compute(red, lambda *i: te.max(x[_with_axis(_ins(i, axis), axis, k1.var)], axis=k1),
+                    name="softmax_max", tag="comm_reduce")
+    k2 = te.reduce_axis((0, shape[axis]), name="k")
+    es = te.compute(red, lambda *i: te.sum(
+        te.exp(x[_with_axis(_ins(i, axis), axis, k2.var)] - mx[i]), axis=k2),
+        name="softmax_expsum", tag="comm_reduce")
+    return mx, es, axis
+
+
+def _ins(i: Sequence[PrimExpr], axis: int) -> list[PrimExpr]:
+    out = list(i)
+    out.insert(axis, 0)  # type: ignore[arg-type]
+    return out
+
+
+def softmax(x: te.Tensor, axis: int = -1) -> te.Tensor:
+    """Softmax along ``axis``, stabilised by subtracting the maximum."""
+    mx, es, axis = _row_stats(x, axis)
+    return te.compute(x.shape, lambda *i: te.exp(x[i] - mx[_drop(i, axis)]) / es[_drop(i, axis)],
+                      name="softmax", tag="softmax")
+
+
+def log_softmax(x: te.Tensor, axis: int = -1) -> te.Tensor:
+    """``x - max - log(sum(exp(x - max)))`` along ``axis``."""
+    mx, es, axis = _row_stats(x, axis)
+    return te.compute(x.shape, lambda *i: x[i] - mx[_drop(i, axis)] - te.log(es[_drop(i, axis)]),
+                      name="log_softmax", tag="softmax")
+
+
+def bias_add(x: te.Tensor, bias: te.Tensor, axis: int = 1) -> te.Tensor:
+    """``x + bias`` with the 1-d bias along ``axis``."""
+    axis %= len(x.shape)
+    return te.compute(x.shape, lambda *i: x[i] + bias[i[axis]], name="bias_add",
+                      tag="broadcast")
+
+
+def batch_norm(x: te.Tensor, gamma: te.Tensor, beta: te.Tensor, mean: te.Tensor,
+               var: te.Tensor, axis: int = 1, epsilon: float = 1e-5) -> te.Tensor:
+    """Inference batch norm: ``(x - mean) / sqrt(var + eps) * gamma + beta`` per channel."""
+    axis %= len(x.shape)
+
+    def f(*i: PrimExpr) -> PrimExpr:
+        c = i[axis]
+        return (x[i] - mean[c]) / te.sqrt(var[c] + epsilon) * gamma[c] + beta[c]
+
+    return te.compute(x.shape, f, name="batch_norm", tag="broadcast")
+
+
+def layer_norm(x: te.Tensor, gamma: te.Tensor, beta: te.Tensor, axis: int = -1,
+               epsilon: float = 1e-5) -> te.Tensor:
+    """Normalise along ``axis`` to zero mean and unit variance, then scale and shift."""
+    shape = const_shape(x)
+    axis %= len(shape)
+    n = shape[axis]
+    red = tuple(s for a, s in enumerate(shape) if a != axis)
+    k1 = te.reduce_axis((0, n), name="k")
+    mu = te.compute(red, lambda *i: te.sum(x[_with_axis(_ins(i, axis), axis, k1.var)], axis=k1),
+                    name="ln_sum", tag="comm_reduce")
+    k2 = te.reduce_axis((0, n), name="k")
+
+    def sqdev(*i: PrimExpr) -> PrimExpr:
+        d = x[_with_axis(_ins(i, axis), axis, k2.var)] - mu[i] / float(n)
+        return te.sum(d * d, axis=k2)
+
+    sq = te.compute(red, sqdev, name="ln_sqsum", tag="comm_reduce")
+
+    def f(*i: PrimExpr) -> PrimExpr:
+        r = _drop(i, axis)
+        return ((x[i] - mu[r] / float(n)) * te.rsqrt(sq[r] / float(n) + epsilon)
+                * gamma[i[axis]] + beta[i[axis]])
+
+    return te.compute(x.shape, f, name="layer_norm", tag="softmax")
