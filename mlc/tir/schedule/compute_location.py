@@ -349,6 +349,8 @@ class ComputeLocationPrimitives(InlinePrimitives):
                 dropped.append(f.loop_var)
             else:
                 kept_loops.append(f)
+        used = state.names_in_use(self._func)
+        used -= {v.name for v in dropped if v.name.startswith("ax")}
         inner = Analyzer()
         inner._ranges.update(ana._ranges)
         new_values = list(values)
@@ -372,7 +374,7 @@ class ComputeLocationPrimitives(InlinePrimitives):
             if n == 1 and not preserve_unit_loops:
                 value = ana.simplify(lo)
             else:
-                ax = Var(self._fresh(f"ax{len(new_loops)}"), iv.var.dtype)
+                ax = Var(state.fresh_name(f"ax{len(new_loops)}", used), iv.var.dtype)
                 inner.bind(ax, Range(const(0, ax.dtype), const(n, ax.dtype)))
                 new_loops.append(For(ax, const(0, ax.dtype), const(n, ax.dtype), ForKind.SERIAL, None))  # type: ignore[arg-type]
                 value = ana.simplify(lo + ax)

@@ -175,6 +175,9 @@ class BufferReplacer(IRMutator):
 
 
 def replace_buffers(node: Any, mapping: dict[Buffer, Buffer]) -> Any:
+    """``node`` (a node or a tuple of nodes) with the buffers of ``mapping`` replaced."""
+    if isinstance(node, tuple):
+        return tuple(BufferReplacer(mapping).visit(n) for n in node)
     return BufferReplacer(mapping).visit(node)
 
 
