@@ -34,6 +34,7 @@ from mlc.tir.expr import (
     Add, BinaryOp, Broadcast, BufferLoad, Call, Cast, CmpOp, FloatImm, GE, GT, IntImm, LE,
     LT, Let, Mul, Not, PrimExpr, Ramp, Select, StringImm, Sub, Var, And, as_int, const,
 )
+from mlc.lower._arith import fold_constants
 from mlc.tir.functor import IRMutator, post_order_visit, substitute, uses_var
 from mlc.tir.stmt import (
     BufferStore, Evaluate, For, ForKind, IfThenElse, LetStmt, PrimFunc, SeqStmt, Stmt,
@@ -76,11 +77,9 @@ def vectorize_loop(var: Var, lo: PrimExpr, lanes: int, body: Stmt) -> Stmt | Non
         if not guards:
             return _Vectorizer(var, lo, lanes).stmt(body)
         full: PrimExpr | None = None
-        for cond in guards:
-            _check_monotone(cond, var, lo, lanes)
-            last = lo + (lanes - 1)
-            both = substitute(cond, {var: lo}) & substitute(cond, {var: last})
-            full = both if full is None else full & both
+        for guard in guards:
+            whole = _whole_vector_condition(guard.condition, var, lo, lanes)
+            full = whole if full is None else full & whole
         assert full is not None
         vector_body = _Vectorizer(var, lo, lanes).stmt(_drop_guards(body, guards))
     except _CannotVectorize:
@@ -113,22 +112,38 @@ def _drop_guards(body: Stmt, guards: list[IfThenElse]) -> Stmt:
     return _Drop().visit(body)  # type: ignore[no-any-return]
 
 
-def _check_monotone(cond: PrimExpr, var: Var, lo: PrimExpr, lanes: int) -> None:
-    """Accept a conjunction of comparisons between expressions affine in ``var``: such a
-    condition holds on every lane when it holds on the first and the last one."""
+def _whole_vector_condition(cond: PrimExpr, var: Var, lo: PrimExpr, lanes: int) -> PrimExpr:
+    """A scalar condition that holds exactly when ``cond`` holds on every lane.
+
+    Only a conjunction of comparisons between expressions affine in ``var`` is accepted: each
+    comparison is then monotone in ``var`` and it is enough to check the lane where it is
+    weakest (the last lane of ``i < n``, the first of ``i >= m``), or both ends when the
+    direction is not known."""
     if isinstance(cond, And):
-        _check_monotone(cond.a, var, lo, lanes)
-        _check_monotone(cond.b, var, lo, lanes)
-        return
+        return _whole_vector_condition(cond.a, var, lo, lanes) & _whole_vector_condition(
+            cond.b, var, lo, lanes
+        )
     if not uses_var(cond, lambda v: v is var):
-        return
+        return cond
     if not isinstance(cond, (LT, LE, GT, GE)):
         raise _CannotVectorize()
     vec = _Vectorizer(var, lo, lanes)
-    for side in (cond.a, cond.b):
+    slope: PrimExpr = const(0, var.dtype)
+    for side, sign in ((cond.a, 1), (cond.b, -1)):
         v = vec.expr(side)
-        if dt.lanes(v.dtype) != 1 and not isinstance(v, Ramp):
-            raise _CannotVectorize()
+        if isinstance(v, Ramp):
+            slope = slope + v.stride if sign > 0 else slope - v.stride
+        elif dt.lanes(v.dtype) != 1:
+            raise _CannotVectorize()  # not affine in the loop variable
+    first = substitute(cond, {var: lo})
+    last = substitute(cond, {var: lo + (lanes - 1)})
+    step = as_int(fold_constants(slope))
+    if step is None:
+        return first & last  # type: ignore[no-any-return]
+    grows = step > 0  # does a - b grow from lane to lane?
+    if step == 0 or grows != isinstance(cond, (LT, LE)):
+        return first  # type: ignore[no-any-return]
+    return last  # type: ignore[no-any-return]
 
 
 class _Vectorizer:
