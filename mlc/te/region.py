@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from mlc.tir.arith import simplify
 from mlc.tir.expr import Add, BufferLoad, IntImm, PrimExpr, Range, Sub, Var, const
 from mlc.tir.functor import post_order_visit
 from mlc.tir.stmt import Buffer, BufferRegion
@@ -46,6 +47,25 @@ def _split_offset(e: PrimExpr) -> tuple[PrimExpr | None, int]:
     return e, 0
 
 
+def _offsets(idx: list[PrimExpr]) -> list[int] | None:
+    """Each index minus the first, when all those differences are constants."""
+    out = [0]
+    for i in idx[1:]:
+        if same_expr(i, idx[0]):
+            out.append(0)
+            continue
+        base_a, off_a = _split_offset(idx[0])
+        base_b, off_b = _split_offset(i)
+        if same_expr(base_a, base_b):
+            out.append(off_b - off_a)
+            continue
+        diff = simplify(i - idx[0])
+        if not isinstance(diff, IntImm):
+            return None
+        out.append(diff.value)
+    return out
+
+
 def _has_load(e: PrimExpr) -> bool:
     found = False
 
@@ -58,14 +78,6 @@ def _has_load(e: PrimExpr) -> bool:
     return found
 
 
-def _with_offset(base: PrimExpr | None, off: int, dtype: str) -> PrimExpr:
-    if base is None:
-        return const(off, dtype)
-    if off == 0:
-        return base
-    return base + off if off > 0 else base - (-off)
-
-
 def merge_accesses(buffer: Buffer, accesses: list[tuple[PrimExpr, ...]]) -> BufferRegion:
     """One region covering all ``accesses`` (index tuples) of ``buffer``."""
     region = []
@@ -75,14 +87,13 @@ def merge_accesses(buffer: Buffer, accesses: list[tuple[PrimExpr, ...]]) -> Buff
         if any(_has_load(i) for i in idx):
             region.append(full)
             continue
-        parts = [_split_offset(i) for i in idx]
-        base0 = parts[0][0]
-        if all(same_expr(p[0], base0) for p in parts):
-            lo = min(p[1] for p in parts)
-            hi = max(p[1] for p in parts)
-            region.append(Range(_with_offset(base0, lo, idx[0].dtype), const(hi - lo + 1)))
-        else:
+        offsets = _offsets(idx)
+        if offsets is None:
             region.append(full)
+        else:
+            lo, hi = min(offsets), max(offsets)
+            start = simplify(idx[0] + lo) if lo else idx[0]
+            region.append(Range(start, const(hi - lo + 1, idx[0].dtype)))
     return BufferRegion(buffer, tuple(region))
 
 

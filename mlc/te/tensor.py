@@ -414,13 +414,17 @@ def _check_body(body: PrimExpr, what: str) -> None:
     if top_reduce is not None:
         allowed = {id(iv.var) for iv in top_reduce.axis}
 
-    def visit(n: Any) -> None:
+    def visit_reduce(n: Any) -> None:
         if isinstance(n, Reduce) and n is not top_reduce:
             raise TEError(
                 f"{what}: a reducer (te.sum/te.max/...) must be the whole body of te.compute, "
                 "not part of a larger expression such as te.sum(...) + 1. Compute the "
                 "reduction in its own te.compute and use it in a second one."
             )
+
+    post_order_visit(body, visit_reduce)
+
+    def visit(n: Any) -> None:
         if isinstance(n, Var) and n in _REDUCE_VARS and id(n) not in allowed:
             raise TEError(
                 f"{what}: the reduce axis {n.name!r} is used outside a reducer over it; "
