@@ -12,4 +12,5 @@ from mlc.tir.stmt import (
 from mlc.tir.functor import IRMutator, IRVisitor, post_order_visit, substitute
 from mlc.tir.arith import Analyzer, simplify
 from mlc.tir.analysis import assert_structural_equal, structural_equal, structural_hash
+from mlc.tir.verify import verify_well_formed
 from mlc.tir.schedule import BlockRV, LoopRV, Schedule, Trace
