@@ -30,7 +30,7 @@ def _schedule(sch: tir.Schedule) -> None:
     sch.parallel(f)
     sch.vectorize(j1)
     u = sch.sample_categorical([1, 2, 4], [1.0, 1.0, 1.0])
-    sch.annotate(f, "pragma_auto_unroll_max_step", int(u))
+    sch.annotate(f, "pragma_auto_unroll_max_step", u)
     sch.unroll(k1)
 
 
