@@ -33,7 +33,14 @@ def _initialize() -> None:
 
 @functools.lru_cache(maxsize=None)
 def target_machine(mcpu: str | None = None, mattr: str | None = None) -> llvm.TargetMachine:
-    """A target machine for this process's triple; the host CPU unless told otherwise."""
+    """A target machine for this process's triple; the host CPU unless told otherwise.
+    Shared (cached) for optimising and printing assembly; never give it to an engine."""
+    return new_target_machine(mcpu, mattr)
+
+
+def new_target_machine(mcpu: str | None = None, mattr: str | None = None) -> llvm.TargetMachine:
+    """A fresh target machine. An MCJIT engine takes ownership of (and later frees) the
+    machine it is given, so each engine gets its own."""
     _initialize()
     triple = llvm.get_process_triple()
     cpu = mcpu or llvm.get_host_cpu_name()
@@ -93,7 +100,7 @@ def compile_ir(ir_text: str, entry: str, target: Target) -> Compiled:
     mod.data_layout = str(tm.target_data)
     optimize(mod, tm)
     optimized = str(mod)
-    engine = llvm.create_mcjit_compiler(mod, tm)
+    engine = llvm.create_mcjit_compiler(mod, new_target_machine(target.mcpu, target.mattr))
     engine.finalize_object()
     address = engine.get_function_address(entry)
     if not address:  # pragma: no cover - the entry is always defined
