@@ -131,7 +131,8 @@ class _Printer:
 
     # -- names ----------------------------------------------------------------------------
     def name_of(self, obj: Var | Buffer) -> str:
-        key = id(obj)
+        # Buffers are named by their data pointer: a flattened view of ``A`` is still ``A``.
+        key = id(obj.data) if isinstance(obj, Buffer) and obj.data is not None else id(obj)
         found = self.names.get(key)
         if found is not None:
             return found
@@ -144,6 +145,8 @@ class _Printer:
         self.used.add(name)
         self.names[key] = name
         self.keep.append(obj)
+        if isinstance(obj, Buffer):
+            self.keep.append(obj.data)
         return name
 
     # -- expressions ----------------------------------------------------------------------

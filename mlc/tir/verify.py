@@ -204,7 +204,8 @@ class _Checker:
 
     # -- expressions and accesses -------------------------------------------------------------
     def buffer_in_scope(self, buf: Buffer) -> None:
-        if id(buf) not in self.buffers:
+        # A flattened view of a buffer shares its ``data`` pointer: it is the same memory.
+        if id(buf) not in self.buffers and id(buf.data) not in self.vars:
             self.problem(
                 f"buffer `{buf.name}` is used but is neither a parameter of the function nor "
                 "allocated in an enclosing block (alloc_buffers) or Allocate"
