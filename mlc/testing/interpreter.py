@@ -47,18 +47,8 @@ def _oob(name: str, idx: Any, shape: tuple[int, ...]) -> InterpreterError:
     return InterpreterError(f"out-of-bounds access {name}[{idx}] of a buffer of shape {shape}")
 
 
-def _ld(arr: np.ndarray, idx: tuple[Any, ...], name: str) -> Any:
-    for i, n in zip(idx, arr.shape):
-        if not 0 <= i < n:
-            raise _oob(name, idx, arr.shape)
-    return arr[idx]
-
-
-def _st(arr: np.ndarray, idx: tuple[Any, ...], value: Any, name: str) -> None:
-    for i, n in zip(idx, arr.shape):
-        if not 0 <= i < n:
-            raise _oob(name, idx, arr.shape)
-    arr[idx] = value
+def _raise_oob(arr: np.ndarray, idx: tuple[Any, ...], name: str) -> Any:
+    raise _oob(name, idx, arr.shape)
 
 
 def _vidx(arr: np.ndarray, idx: tuple[Any, ...], mask: Any, name: str) -> tuple[Any, ...]:
@@ -183,8 +173,7 @@ def _alloc(shape: tuple[int, ...], strides: tuple[int, ...], dtype: str) -> np.n
 
 _GLOBALS: dict[str, Any] = {
     "np": np,
-    "_ld": _ld,
-    "_st": _st,
+    "_raise_oob": _raise_oob,
     "_vld": _vld,
     "_vst": _vst,
     "_cast": _cast,
@@ -213,6 +202,7 @@ class _Gen:
         self.buffers_of_data: dict[int, list[S.Buffer]] = {}
         self.mask: str | None = None  # the lane mask inside a vector Select
         self.n_select = 0
+        self.n_temp = 0
 
     # -- names ------------------------------------------------------------------------------
     def name(self, node: Any, hint: str) -> str:
@@ -262,8 +252,12 @@ class _Gen:
         for b in self.buffers_of_data.get(id(data), []):
             shape = ", ".join(f"int({self.expr(s)})" for s in b.shape)
             strides = ", ".join(f"int({self.expr(s)})" for s in b.strides)
-            self.emit(depth, f"{self.buf(b)} = _view({arr}, ({shape}{',' if shape else ''}), "
+            view = self.buf(b)
+            self.emit(depth, f"{view} = _view({arr}, ({shape}{',' if shape else ''}), "
                              f"({strides}{',' if strides else ''}))")
+            if b.shape:
+                dims = ", ".join(f"{view}_n{d}" for d in range(len(b.shape)))
+                self.emit(depth, f"{dims}{',' if len(b.shape) == 1 else ''} = {view}.shape")
 
     def emit_alloc(self, depth: int, b: S.Buffer) -> None:
         shape = ", ".join(f"int({self.expr(s)})" for s in b.shape)
@@ -414,7 +408,21 @@ class _Gen:
         name = self.buf(e.buffer)
         if any(dt.lanes(i.dtype) > 1 for i in e.indices):
             return f"_vld({name}, {tup}, {self.mask or 'None'}, {e.buffer.name!r})"
-        return f"_ld({name}, {tup}, {e.buffer.name!r})"
+        if not e.indices:
+            return f"{name}[()]"
+        cond, temps = self.checked(name, e.indices)
+        return f"({name}[{temps}] if {cond} else _raise_oob({name}, {tup}, {e.buffer.name!r}))"
+
+    def checked(self, name: str, indices: tuple[E.PrimExpr, ...]) -> tuple[str, str]:
+        """A bounds condition that also stores each index in a temporary, and the temporaries
+        (inline checks: a helper call per access would triple the interpreter's time)."""
+        conds, temps = [], []
+        for d, i in enumerate(indices):
+            self.n_temp += 1
+            t = f"_t{self.n_temp}"
+            conds.append(f"0 <= ({t} := {self.expr(i)}) < {name}_n{d}")
+            temps.append(t)
+        return " and ".join(conds), ", ".join(temps)
 
     def e_Reduce(self, e: E.Reduce) -> str:
         raise InterpreterError(
@@ -449,7 +457,13 @@ class _Gen:
         if any(dt.lanes(i.dtype) > 1 for i in s.indices):
             self.emit(depth, f"_vst({name}, {tup}, {value}, None, {s.buffer.name!r})")
         else:
-            self.emit(depth, f"_st({name}, {tup}, {value}, {s.buffer.name!r})")
+            if not s.indices:
+                self.emit(depth, f"{name}[()] = {value}")
+                return
+            cond, temps = self.checked(name, s.indices)
+            self.emit(depth, f"if not ({cond}):")
+            self.emit(depth + 1, f"_raise_oob({name}, {tup}, {s.buffer.name!r})")
+            self.emit(depth, f"{name}[{temps}] = {value}")
 
     def s_Evaluate(self, s: S.Evaluate, depth: int) -> None:
         if isinstance(s.value, E.Call) and s.value.op in _NO_OPS:
