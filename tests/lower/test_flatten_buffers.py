@@ -50,11 +50,11 @@ def test_three_dimensions_and_zero_dimensions():
 def test_explicit_strides_from_storage_align():
     T = buffer("T", (4, 6), scope="local", strides=(const(8), const(1)))
     A = buffer("A", (4, 6))
-    i, j = Var("i"), Var("j")
+    i, j, i2, j2 = Var("i"), Var("j"), Var("i"), Var("j")
     assert str(buffer_numel(T)) == "32"  # strides[0] * shape[0], padding included
     before = PrimFunc((A,), Allocate(T, seq(
         loop(i, 4, loop(j, 6, BufferStore(T, A[i, j], (i, j)))),
-        loop(i, 4, loop(j, 6, BufferStore(A, T[i, j] + 1.0, (i, j)))),
+        loop(i2, 4, loop(j2, 6, BufferStore(A, T[i2, j2] + 1.0, (i2, j2)))),
     )))
     after = flatten_buffers(before)
     alloc = after.body
