@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -93,11 +93,11 @@ class ApplyHistoryBest(DispatchContext):
     def __init__(self, path: str | Path) -> None:
         self.best = best_records(path)
 
-    def query(self, key: str, space: ConfigSpace) -> ConfigSpace | ConfigEntity:
+    def query(self, key: str, space: Callable[[], ConfigSpace]) -> ConfigSpace | ConfigEntity:
         rec = self.best.get(key)
         if rec is None or rec.get("config") is None:
-            return space.get(0)
-        return space.get(int(rec["config"]["index"]))
+            return space().get(0)
+        return space().get(int(rec["config"]["index"]))
 
 
 @contextmanager

@@ -39,7 +39,8 @@ def workload_key(name: str, args: tuple[Any, ...]) -> str:
 class DispatchContext:
     """Answers ``get_config()`` for the template being run."""
 
-    def query(self, key: str, space: ConfigSpace) -> ConfigSpace | ConfigEntity:
+    def query(self, key: str, space: Callable[[], ConfigSpace]) -> ConfigSpace | ConfigEntity:
+        """The config for the workload ``key``; ``space()`` builds its space if needed."""
         raise NotImplementedError
 
 
@@ -47,7 +48,7 @@ class _FixedConfig(DispatchContext):
     def __init__(self, cfg: ConfigSpace | ConfigEntity) -> None:
         self.cfg = cfg
 
-    def query(self, key: str, space: ConfigSpace) -> ConfigSpace | ConfigEntity:
+    def query(self, key: str, space: Callable[[], ConfigSpace]) -> ConfigSpace | ConfigEntity:
         return self.cfg
 
 
@@ -95,8 +96,7 @@ def get_config() -> ConfigSpace | ConfigEntity:
     key = workload_key(name, args)
     if _stack():
         context = _stack()[-1][0]
-        space = _space_of(name, args)
-        return context.query(key, space)
+        return context.query(key, lambda: _space_of(name, args))
     # no context: the default point (first choice of every knob), like AutoTVM's fallback
     return _space_of(name, args).get(0)
 
