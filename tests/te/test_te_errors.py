@@ -18,7 +18,8 @@ def test_wrong_number_of_indices_names_tensor_and_shape():
 
 def test_fcompute_arity_mismatch():
     with pytest.raises(TEError, match=r"te.compute\(name='C'\): the shape has 1 dimension so "
-                                      r"fcompute must take 1 index argument, but it takes 2 \(i, j\)"):
+                                      r"fcompute must take 1 index argument, but it takes 2 "
+                                      r"\(i, j\)"):
         te.compute((4,), lambda i, j: A[i, j], name="C")
 
 
