@@ -94,9 +94,11 @@ def check_call(case_id: str, fn: Callable[..., Any]) -> None:
 
 
 def _int_shape(shape: Any) -> tuple[int, ...]:
+    from mlc.tir.arith import evaluate_int
+
     dims = []
     for dim in shape:
-        dims.append(int(getattr(dim, "value", dim)))
+        dims.append(dim if isinstance(dim, int) else int(evaluate_int(dim, {})))
     return tuple(dims)
 
 
