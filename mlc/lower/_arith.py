@@ -12,8 +12,29 @@ from typing import Any
 
 from mlc.tir import dtype as dt
 from mlc.tir.expr import (
-    EQ, GE, GT, LE, LT, NE, Add, And, BinaryOp, FloatImm, FloorDiv, FloorMod, IntImm, Max,
-    Min, Mul, Not, Or, PrimExpr, Range, Sub, Var, const,
+    EQ,
+    GE,
+    GT,
+    LE,
+    LT,
+    NE,
+    Add,
+    And,
+    BinaryOp,
+    FloatImm,
+    FloorDiv,
+    FloorMod,
+    IntImm,
+    Max,
+    Min,
+    Mul,
+    Not,
+    Or,
+    PrimExpr,
+    Range,
+    Sub,
+    Var,
+    const,
 )
 
 try:  # the simplifier lives in mlc.tir.arith

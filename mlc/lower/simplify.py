@@ -24,7 +24,16 @@ from mlc.tir import dtype as dt
 from mlc.tir.expr import BufferLoad, IntImm, PrimExpr, Range, Var, const
 from mlc.tir.functor import IRMutator, substitute
 from mlc.tir.stmt import (
-    Allocate, Evaluate, For, ForKind, IfThenElse, LetStmt, PrimFunc, SeqStmt, Stmt, seq,
+    Allocate,
+    Evaluate,
+    For,
+    ForKind,
+    IfThenElse,
+    LetStmt,
+    PrimFunc,
+    SeqStmt,
+    Stmt,
+    seq,
 )
 
 
@@ -70,7 +79,8 @@ class StmtSimplifier(IRMutator):
         extent = self.simplify_expr(op.extent)
         if isinstance(extent, IntImm) and extent.value <= 0:
             return no_op()
-        if isinstance(extent, IntImm) and extent.value == 1 and op.kind is not ForKind.THREAD_BINDING:
+        launch = op.kind is ForKind.THREAD_BINDING  # a GPU axis stays, even of extent 1
+        if isinstance(extent, IntImm) and extent.value == 1 and not launch:
             return self.visit(substitute(op.body, {op.loop_var: lo}))
         token = self.scope.bind(op.loop_var, Range(lo, extent))
         try:

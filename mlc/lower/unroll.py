@@ -16,7 +16,7 @@ from typing import Any
 
 from mlc.lower.simplify import no_op
 from mlc.tir.expr import BufferLoad, PrimExpr, Var, as_int
-from mlc.tir.functor import IRMutator, substitute
+from mlc.tir.functor import IRMutator
 from mlc.tir.stmt import Allocate, Buffer, BufferStore, For, ForKind, LetStmt, PrimFunc, Stmt, seq
 
 MAX_UNROLL = 64
@@ -77,7 +77,8 @@ class _Renamer(IRMutator):
         old = op.buffer
         shape = tuple(self.visit(d) for d in old.shape)
         strides = tuple(self.visit(d) for d in old.strides)
-        new = Buffer(old.name, shape, old.dtype, old.scope, strides, Var(old.data.name, old.data.dtype))
+        data = Var(old.data.name, old.data.dtype)
+        new = Buffer(old.name, shape, old.dtype, old.scope, strides, data)
         self.buffers[old.data] = new
         return Allocate(new, self.visit(op.body))
 

@@ -29,15 +29,46 @@ from __future__ import annotations
 
 from typing import Any
 
+from mlc.lower._arith import fold_constants
 from mlc.tir import dtype as dt
 from mlc.tir.expr import (
-    Add, BinaryOp, Broadcast, BufferLoad, Call, Cast, CmpOp, FloatImm, GE, GT, IntImm, LE,
-    LT, Let, Mul, Not, PrimExpr, Ramp, Select, StringImm, Sub, Var, And, as_int, const,
+    GE,
+    GT,
+    LE,
+    LT,
+    Add,
+    And,
+    BinaryOp,
+    Broadcast,
+    BufferLoad,
+    Call,
+    Cast,
+    CmpOp,
+    FloatImm,
+    IntImm,
+    Let,
+    Mul,
+    Not,
+    PrimExpr,
+    Ramp,
+    Select,
+    StringImm,
+    Sub,
+    Var,
+    as_int,
+    const,
 )
-from mlc.lower._arith import fold_constants
 from mlc.tir.functor import IRMutator, post_order_visit, substitute, uses_var
 from mlc.tir.stmt import (
-    BufferStore, Evaluate, For, ForKind, IfThenElse, LetStmt, PrimFunc, SeqStmt, Stmt,
+    BufferStore,
+    Evaluate,
+    For,
+    ForKind,
+    IfThenElse,
+    LetStmt,
+    PrimFunc,
+    SeqStmt,
+    Stmt,
 )
 
 

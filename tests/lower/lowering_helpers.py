@@ -8,12 +8,30 @@ import numpy as np
 
 from mlc.tir import dtype as dt
 from mlc.tir.expr import (
-    BufferLoad, IterKind, IterVar, PrimExpr, Range, Var, const,
+    BufferLoad,
+    IterKind,
+    IterVar,
+    PrimExpr,
+    Range,
+    Var,
+    const,
 )
 from mlc.tir.functor import post_order_visit
 from mlc.tir.stmt import (
-    Allocate, Block, BlockRealize, Buffer, BufferRegion, BufferStore, Evaluate, For, ForKind,
-    IfThenElse, LetStmt, PrimFunc, SeqStmt, Stmt,
+    Allocate,
+    Block,
+    BlockRealize,
+    Buffer,
+    BufferRegion,
+    BufferStore,
+    Evaluate,
+    For,
+    ForKind,
+    IfThenElse,
+    LetStmt,
+    PrimFunc,
+    SeqStmt,
+    Stmt,
 )
 
 

@@ -1,8 +1,8 @@
 """flatten_buffers: multi-dimensional indices become one offset into a 1-D buffer."""
 
 import numpy as np
-
 from lowering_helpers import assert_ir_equal, buffer, check_lowered, eval_prim_func, loop
+
 from mlc.lower import flatten_buffers, lower
 from mlc.lower.flatten_buffers import buffer_numel, buffer_strides
 from mlc.tir.expr import BufferLoad, Var, const

@@ -1,10 +1,17 @@
 """lower_blocks: blocks become plain statements (bindings substituted, init, predicate, alloc)."""
 
 import numpy as np
-
 from lowering_helpers import (
-    assert_ir_equal, block_realize, check_lowered, eval_prim_func, loop, reduce, root, spatial,
+    assert_ir_equal,
+    block_realize,
+    check_lowered,
+    eval_prim_func,
+    loop,
+    reduce,
+    root,
+    spatial,
 )
+
 from mlc import te
 from mlc.lower import lower, lower_blocks
 from mlc.tir.expr import Var, const

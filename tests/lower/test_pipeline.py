@@ -2,8 +2,8 @@
 
 import numpy as np
 import pytest
-
 from lowering_helpers import check_lowered, eval_prim_func
+
 from mlc import te, tir
 from mlc.errors import LoweringError
 from mlc.lower import PASSES, lower

@@ -1,11 +1,18 @@
 """unroll_loops: small unrolled loops become copies of their body."""
 
 import numpy as np
-
 from lowering_helpers import (
-    assert_ir_equal, block_realize, buffer, check_lowered, eval_prim_func, loop, reduce, root,
+    assert_ir_equal,
+    block_realize,
+    buffer,
+    check_lowered,
+    eval_prim_func,
+    loop,
+    reduce,
+    root,
     spatial,
 )
+
 from mlc.lower import lower, simplify, unroll_loops
 from mlc.lower.unroll import MAX_UNROLL
 from mlc.tir.expr import Var, const

@@ -2,15 +2,22 @@
 
 import numpy as np
 import pytest
-
 from lowering_helpers import (
-    assert_ir_equal, block_realize, buffer, check_lowered, eval_prim_func, loop, reduce, root,
+    assert_ir_equal,
+    block_realize,
+    buffer,
+    check_lowered,
+    eval_prim_func,
+    loop,
+    reduce,
+    root,
     spatial,
 )
+
 from mlc.lower import lower, simplify, vectorize_loops
 from mlc.tir.expr import Broadcast, BufferLoad, Call, Ramp, Select, Var, const
 from mlc.tir.functor import post_order_visit
-from mlc.tir.stmt import BufferStore, For, ForKind, IfThenElse, PrimFunc, seq
+from mlc.tir.stmt import BufferStore, For, ForKind, IfThenElse, PrimFunc
 
 V = ForKind.VECTORIZED
 
@@ -40,7 +47,8 @@ def test_contiguous_load_and_broadcast_scalar():
     after = _vectorize(before)
     assert_ir_equal(after, expected)
     assert after.body.body.value.dtype == "float32x8"
-    a, b, c = np.random.rand(32).astype("float32"), np.zeros(32, "float32"), np.random.rand(4).astype("float32")
+    a, c = np.random.rand(32).astype("float32"), np.random.rand(4).astype("float32")
+    b = np.zeros(32, "float32")
     eval_prim_func(after, a, b, c)
     np.testing.assert_allclose(b, a * np.repeat(c, 8), rtol=1e-6)
 
