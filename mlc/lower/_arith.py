@@ -8,6 +8,7 @@ is written alongside this package), only constant folding happens.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from mlc.tir import dtype as dt
@@ -37,6 +38,7 @@ from mlc.tir.expr import (
     const,
 )
 
+_Analyzer: Any
 try:  # the simplifier lives in mlc.tir.arith
     from mlc.tir.arith import Analyzer as _Analyzer
 except ImportError:  # pragma: no cover - only while mlc.tir.arith is being written
@@ -97,7 +99,7 @@ class Scope:
         return self.can_prove(Not(cond))
 
 
-_FOLD = {
+_FOLD: dict[type, Callable[[int, int], Any]] = {
     Add: lambda a, b: a + b,
     Sub: lambda a, b: a - b,
     Mul: lambda a, b: a * b,

@@ -297,28 +297,37 @@ class _Vectorizer:
 
 def _ramp_arith(e: BinaryOp, a: PrimExpr, b: PrimExpr) -> PrimExpr | None:
     """Keep affine integer arithmetic on ramps a ramp: ``Ramp(b, s) * 4 = Ramp(4b, 4s)``."""
-    ra, rb = isinstance(a, Ramp), isinstance(b, Ramp)
-    scalar_a, scalar_b = dt.lanes(a.dtype) == 1, dt.lanes(b.dtype) == 1
+    lanes = a.lanes if isinstance(a, Ramp) else b.lanes if isinstance(b, Ramp) else None
+    pa, pb = _ramp_parts(a), _ramp_parts(b)
+    if lanes is None or pa is None or pb is None:
+        return None
+    (base_a, stride_a), (base_b, stride_b) = pa, pb
     if isinstance(e, Add):
-        if ra and rb:
-            return Ramp(a.base + b.base, a.stride + b.stride, a.lanes)  # type: ignore[union-attr]
-        if ra and scalar_b:
-            return Ramp(a.base + b, a.stride, a.lanes)  # type: ignore[union-attr]
-        if scalar_a and rb:
-            return Ramp(a + b.base, b.stride, b.lanes)  # type: ignore[union-attr]
+        return Ramp(base_a + base_b, _combine(stride_a, stride_b, 1), lanes)
     if isinstance(e, Sub):
-        if ra and rb:
-            return Ramp(a.base - b.base, a.stride - b.stride, a.lanes)  # type: ignore[union-attr]
-        if ra and scalar_b:
-            return Ramp(a.base - b, a.stride, a.lanes)  # type: ignore[union-attr]
-        if scalar_a and rb:
-            return Ramp(a - b.base, 0 - b.stride, b.lanes)  # type: ignore[union-attr]
-    if isinstance(e, Mul):
-        if ra and scalar_b:
-            return Ramp(a.base * b, a.stride * b, a.lanes)  # type: ignore[union-attr]
-        if scalar_a and rb:
-            return Ramp(a * b.base, a * b.stride, b.lanes)  # type: ignore[union-attr]
+        return Ramp(base_a - base_b, _combine(stride_a, stride_b, -1), lanes)
+    if isinstance(e, Mul) and stride_b is None and stride_a is not None:
+        return Ramp(base_a * base_b, stride_a * base_b, lanes)
+    if isinstance(e, Mul) and stride_a is None and stride_b is not None:
+        return Ramp(base_a * base_b, base_a * stride_b, lanes)
     return None
+
+
+def _ramp_parts(e: PrimExpr) -> tuple[PrimExpr, PrimExpr | None] | None:
+    """``(base, stride)`` of a ramp, ``(e, None)`` of a scalar, None of another vector."""
+    if isinstance(e, Ramp):
+        return e.base, e.stride
+    return (e, None) if dt.lanes(e.dtype) == 1 else None
+
+
+def _combine(x: PrimExpr | None, y: PrimExpr | None, sign: int) -> PrimExpr:
+    """``x + sign * y`` where None stands for a stride of zero (one side of them is set)."""
+    if y is None:
+        assert x is not None
+        return x
+    if x is None:
+        return y if sign > 0 else 0 - y
+    return x + y if sign > 0 else x - y
 
 
 def _has_load(e: PrimExpr) -> bool:
