@@ -237,12 +237,15 @@ _LOOP_HINTS = {
 }
 
 
-def _const_value(shape: tuple[PrimExpr, ...]) -> int | None:
+def _const_value(shape: tuple[PrimExpr | int, ...]) -> int | None:
     n = 1
     for extent in shape:
-        if not isinstance(extent, IntImm):
+        if isinstance(extent, int):
+            n *= extent
+        elif isinstance(extent, IntImm):
+            n *= extent.value
+        else:
             return None
-        n *= extent.value
     return n
 
 

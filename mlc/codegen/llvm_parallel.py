@@ -52,7 +52,10 @@ class _FreeVars(IRVisitor):
     def _buffer(self, buf: Buffer) -> None:
         self._use(buf.data)
         for e in (*buf.shape, *buf.strides):
-            self.visit(e)
+            if isinstance(e, Var):  # only variables matter; constants may be plain ints
+                self._use(e)
+            elif not isinstance(e, int):
+                self.visit(e)
 
     def visit_BufferLoad(self, op: BufferLoad) -> None:
         self._buffer(op.buffer)
@@ -77,8 +80,9 @@ class _FreeVars(IRVisitor):
     def visit_Allocate(self, op: Allocate) -> None:
         self.defined.add(id(op.buffer.data))
         for e in op.buffer.shape:
-            self.visit(e)
-        self.generic_visit(op)
+            if not isinstance(e, int):
+                self.visit(e)
+        self.visit(op.body)
 
 
 def free_vars(loop: For) -> list[Var]:

@@ -68,6 +68,8 @@ def written_params(func: PrimFunc) -> set[int]:
 
 def _evaluate(e: PrimExpr, env: dict[int, int]) -> int | None:
     """The value of an integer size expression, or None when a variable is unknown."""
+    if isinstance(e, int):
+        return e
     if isinstance(e, IntImm):
         return e.value
     if isinstance(e, Var):
@@ -99,8 +101,8 @@ class ArgumentChecker:
         for k, buf in enumerate(self.params):
             dims: list[tuple[int, int, Any]] = []
             for axis, extent in enumerate(buf.shape):
-                if isinstance(extent, IntImm):
-                    dims.append((axis, _CONST, extent.value))
+                if isinstance(extent, (int, IntImm)):
+                    dims.append((axis, _CONST, int(getattr(extent, "value", extent))))
                 elif isinstance(extent, Var) and id(extent) in slot:
                     dims.append((axis, _BIND, slot[id(extent)]))
                     bound.add(id(extent))
@@ -246,7 +248,9 @@ def _shares_start(a: np.ndarray, b: np.ndarray) -> bool:
     return bool(a.ctypes.data == b.ctypes.data)
 
 
-def _expr_text(e: PrimExpr) -> str:
+def _expr_text(e: PrimExpr | int) -> str:
+    if isinstance(e, int):
+        return str(e)
     if isinstance(e, IntImm):
         return str(e.value)
     if isinstance(e, Var):
