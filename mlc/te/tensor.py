@@ -162,10 +162,13 @@ class ComputeOp(Operation):
         self.reduce_axis: tuple[IterVar, ...] = body.axis if isinstance(body, Reduce) else ()
         shape = tuple(iv.dom.extent for iv in axis)
         self._output = Tensor(self, shape, body.dtype, name)
+        # Hold the inputs strongly: the buffer -> tensor table is weak, and an intermediate
+        # tensor that only this op references would otherwise be garbage-collected.
+        self._inputs = tensors_read(self.body)
 
     @property
     def input_tensors(self) -> list[Tensor]:
-        return tensors_read(self.body)
+        return list(self._inputs)
 
 
 class ScanOp(Operation):
