@@ -22,5 +22,5 @@ from mlc.graph.passes import (
     PIPELINE, PostDomTree, alter_op_layout, eliminate_common_subexpr, eliminate_dead_code,
     fold_constant, fuse_ops, optimize, plan_memory, simplify_inference,
 )
-from mlc.graph.build import build  # noqa: E402
+from mlc.graph.executor import GraphModule, build  # noqa: E402
 from mlc.graph.frontend import from_onnx, from_torch  # noqa: E402

@@ -1,0 +1,234 @@
+"""Default CPU schedules, written with the TensorIR primitives of ``tir.Schedule``.
+
+``default_schedule(tensors)`` schedules the computation of ``tensors`` (placeholders first,
+outputs last) and returns the ``tir.Schedule``; ``schedule_group`` does the same for a fused
+graph group. The recipe, for a group such as ``relu(dense(x, w) + b)``:
+
+1. inline every elementwise/injective stage that is not the output (``bias_add``, a conv's
+   padding): ``compute_inline``;
+2. tile the OUTPUT's loops: rows by ``rows`` (unrolled), columns by a vector width ``vec``;
+3. ``compute_at`` the anchor (the dense/conv reduction) under the output's column-tile loop,
+   so each tile of accumulators is computed and immediately consumed by the epilogue;
+4. inside the anchor: reduction loop outside the tile, the vector loop innermost, the init
+   split off before the reduction (``decompose_reduction``);
+5. ``parallel`` on the outermost loop when the kernel has enough work to pay for threads.
+
+Before (dense + bias + relu, 64x32 output)::
+
+    for i, j, k in grid(64, 32, 64):  dense[i, j] += x[i, k] * w[j, k]
+    for i, j in grid(64, 32):         relu[i, j] = max(dense[i, j] + b[j], 0)
+
+After::
+
+    for i_0 in parallel(16):
+        for j_0 in range(2):
+            for ax0, ax1 in grid(4, 16):          dense[...] = 0.0
+            for k in range(64):
+                for ax0 in unroll(4):
+                    for ax1 in vectorized(16):    dense[...] += x[...] * w[...]
+            for i_1 in unroll(4):
+                for j_1 in vectorized(16):        relu[...] = max(dense[...] + b[...], 0)
+
+Each step is tried in order; if the schedule refuses one (a ScheduleError: an unusual shape),
+the kernel is rebuilt with only the steps that worked before it, so a default schedule never
+makes a kernel wrong or fail to build.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from mlc import te, tir
+from mlc.errors import MLCError
+from mlc.tir.expr import as_int
+
+#: kernels with fewer multiply-adds than this run on one thread (thread start-up dominates)
+PARALLEL_MIN_WORK = 1 << 18
+
+ANCHOR_TAGS = ("dense", "dense_pack", "conv2d")
+
+
+def block_names(tensors: Sequence[te.Tensor]) -> dict[int, str]:
+    """The block name ``te.create_prim_func(tensors)`` gives each computed tensor (by id of
+    its op): its op name, made unique in producer-first order as create_prim_func does."""
+    from mlc.te.prim_func import _topo_order, _UniqueNames
+
+    names = _UniqueNames()
+    out: dict[int, str] = {}
+    for t in _topo_order(list(tensors)):
+        if isinstance(t.op, te.PlaceholderOp):
+            continue
+        out[id(t.op)] = names(t.op.name)
+    return out
+
+
+def _extent(sch: tir.Schedule, loop: Any) -> int:
+    v = as_int(sch.get(loop).extent)
+    return v if v is not None else 0
+
+
+def _vec_width(n: int) -> int:
+    for v in (16, 8):
+        if n % v == 0:
+            return v
+    return n if n <= 16 else 16
+
+
+def _work(t: te.Tensor) -> int:
+    size = 1
+    for s in t.shape:
+        size *= as_int(s) or 1
+    for iv in getattr(t.op, "reduce_axis", ()):
+        size *= as_int(iv.dom.extent) or 1
+    return size
+
+
+class _Recipe:
+    """Applies the steps; ``limit`` caps how many steps run (for the fallback)."""
+
+    def __init__(self, func: Any, tensors: Sequence[te.Tensor], anchor: te.Tensor | None,
+                 limit: int | None) -> None:
+        self.sch = tir.Schedule(func)
+        self.names = block_names(tensors)
+        self.tensors = list(tensors)
+        self.output = tensors[-1]
+        self.anchor = anchor
+        self.limit = limit
+        self.done = 0
+
+    def step(self) -> bool:
+        """True when one more step may run."""
+        if self.limit is not None and self.done >= self.limit:
+            return False
+        self.done += 1
+        return True
+
+    def block(self, t: te.Tensor) -> Any:
+        return self.sch.get_block(self.names[id(t.op)])
+
+    def run(self) -> None:
+        from mlc.te.prim_func import _topo_order
+
+        order = [t for t in _topo_order(self.tensors) if not isinstance(t.op, te.PlaceholderOp)]
+        # 1. inline elementwise / injective stages (not reductions, not the output)
+        for t in order:
+            if t is self.output or getattr(t.op, "reduce_axis", ()):
+                continue
+            if not self.step():
+                return
+            self.sch.compute_inline(self.block(t))
+        anchor = self.anchor
+        if anchor is not None and anchor.op.tag in ANCHOR_TAGS:
+            self.tile_anchor(anchor)
+        else:
+            self.simple(order)
+
+    def tile_anchor(self, anchor: te.Tensor) -> None:
+        sch = self.sch
+        out_blk = self.block(self.output)
+        loops = sch.get_loops(out_blk)
+        ncols = _extent(sch, loops[-1])
+        vec = _vec_width(ncols)
+        nrows = _extent(sch, loops[-2]) if len(loops) >= 2 else 1
+        rows = 4 if nrows >= 4 and anchor.op.tag != "conv2d" else 1
+        if not self.step():
+            return
+        jo, ji = sch.split(loops[-1], factors=[None, vec])
+        outer = list(loops[:-1])
+        if rows > 1:
+            if not self.step():
+                return
+            io, ii = sch.split(loops[-2], factors=[None, rows])
+            sch.reorder(io, jo, ii, ji)
+            outer = list(loops[:-2]) + [io]
+            inner = [ii, ji]
+        else:
+            inner = [ji]
+        at = jo
+        if anchor is not self.output:
+            if not self.step():
+                return
+            sch.compute_at(self.block(anchor), at)
+        a_blk = self.block(anchor)
+        a_loops = sch.get_loops(a_blk)
+        # te nests the spatial loops, then the reduce loops; compute_at keeps that order
+        below = a_loops[len(outer) + 1:]
+        nred = len(anchor.op.reduce_axis)
+        reduce_loops, spatial = below[len(below) - nred:], below[:len(below) - nred]
+        if reduce_loops and spatial:
+            if not self.step():
+                return
+            sch.reorder(*reduce_loops, *spatial)
+            if not self.step():
+                return
+            sch.decompose_reduction(a_blk, reduce_loops[0])
+        if spatial and self.step():
+            if _extent(sch, spatial[-1]) > 1:
+                sch.vectorize(spatial[-1])
+        if len(spatial) >= 2 and _extent(sch, spatial[-2]) <= 8 and self.step():
+            sch.unroll(spatial[-2])
+        if anchor is not self.output:
+            if self.step():
+                sch.vectorize(inner[-1])
+            if len(inner) == 2 and self.step():
+                sch.unroll(inner[0])
+        if _work(anchor) >= PARALLEL_MIN_WORK and self.step():
+            par = [lp for lp in sch.get_loops(out_blk)[: len(outer)] if _extent(sch, lp) > 1]
+            if par:
+                sch.parallel(par[0])
+
+    def simple(self, order: Sequence[te.Tensor]) -> None:
+        """Reductions, pools, softmax: parallel outer loop when big, vectorize the output's
+        innermost loop when it is spatial."""
+        sch = self.sch
+        out_blk = self.block(self.output)
+        loops = sch.get_loops(out_blk)
+        if not loops:
+            return
+        if not getattr(self.output.op, "reduce_axis", ()) and _extent(sch, loops[-1]) >= 4:
+            if self.step():
+                n = _extent(sch, loops[-1])
+                vec = _vec_width(n)
+                if vec < n:
+                    _, ji = sch.split(loops[-1], factors=[None, vec])
+                    sch.vectorize(ji)
+                else:
+                    sch.vectorize(loops[-1])
+        if sum(_work(t) for t in order) >= PARALLEL_MIN_WORK and self.step():
+            outer = sch.get_loops(out_blk)[0]
+            if _extent(sch, outer) > 1 and len(order) == 1:
+                sch.parallel(outer)
+
+
+def _apply(func: Any, tensors: Sequence[te.Tensor], anchor: te.Tensor | None) -> tir.Schedule:
+    recipe = _Recipe(func, tensors, anchor, None)
+    try:
+        recipe.run()
+        return recipe.sch
+    except MLCError:
+        failed_at = recipe.done
+    # replay only the steps before the one that was refused
+    recipe = _Recipe(func, tensors, anchor, failed_at - 1)
+    recipe.run()
+    return recipe.sch
+
+
+def default_schedule(tensors: Sequence[te.Tensor], anchor: te.Tensor | None = None
+                     ) -> tir.Schedule:
+    """A scheduled ``tir.Schedule`` for ``te.create_prim_func(tensors)`` (the last tensor is
+    the output). ``anchor`` is the main reduction (found by its tag when not given)."""
+    tensors = list(tensors)
+    if anchor is None:
+        from mlc.te.prim_func import _topo_order
+
+        anchors = [t for t in _topo_order(tensors) if t.op.tag in ANCHOR_TAGS]
+        anchor = anchors[-1] if anchors else None
+    func = te.create_prim_func(tensors)
+    return _apply(func, tensors, anchor)
+
+
+def schedule_group(lowered: Any) -> tir.Schedule:
+    """The default schedule of a lowered fused graph group (:class:`mlc.graph.lower.LoweredGroup`)."""
+    tensors = list(lowered.params) + [lowered.output]
+    return default_schedule(tensors, lowered.anchor)
