@@ -73,6 +73,18 @@ def test_rules_without_bounds(make, expected):
     assert expr_to_str(simplify(make())) == expected
 
 
+def test_regrouping_rules():
+    y, a, b = Var("y"), Var("a"), Var("b")
+    dom = {y: r(4), a: r(8), b: r(16)}
+    assert expr_to_str(simplify((x * 4 + y) // 8, dom)) == "x // 2"
+    assert expr_to_str(simplify((x * 4 + y) % 8, dom)) == "x % 2 * 4 + y"
+    assert expr_to_str(simplify((a * 16 + b) // 4 % 4, dom)) == "b // 4"
+    assert expr_to_str(simplify((a * 16 + b) // 4 // 4, dom)) == "a"
+    assert expr_to_str(simplify((a * 16 + b) % 32, dom)) == "a % 2 * 16 + b"
+    # y + 1 may reach 4: no rewrite
+    assert expr_to_str(simplify((x * 4 + y + 1) // 8, dom)) == "(x * 4 + y + 1) // 8"
+
+
 def test_comparisons_fold_when_provable(ana):
     assert ana.can_prove(i * 32 + j < 1024)
     assert not ana.can_prove(i * 32 + j < 1000)

@@ -47,7 +47,7 @@ def analyzer():
 assignments = st.tuples(*[st.integers(lo, lo + ext - 1) for lo, ext in zip(LOWS, EXTENTS)])
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(exprs(), st.lists(assignments, min_size=1, max_size=8))
 def test_simplify_preserves_value(e, points):
     ana = analyzer()
@@ -60,7 +60,7 @@ def test_simplify_preserves_value(e, points):
         assert lo <= want <= hi, (e, (lo, hi), env)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(exprs(), exprs(), st.lists(assignments, min_size=1, max_size=8))
 def test_proved_comparisons_hold(e1, e2, points):
     ana = analyzer()
@@ -70,7 +70,7 @@ def test_proved_comparisons_hold(e1, e2, points):
                 assert evaluate_int(cond, dict(zip(VARS, p)))
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(exprs())
 def test_simplify_is_idempotent(e):
     from mlc.tir.printer import expr_to_str

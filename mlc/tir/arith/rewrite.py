@@ -293,6 +293,25 @@ class Rewriter:
             return int(lo) // c
         return None
 
+    def _regroup(self, rest: Linear, c: int) -> tuple[Linear, int] | None:
+        """Find ``g`` dividing ``c`` with ``rest == g * big + small`` and ``0 <= small < g``.
+        Then ``rest // c == big // (c / g)`` and ``rest % c == g * (big % (c / g)) + small``."""
+        candidates = {math.gcd(coef, c) for _, coef in rest.terms.values()}
+        for g in sorted((g for g in candidates if 1 < g < c), reverse=True):
+            big, small = Linear(rest.dtype), Linear(rest.dtype)
+            for k, (atom, coef) in rest.terms.items():
+                if coef % g == 0:
+                    big.add_term(atom, coef // g, k)
+                else:
+                    small.add_term(atom, coef, k)
+            small.const = rest.const
+            if big.is_const() or small.is_const() and small.const == 0:
+                continue
+            lo, hi = self.bound(from_linear(small))
+            if lo >= 0 and hi < g:
+                return big, g
+        return None
+
     def _floordiv_const(self, a: PrimExpr, c: int) -> PrimExpr:
         dtype = a.dtype
         if c == 1:
@@ -308,6 +327,11 @@ class Rewriter:
         k = self._one_period(rest, c)
         if k is not None:
             quo.const += k
+            return self._linear_result(quo)
+        regrouped = self._regroup(rest, c)
+        if regrouped is not None:  # (x * 4 + y) // 8 -> x // 2 when 0 <= y < 4
+            big, g = regrouped
+            quo.add_term(self._floordiv_const(from_linear(big), c // g), 1)
             return self._linear_result(quo)
         inner = from_linear(rest)
         if isinstance(inner, FloorDiv) and isinstance(inner.b, IntImm) and inner.b.value > 0:
@@ -334,6 +358,14 @@ class Rewriter:
         if k is not None:
             rest.const -= k * c
             return self._linear_result(rest)
+        regrouped = self._regroup(rest, c)
+        if regrouped is not None:  # (x * 4 + y) % 8 -> (x % 2) * 4 + y when 0 <= y < 4
+            big, g = regrouped
+            small = rest.copy()
+            small.add(big, -g)
+            out = to_linear(self._floormod_const(from_linear(big), c // g)).scaled(g)
+            out.add(small)
+            return self._linear_result(out)
         inner = from_linear(rest)
         if (
             isinstance(inner, FloorMod)
