@@ -152,9 +152,9 @@ def _compute_nest(
         stmt = BufferStore(out, combined, spatial)
         if not (isinstance(cond, IntImm) and cond.value == 1):
             stmt = IfThenElse(cond, stmt)
-            reads = collect_regions((cond, src), skip=out)
+            reads = collect_regions((src, cond))
         else:
-            reads = collect_regions(src, skip=out)
+            reads = collect_regions(src)
         init = BufferStore(out, comb.identity, spatial)
 
     block = Block(block_name, tuple(iter_vars), tuple(reads), (write,), stmt, init)

@@ -274,3 +274,23 @@ def test_dtypes_flow_through(dtype):
     np.testing.assert_array_equal(ref["B"], a + a)
     np.testing.assert_array_equal(got["B"], a + a)
     assert got["B"].dtype == np.dtype(dtype)
+
+
+def test_scan_with_a_reduction_in_the_update():
+    # a tiny linear RNN: h[t] = h[t - 1] @ W
+    m, n = te.var("m"), 4
+    X = te.placeholder((m, n), name="X")
+    W = te.placeholder((n, n), name="W")
+    h = te.placeholder((m, n), name="h")
+    k = te.reduce_axis((0, n), name="k")
+    init = te.compute((1, n), lambda _, i: X[0, i], name="init")
+    upd = te.compute((m, n), lambda t, i: te.sum(h[t - 1, k] * W[k, i], axis=k), name="upd")
+    Y = te.scan(init, upd, h, inputs=[X, W], name="rnn")
+    x, w = rand(5, n), rand(n, n) * 0.5
+    ref, got = run_both([X, W, Y], {X: x, W: w}, {"rnn": (5, n)})
+    expect = [x[0]]
+    for _ in range(4):
+        expect.append(expect[-1] @ w)
+    np.testing.assert_allclose(ref["rnn"], np.array(expect), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got["rnn"], np.array(expect), rtol=1e-5, atol=1e-6)
+    assert "reads(rnn[vt - 1, vk], W[vk, vi_1])" in str(te.create_prim_func([X, W, Y]))
