@@ -110,7 +110,9 @@ def test_cache_write_and_compute_at_gemm() -> None:
     yo, xo, yi, xi = s[Y].tile(Y.op.axis[0], Y.op.axis[1], 4, 4)
     s[YL].compute_at(s[Y], xo)
     ko, ki = s[YL].split(s[YL].op.reduce_axis[0], factor=4)
-    s[YL].vectorize(s[YL].op.axis[1])
+    yl_i, yl_j = s[YL].op.axis
+    s[YL].reorder(ko, yl_i, ki, yl_j)
+    s[YL].vectorize(yl_j)
     s[Y].parallel(yo)
     func = s.to_prim_func([X, W, Y])
     text = str(func)
