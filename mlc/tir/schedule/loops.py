@@ -482,8 +482,9 @@ class LoopPrimitives(ScheduleBase):
                         f"{what}: the loop {name!r} is bound to the {kind} variable "
                         f"{iv.var.name} of block {block.name!r}; "
                         + (
-                            "a reduction cannot run in parallel (its steps update the same "
-                            "element). Use rfactor, or choose a loop bound to a spatial variable"
+                            f"a reduction cannot run its steps at once ({what}): they update "
+                            "the same element. Use rfactor, or choose a loop bound to a spatial "
+                            "variable"
                             if iv.kind == IterKind.REDUCE
                             else "its steps must run one after another. Choose a loop bound "
                             "to a spatial variable"
