@@ -81,6 +81,17 @@ def compile_group(group: FusedGroup, target: str) -> Kernel:
                   schedule=sch)
 
 
+def _bind_native(k: Kernel, args: tuple[np.ndarray, ...]
+                 ) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+    """The buffers never move, so check the arguments once and keep the raw pointers: each
+    run is then one ctypes call per kernel, with no per-call argument checking."""
+    mod = k.module
+    cfunc, checker = getattr(mod, "_cfunc", None), getattr(mod, "_checker", None)
+    if not k.native or cfunc is None or checker is None:
+        return k.fn, args
+    return cfunc, tuple(checker.native_args(args))
+
+
 def _c_name(group: FusedGroup) -> str:
     name = f"g{group.gid}_" + group.name
     return "".join(c if c.isalnum() else "_" for c in name)[:60]
@@ -118,6 +129,7 @@ class GraphModule:
         for k in self.kernels:
             args = tuple(self._values[a] for a in k.inputs) + (self._values[k.group.root],)
             self._calls.append((k.fn, args))
+        self._fast = [_bind_native(k, args) for k, (_, args) in zip(self.kernels, self._calls)]
 
     # -- the executor API (TVM's graph executor) -------------------------------------------
     def set_input(self, name: str | None = None, value: Any = None, **kwargs: Any) -> None:
@@ -136,7 +148,7 @@ class GraphModule:
         """Run every kernel once (after setting any inputs given here)."""
         if inputs:
             self.set_input(**inputs)
-        for fn, args in self._calls:
+        for fn, args in self._fast:
             fn(*args)
 
     def get_output(self, i: int) -> np.ndarray:
