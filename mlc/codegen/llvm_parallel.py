@@ -126,18 +126,20 @@ class ParallelEmitter:
         for k, v in enumerate(values):
             self.b.store(v, self.b.gep(closure, [ty.I32(0), ty.I32(k)], inbounds=True))
 
-        body_fn = ir.Function(
-            self.module,
-            ir.FunctionType(ty.VOID, [ty.I8P]),
-            name=f"{self.entry_name}__parallel{self._n_outlined}",
-        )
-        body_fn.linkage = "internal"
-        body_fn.attributes.add("nounwind")
+        name = f"{self.entry_name}__parallel{self._n_outlined}"
         self._n_outlined += 1
+        body_fn = self._internal_function(name, ir.FunctionType(ty.VOID, [ty.I8P]))
+        # The loop itself goes into a second function whose pointer arguments are `noalias`
+        # (every pointer is a distinct array); once LLVM inlines it, it still knows that
+        # storing to C cannot change A, which pointers loaded from a closure would hide.
+        chunk_fn = self._internal_function(
+            name + "_chunk", ir.FunctionType(ty.VOID, [v.type for v in values])
+        )
+        chunk_fn.attributes.add("alwaysinline")
 
-        # Emit the body in the outlined function, then come back.
         saved = (self.b, self._alloca_b, self.vars, self._in_parallel, self._mask)
         try:
+            # wrapper: unpack the closure, find this thread's chunk, run it
             self.start_function(body_fn)
             self._in_parallel, self._mask = True, None
             typed = self.b.bitcast(body_fn.args[0], struct.as_pointer())
@@ -145,9 +147,17 @@ class ParallelEmitter:
                 self.b.load(self.b.gep(typed, [ty.I32(0), ty.I32(k)], inbounds=True))
                 for k in range(len(values))
             ]
-            self.vars = dict(zip(captured, loaded))
             begin, end = self._static_chunk(loaded[-2], loaded[-1])
-            self.serial_loop(loop, begin, end)
+            self.b.call(chunk_fn, [*loaded[:-2], begin, end])
+            self.b.ret_void()
+            # chunk: for loop_var in range(begin, end): body
+            self.start_function(chunk_fn)
+            for arg, var in zip(chunk_fn.args, captured):
+                arg.name = var.name
+                if arg.type == ty.I8P:
+                    arg.add_attribute("noalias")
+            self.vars = dict(zip(captured, chunk_fn.args))
+            self.serial_loop(loop, chunk_fn.args[-2], chunk_fn.args[-1])
             self.b.ret_void()
         finally:
             self.b, self._alloca_b, self.vars, self._in_parallel, self._mask = saved
@@ -158,6 +168,12 @@ class ParallelEmitter:
         )
         data = self.b.bitcast(closure, ty.I8P)
         self.b.call(gomp, [body_fn, data, ty.I32(self.num_threads), ty.I32(0)])
+
+    def _internal_function(self, name: str, fnty: ir.FunctionType) -> ir.Function:
+        fn = ir.Function(self.module, fnty, name=name)
+        fn.linkage = "internal"
+        fn.attributes.add("nounwind")
+        return fn
 
     def _static_chunk(self, lo: ir.Value, n: ir.Value) -> tuple[ir.Value, ir.Value]:
         """This thread's part ``[begin, end)`` of ``[lo, lo + n)``."""
