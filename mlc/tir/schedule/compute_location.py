@@ -13,7 +13,6 @@ import dataclasses
 
 from mlc.tir.arith import Analyzer
 from mlc.tir.expr import IntImm, IterKind, PrimExpr, Range, Var, const
-from mlc.tir.functor import substitute
 from mlc.tir.schedule import region as R
 from mlc.tir.schedule import state
 from mlc.tir.schedule.inline import InlinePrimitives
@@ -376,7 +375,8 @@ class ComputeLocationPrimitives(InlinePrimitives):
             else:
                 ax = Var(state.fresh_name(f"ax{len(new_loops)}", used), iv.var.dtype)
                 inner.bind(ax, Range(const(0, ax.dtype), const(n, ax.dtype)))
-                new_loops.append(For(ax, const(0, ax.dtype), const(n, ax.dtype), ForKind.SERIAL, None))  # type: ignore[arg-type]
+                zero, size = const(0, ax.dtype), const(n, ax.dtype)
+                new_loops.append(For(ax, zero, size, ForKind.SERIAL, None))  # type: ignore[arg-type]
                 value = ana.simplify(lo + ax)
                 if not isinstance(extent, IntImm):
                     conds.append(ax < extent)

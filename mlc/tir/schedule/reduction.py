@@ -14,7 +14,19 @@ import dataclasses
 from mlc.tir.arith import Analyzer
 from mlc.tir.arith.linear import expr_key
 from mlc.tir.expr import (
-    Add, And, BufferLoad, IntImm, IterKind, IterVar, Max, Min, Mul, PrimExpr, Range, Var, const,
+    Add,
+    And,
+    BufferLoad,
+    IntImm,
+    IterKind,
+    IterVar,
+    Max,
+    Min,
+    Mul,
+    PrimExpr,
+    Range,
+    Var,
+    const,
 )
 from mlc.tir.functor import substitute
 from mlc.tir.schedule import region as R
@@ -22,7 +34,15 @@ from mlc.tir.schedule import state
 from mlc.tir.schedule.base import ScheduleBase
 from mlc.tir.schedule.trace import BlockRV, LoopRV
 from mlc.tir.stmt import (
-    Block, BlockRealize, Buffer, BufferStore, For, ForKind, IfThenElse, Stmt, seq,
+    Block,
+    BlockRealize,
+    Buffer,
+    BufferStore,
+    For,
+    ForKind,
+    IfThenElse,
+    Stmt,
+    seq,
 )
 
 REDUCERS = (Add, Mul, Max, Min)

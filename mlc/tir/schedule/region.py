@@ -240,7 +240,9 @@ def root_block(func: PrimFunc) -> Block:
     raise KeyError("root")
 
 
-def merge_regions(regions: Sequence[BufferRegion], ana: Analyzer | None = None) -> tuple[BufferRegion, ...]:
+def merge_regions(
+    regions: Sequence[BufferRegion], ana: Analyzer | None = None
+) -> tuple[BufferRegion, ...]:
     """One region per buffer covering all of ``regions`` (first appearance order)."""
     ana = ana or Analyzer()
     order: list[Buffer] = []

@@ -102,3 +102,30 @@ def test_cache_write_refuses_reader_in_same_nest() -> None:
     sch.reverse_compute_at(sch.get_block("C"), i)
     with pytest.raises(ScheduleError, match="block 'C' reads 'B' inside the same loop nest"):
         sch.cache_write(sch.get_block("B"), 0, "local")
+
+
+def test_gemm_write_cache_journey_builds_with_llvm() -> None:
+    import numpy as np
+
+    import mlc
+
+    build = getattr(mlc, "build", None)
+    if build is None:
+        pytest.skip("mlc.build is not available")
+    sch = tir.Schedule(matmul(16, 16, 16))
+    c = sch.get_block("C")
+    copy = sch.cache_write(c, 0, "local")
+    i, j, k = sch.get_loops(c)
+    io, ii = sch.split(i, factors=[None, 4])
+    jo, ji = sch.split(j, factors=[None, 4])
+    ko, ki = sch.split(k, factors=[None, 4])
+    sch.reorder(io, jo, ko, ii, ki, ji)
+    sch.reverse_compute_at(copy, jo)
+    sch.decompose_reduction(c, ko)
+    f = build(sch.mod, target="llvm")
+    rng = np.random.default_rng(3)
+    a = rng.random((16, 16), dtype=np.float32)
+    b = rng.random((16, 16), dtype=np.float32)
+    out = np.zeros((16, 16), "float32")
+    f(a, b, out)
+    np.testing.assert_allclose(out, a @ b, rtol=1e-4)

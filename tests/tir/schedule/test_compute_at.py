@@ -6,8 +6,15 @@ import textwrap
 
 import pytest
 from block_programs import (
-    chain, chain_ref, check, conv_padded, conv_padded_ref, matmul_relu, matmul_relu_ref,
-    softmax, softmax_ref,
+    chain,
+    chain_ref,
+    check,
+    conv_padded,
+    conv_padded_ref,
+    matmul_relu,
+    matmul_relu_ref,
+    softmax,
+    softmax_ref,
 )
 
 from mlc import tir

@@ -4,8 +4,15 @@ from __future__ import annotations
 
 import pytest
 from block_programs import (
-    chain, chain_ref, check, conv_padded, conv_padded_ref, matmul_relu, matmul_relu_ref,
-    softmax, softmax_ref,
+    chain,
+    chain_ref,
+    check,
+    conv_padded,
+    conv_padded_ref,
+    matmul_relu,
+    matmul_relu_ref,
+    softmax,
+    softmax_ref,
 )
 
 from mlc import te, tir
