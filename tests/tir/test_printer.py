@@ -5,15 +5,35 @@ import textwrap
 from tir_programs import make_matmul, point, rng
 
 from mlc.tir import (
-    Allocate, Block, BlockRealize, Broadcast, Buffer, BufferStore, Call, Cast, Evaluate, For,
-    ForKind, IfThenElse, IterVar, LetStmt, Max, Min, Mod, Div, PrimFunc, Ramp, Select, Var,
-    const, seq,
+    Allocate,
+    Block,
+    BlockRealize,
+    Broadcast,
+    Buffer,
+    BufferStore,
+    Call,
+    Cast,
+    Div,
+    Evaluate,
+    For,
+    ForKind,
+    IfThenElse,
+    IterVar,
+    LetStmt,
+    Max,
+    Min,
+    Mod,
+    PrimFunc,
+    Ramp,
+    Select,
+    Var,
+    const,
+    seq,
 )
 from mlc.tir.printer import expr_to_str, to_html, to_str
 
-MATMUL = '''\
-@prim_func
-def matmul(A: Buffer((1024, 1024), "float32"), B: Buffer((1024, 1024), "float32"), C: Buffer((1024, 1024), "float32")):
+PARAMS = ", ".join(f'{name}: Buffer((1024, 1024), "float32")' for name in "ABC")
+MATMUL = f"@prim_func\ndef matmul({PARAMS}):\n" + '''\
     for i in range(1024):
         for j in range(1024):
             for k in range(1024):

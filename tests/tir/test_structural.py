@@ -1,13 +1,26 @@
 """structural_equal / assert_structural_equal / structural_hash."""
 
 import pytest
+from tir_programs import make_matmul, rng
 
 from mlc.tir import (
-    Block, BlockRealize, Buffer, BufferStore, For, ForKind, IterVar, LetStmt, PrimFunc, Range,
-    SizeVar, Var, assert_structural_equal, const, structural_equal, structural_hash,
+    Block,
+    BlockRealize,
+    Buffer,
+    BufferStore,
+    For,
+    ForKind,
+    IterVar,
+    LetStmt,
+    PrimFunc,
+    Range,
+    SizeVar,
+    Var,
+    assert_structural_equal,
+    const,
+    structural_equal,
+    structural_hash,
 )
-
-from tir_programs import make_matmul, rng
 
 
 def test_alpha_equivalent_functions_are_equal():
@@ -37,7 +50,8 @@ def test_difference_inside_body_marks_the_statement():
 
     new_blk = dataclasses.replace(blk, body=new_store)
     realize = b.body.block.body.body.body.body
-    k_loop = dataclasses.replace(b.body.block.body.body.body, body=dataclasses.replace(realize, block=new_blk))
+    new_realize = dataclasses.replace(realize, block=new_blk)
+    k_loop = dataclasses.replace(b.body.block.body.body.body, body=new_realize)
     j_loop = dataclasses.replace(b.body.block.body.body, body=k_loop)
     i_loop = dataclasses.replace(b.body.block.body, body=j_loop)
     root = dataclasses.replace(b.body, block=dataclasses.replace(b.body.block, body=i_loop))

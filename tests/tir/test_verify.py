@@ -7,8 +7,21 @@ from tir_programs import make_matmul, point, rng
 
 from mlc.errors import VerifyError
 from mlc.tir import (
-    Allocate, Block, BlockRealize, Buffer, BufferStore, For, ForKind, IterVar, LetStmt,
-    PrimFunc, SizeVar, Var, const, seq, verify_well_formed,
+    Allocate,
+    Block,
+    BlockRealize,
+    Buffer,
+    BufferStore,
+    For,
+    ForKind,
+    IterVar,
+    LetStmt,
+    PrimFunc,
+    SizeVar,
+    Var,
+    const,
+    seq,
+    verify_well_formed,
 )
 
 A = Buffer("A", (const(16),), "float32")

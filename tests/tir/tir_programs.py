@@ -1,8 +1,19 @@
 """Small hand-built programs shared by the tir tests."""
 
 from mlc.tir import (
-    Block, BlockRealize, Buffer, BufferRegion, BufferStore, For, ForKind, IterKind, IterVar,
-    PrimFunc, Range, Var, const,
+    Block,
+    BlockRealize,
+    Buffer,
+    BufferRegion,
+    BufferStore,
+    For,
+    ForKind,
+    IterKind,
+    IterVar,
+    PrimFunc,
+    Range,
+    Var,
+    const,
 )
 
 

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from mlc.errors import MLCTypeError
 from mlc.tir import dtype as dt
 from mlc.tir.arith.bound import UNKNOWN, Bound, BoundEvaluator, intersect
 from mlc.tir.arith.rewrite import Rewriter
@@ -33,7 +34,6 @@ from mlc.tir.expr import (
     Var,
     convert,
 )
-from mlc.errors import MLCTypeError
 
 
 class Analyzer:
