@@ -50,8 +50,13 @@ class CacheOp(Operation):
     """The operation of a tensor made by ``cache_read``/``cache_write``/``rfactor``: it only
     names a stage (its axes are handles to the loops of the new block)."""
 
-    def __init__(self, name: str, source: Tensor, axis: tuple[IterVar, ...],
-                 reduce_axis: tuple[IterVar, ...] = ()) -> None:
+    def __init__(
+        self,
+        name: str,
+        source: Tensor,
+        axis: tuple[IterVar, ...],
+        reduce_axis: tuple[IterVar, ...] = (),
+    ) -> None:
         self.name = name
         self.attrs = {}
         self.axis = axis
@@ -88,8 +93,14 @@ class StageOp:
 class Stage:
     """The schedule of one operation (one block of the loop program): ``s[C]``."""
 
-    def __init__(self, sch: Schedule, origin: Operation, block_name: str,
-                 axis: Sequence[IterVar], reduce_axis: Sequence[IterVar]) -> None:
+    def __init__(
+        self,
+        sch: Schedule,
+        origin: Operation,
+        block_name: str,
+        axis: Sequence[IterVar],
+        reduce_axis: Sequence[IterVar],
+    ) -> None:
         self._s = sch
         self.origin = origin
         self.block_name = block_name
@@ -112,8 +123,9 @@ class Stage:
         return f"stage({self.name!r}, block={self.block_name!r})"
 
     # -- loops ----------------------------------------------------------------------------
-    def split(self, parent: IterVar, factor: int | None = None,
-              nparts: int | None = None) -> tuple[IterVar, IterVar]:
+    def split(
+        self, parent: IterVar, factor: int | None = None, nparts: int | None = None
+    ) -> tuple[IterVar, IterVar]:
         """Split ``parent`` into ``(outer, inner)``: ``factor`` is the inner extent, or
         ``nparts`` the outer one (give exactly one). ``tir``: ``sch.split(l, [None, factor])``."""
         if (factor is None) == (nparts is None):
@@ -126,8 +138,9 @@ class Stage:
         outer, inner = self._s.sch.split(loop, factors=factors)
         return self._s._axis_for(outer, parent.kind), self._s._axis_for(inner, parent.kind)
 
-    def tile(self, x_parent: IterVar, y_parent: IterVar, x_factor: int,
-             y_factor: int) -> tuple[IterVar, IterVar, IterVar, IterVar]:
+    def tile(
+        self, x_parent: IterVar, y_parent: IterVar, x_factor: int, y_factor: int
+    ) -> tuple[IterVar, IterVar, IterVar, IterVar]:
         """Split two axes and reorder to ``(x_outer, y_outer, x_inner, y_inner)``."""
         xo, xi = self.split(x_parent, factor=x_factor)
         yo, yi = self.split(y_parent, factor=y_factor)
@@ -280,10 +293,11 @@ class Schedule:
         loops = self.sch.get_loops(self.sch.get_block(stage.block_name))
         if after is not None:
             idx = [k for k, lp in enumerate(loops) if self.sch._loop_var(lp) is after]
-            loops = loops[idx[0] + 1:] if idx else loops
+            loops = loops[idx[0] + 1 :] if idx else loops
         realize = self.sch._get_block(stage.block_name).stmt
         reduce_vars = [
-            v for iv, v in zip(realize.block.iter_vars, realize.iter_values)  # type: ignore[attr-defined]
+            v
+            for iv, v in zip(realize.block.iter_vars, realize.iter_values)  # type: ignore[attr-defined]
             if iv.kind != IterKind.SPATIAL
         ]
         from mlc.tir.functor import uses_var
@@ -295,8 +309,10 @@ class Schedule:
                 reduce.append(lp)
             else:
                 spatial.append(lp)
-        for old, new, kind in ((stage.axis, spatial, IterKind.SPATIAL),
-                               (stage.reduce_axis, reduce, IterKind.REDUCE)):
+        for old, new, kind in (
+            (stage.axis, spatial, IterKind.SPATIAL),
+            (stage.reduce_axis, reduce, IterKind.REDUCE),
+        ):
             if len(old) == len(new):
                 for a, lp in zip(old, new):
                     self._loops[id(a)] = lp
@@ -381,4 +397,3 @@ def create_schedule(ops: Operation | Tensor | Sequence[Operation | Tensor]) -> S
     """A schedule for the operations that compute ``ops`` (an op, a tensor, or a list)."""
     items = list(ops) if isinstance(ops, (list, tuple)) else [ops]
     return Schedule([t.op if isinstance(t, Tensor) else t for t in items])
-

@@ -177,7 +177,9 @@ class LoopPrimitives(ScheduleBase):
             simp.bind(v, Range(const(0, dtype), size))
         body = _Rebind({for_.loop_var: old_value}, simp).visit(for_.body)
         if not exact:
-            guard = simp(old_value < for_.min + extent if not _is_zero(for_.min) else old_value < extent)
+            guard = simp(
+                old_value < for_.min + extent if not _is_zero(for_.min) else old_value < extent
+            )
             body = _add_predicate(body, guard)
         nest: Stmt = body
         for v, size in reversed(list(zip(new_vars, sizes))):
@@ -325,8 +327,10 @@ class LoopPrimitives(ScheduleBase):
         for pos, f in zip(positions, fors):
             new_chain[pos] = f
         for k, f in enumerate(new_chain):
-            below = {id(g.loop_var) for g in new_chain[k:]}
-            if any(uses_var(e, lambda v: id(v) in below) for e in (f.min, f.extent)):
+            inner_vars = {id(g.loop_var) for g in new_chain[k:]}
+            if any(
+                uses_var(e, lambda v, inner=inner_vars: id(v) in inner) for e in (f.min, f.extent)
+            ):
                 raise self._error(
                     f"reorder: the bounds of loop {f.loop_var.name!r} (range({f.min}, "
                     f"{f.min} + {f.extent})) use a loop that would be moved inside it",
@@ -405,8 +409,7 @@ class LoopPrimitives(ScheduleBase):
         for_, _ = self._loop_of(loop)
         if tag not in THREAD_AXES:
             raise self._error(
-                f"bind: {thread_axis!r} is not a thread axis; use one of "
-                f"{', '.join(THREAD_AXES)}",
+                f"bind: {thread_axis!r} is not a thread axis; use one of {', '.join(THREAD_AXES)}",
                 for_,
             )
         self._check_data_parallel(for_, f"bind to {tag}")
@@ -431,7 +434,9 @@ class LoopPrimitives(ScheduleBase):
         anns = tuple((k, v) for k, v in node.annotations if k != ann_key) + ((ann_key, ann_val),)
         self._update(state.replace(self._func, node, dataclasses.replace(node, annotations=anns)))
         self._record(
-            "annotate", {"block_or_loop": block_or_loop, "ann_key": ann_key, "ann_val": ann_val}, None
+            "annotate",
+            {"block_or_loop": block_or_loop, "ann_key": ann_key, "ann_val": ann_val},
+            None,
         )
 
     def unannotate(self, block_or_loop: BlockRV | LoopRV, ann_key: str) -> None:
@@ -439,7 +444,9 @@ class LoopPrimitives(ScheduleBase):
         node = self._annotatable(block_or_loop)
         if all(k != ann_key for k, _ in node.annotations):
             have = [k for k, _ in node.annotations]
-            raise self._error(f"unannotate: there is no annotation {ann_key!r} (there are {have})", node)
+            raise self._error(
+                f"unannotate: there is no annotation {ann_key!r} (there are {have})", node
+            )
         anns = tuple((k, v) for k, v in node.annotations if k != ann_key)
         self._update(state.replace(self._func, node, dataclasses.replace(node, annotations=anns)))
         self._record("unannotate", {"block_or_loop": block_or_loop, "ann_key": ann_key}, None)
@@ -514,9 +521,7 @@ def _loop_list(
         items = list(items[0])
     for h in items:
         if not isinstance(h, LoopRV):
-            raise ScheduleError(
-                f"{prim} takes loop handles (from get_loops/split/fuse), got {h!r}"
-            )
+            raise ScheduleError(f"{prim} takes loop handles (from get_loops/split/fuse), got {h!r}")
     return items
 
 

@@ -144,8 +144,10 @@ class SamplingPrimitives(ScheduleBase):
         if decision is None:
             index = self._rng.choices(range(len(cands)), weights=weights)[0]
         else:
-            if isinstance(decision, bool) or not isinstance(decision, int) or not (
-                0 <= decision < len(cands)
+            if (
+                isinstance(decision, bool)
+                or not isinstance(decision, int)
+                or not (0 <= decision < len(cands))
             ):
                 raise ScheduleError(
                     f"sample_categorical: the decision is an index into the {len(cands)} "

@@ -194,7 +194,9 @@ def test_fuse_split_loops_of_symbolic_extent() -> None:
 def test_fuse_not_nested_refused() -> None:
     sch = tir.Schedule(_matmul())
     i, _, k = sch.get_loops(sch.get_block("C"))
-    with pytest.raises(ScheduleError, match="loop 'k' must be the only statement directly inside loop 'i'"):
+    with pytest.raises(
+        ScheduleError, match="loop 'k' must be the only statement directly inside loop 'i'"
+    ):
         sch.fuse(i, k)
 
 
@@ -276,10 +278,14 @@ def test_reorder_imperfect_nest_refused() -> None:
     # for i: (for j: B) ; (for j: C)   -- C's outer loop merged into B's
     c_inner = substitute(c_nest.body, {c_nest.loop_var: b_nest.loop_var})
     merged = dataclasses.replace(b_nest, body=SeqStmt((b_nest.body, c_inner)))
-    func = func.with_body(dataclasses.replace(func.body, block=dataclasses.replace(root, body=merged)))
+    func = func.with_body(
+        dataclasses.replace(func.body, block=dataclasses.replace(root, body=merged))
+    )
     sch = tir.Schedule(func)
     i, j = sch.get_loops(sch.get_block("B"))
-    with pytest.raises(ScheduleError, match="not perfectly nested: there is a sequence of statements"):
+    with pytest.raises(
+        ScheduleError, match="not perfectly nested: there is a sequence of statements"
+    ):
         sch.reorder(j, i)
     with pytest.raises(ScheduleError, match="given twice"):
         sch.reorder(i, i)
@@ -299,7 +305,9 @@ def test_reorder_loop_bound_depends_on_moved_loop_refused() -> None:
     bad = func.with_body(
         dataclasses.replace(
             func.body,
-            block=dataclasses.replace(func.body.block, body=dataclasses.replace(outer, body=bad_inner)),  # type: ignore[attr-defined]
+            block=dataclasses.replace(
+                func.body.block, body=dataclasses.replace(outer, body=bad_inner)
+            ),  # type: ignore[attr-defined]
         )
     )
     sch2 = tir.Schedule(bad)
@@ -398,7 +406,11 @@ def test_bind() -> None:
     text = _body(sch)
     assert 'for i_0 in thread_binding(2, "blockIdx.x"):' in text
     assert 'for i_1 in thread_binding(32, "threadIdx.x"):' in text
-    assert sch.trace.as_json()[-1] == ["bind", {"loop": "$" + tx.rv_id, "thread_axis": "threadIdx.x"}, []]
+    assert sch.trace.as_json()[-1] == [
+        "bind",
+        {"loop": "$" + tx.rv_id, "thread_axis": "threadIdx.x"},
+        [],
+    ]
     _check_vadd(sch, 64)
     with pytest.raises(ScheduleError, match="'threadIdx.w' is not a thread axis"):
         sch.bind(bx, "threadIdx.w")
@@ -407,7 +419,9 @@ def test_bind() -> None:
 def test_bind_reduce_refused() -> None:
     sch = tir.Schedule(_matmul())
     _, _, k = sch.get_loops(sch.get_block("C"))
-    with pytest.raises(ScheduleError, match="bind to threadIdx.x: the loop 'k' is bound to the reduce"):
+    with pytest.raises(
+        ScheduleError, match="bind to threadIdx.x: the loop 'k' is bound to the reduce"
+    ):
         sch.bind(k, "threadIdx.x")
 
 

@@ -123,7 +123,9 @@ def _maxpool() -> Case:
         name="Y",
     )
     x = _rand(np.random.default_rng(6), 2, 6, 6)
-    return Case(te.create_prim_func([X, Y]), [x], (2, 3, 3), x.reshape(2, 3, 2, 3, 2).max(axis=(2, 4)))
+    return Case(
+        te.create_prim_func([X, Y]), [x], (2, 3, 3), x.reshape(2, 3, 2, 3, 2).max(axis=(2, 4))
+    )
 
 
 def _chain() -> Case:

@@ -100,7 +100,9 @@ def test_sample_categorical() -> None:
         ([1.5, 2], [1.0, 1.0], None, "candidates must be ints"),
     ],
 )
-def test_sample_categorical_errors(cands: list, probs: list, decision: int | None, message: str) -> None:
+def test_sample_categorical_errors(
+    cands: list, probs: list, decision: int | None, message: str
+) -> None:
     sch = tir.Schedule(_func())
     with pytest.raises(ScheduleError, match=message):
         sch.sample_categorical(cands, probs, decision=decision)
