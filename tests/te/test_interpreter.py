@@ -201,3 +201,19 @@ def test_lowered_te_program_matches_numpy():
     s = np.zeros(5, "float32")
     eval_prim_func(func, a, s)
     np.testing.assert_allclose(s, (a * a).sum(axis=1), rtol=1e-5)
+
+
+def test_assert_same_result_catches_a_changed_program():
+    from mlc.testing import assert_same_result
+
+    n = te.var("n")
+    A = te.placeholder((n,), name="A")
+    B = te.compute((n,), lambda i: A[i] * 2.0, name="B")
+    B2 = te.compute((n,), lambda i: A[i] + A[i], name="B")
+    B3 = te.compute((n,), lambda i: A[i] * 3.0, name="B")
+    f, f2, f3 = (te.create_prim_func([A, t]) for t in (B, B2, B3))
+    assert_same_result(f, f2, sizes={"n": 9})
+    with pytest.raises(AssertionError, match="buffer 'B' differs"):
+        assert_same_result(f, f3, sizes={"n": 9})
+    with pytest.raises(InterpreterError, match="symbolic size 'n'"):
+        assert_same_result(f, f2)
