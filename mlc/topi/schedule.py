@@ -127,7 +127,8 @@ class _Recipe:
     def tile_anchor(self, anchor: te.Tensor) -> None:
         sch = self.sch
         out_blk = self.block(self.output)
-        loops = sch.get_loops(out_blk)
+        # the output's spatial loops (a reduction output also has its reduce loops inside)
+        loops = sch.get_loops(out_blk)[: len(self.output.op.axis)]
         ncols = _extent(sch, loops[-1])
         vec = _vec_width(ncols)
         nrows = _extent(sch, loops[-2]) if len(loops) >= 2 else 1
