@@ -30,13 +30,23 @@ from dataclasses import dataclass
 from llvmlite import ir
 
 from mlc.codegen import llvm_types as ty
+from mlc.codegen.common import c_name
 from mlc.codegen.llvm_expr import ExprEmitter
 from mlc.codegen.llvm_parallel import ParallelEmitter
 from mlc.errors import CodegenError
 from mlc.tir import dtype as dt
 from mlc.tir.expr import IntImm, PrimExpr, Var
 from mlc.tir.stmt import (
-    Allocate, BufferStore, Evaluate, For, ForKind, IfThenElse, LetStmt, PrimFunc, SeqStmt, Stmt,
+    Allocate,
+    BufferStore,
+    Evaluate,
+    For,
+    ForKind,
+    IfThenElse,
+    LetStmt,
+    PrimFunc,
+    SeqStmt,
+    Stmt,
 )
 
 STACK_LIMIT = 64 * 1024  # bytes: larger (or symbolic) allocations go to the heap
@@ -52,12 +62,6 @@ class LLVMSource:
     entry: str
     func: PrimFunc
     uses_parallel_runtime: bool
-
-
-def c_name(name: str) -> str:
-    """``name`` as a C/LLVM identifier (``"my-kernel"`` -> ``"my_kernel"``)."""
-    s = re.sub(r"\W", "_", name) or "main"
-    return "_" + s if s[0].isdigit() else s
 
 
 class CodeGenLLVM(ParallelEmitter, ExprEmitter):
@@ -225,9 +229,8 @@ class CodeGenLLVM(ParallelEmitter, ExprEmitter):
     def text(self) -> str:
         """The module as text IR, with loop metadata made self-referential as LLVM wants."""
         src = str(self.module)
-        return re.sub(
-            rf'(!\d+) = !{{\s*!"{_SELF}",', lambda m: f"{m.group(1)} = distinct !{{{m.group(1)},", src
-        )
+        pattern = rf'(!\d+) = !{{\s*!"{_SELF}",'
+        return re.sub(pattern, lambda m: f"{m.group(1)} = distinct !{{{m.group(1)},", src)
 
 
 _SELF = "mlc.loop.self"

@@ -20,13 +20,41 @@ from typing import Any
 from llvmlite import ir
 
 from mlc.codegen import llvm_types as ty
+from mlc.codegen.common import flat_index
 from mlc.codegen.llvm_intrin import IntrinsicEmitter
 from mlc.errors import CodegenError
 from mlc.tir import dtype as dt
 from mlc.tir.expr import (
-    EQ, GE, GT, LE, LT, NE, Add, And, Broadcast, BufferLoad, Call, Cast, Div, FloatImm,
-    FloorDiv, FloorMod, IntImm, Let, Max, Min, Mod, Mul, Not, Or, PrimExpr, Ramp, Select,
-    StringImm, Sub, Var,
+    EQ,
+    GE,
+    GT,
+    LE,
+    LT,
+    NE,
+    Add,
+    And,
+    Broadcast,
+    BufferLoad,
+    Call,
+    Cast,
+    Div,
+    FloatImm,
+    FloorDiv,
+    FloorMod,
+    IntImm,
+    Let,
+    Max,
+    Min,
+    Mod,
+    Mul,
+    Not,
+    Or,
+    PrimExpr,
+    Ramp,
+    Select,
+    StringImm,
+    Sub,
+    Var,
 )
 from mlc.tir.functor import IRVisitor
 from mlc.tir.stmt import Buffer
@@ -374,25 +402,6 @@ class ExprEmitter(IntrinsicEmitter):
         return self.b.fadd(base, steps)  # pragma: no cover - ramps are integer
 
     # -- memory -------------------------------------------------------------------------------
-    def _flat_index(self, buffer: Buffer, indices: tuple[PrimExpr, ...]) -> PrimExpr:
-        """One index from several (row-major), for a multi-dimensional buffer left unflattened."""
-        if len(indices) == 1:
-            return indices[0]
-        if len(indices) != len(buffer.shape):
-            raise CodegenError(
-                f"buffer {buffer.name!r} has {len(buffer.shape)} dimensions but is indexed "
-                f"with {len(indices)}"
-            )
-        if buffer.strides:
-            flat: PrimExpr = indices[0] * buffer.strides[0]
-            for i, s in zip(indices[1:], buffer.strides[1:]):
-                flat = flat + i * s
-            return flat
-        flat = indices[0]
-        for i, extent in zip(indices[1:], buffer.shape[1:]):
-            flat = flat * extent + i
-        return flat
-
     def element_pointer(self, buffer: Buffer, index: ir.Value) -> ir.Value:
         """The address of element ``index`` (a scalar integer) of ``buffer``."""
         base = self.emit_Var(buffer.data)
@@ -413,7 +422,7 @@ class ExprEmitter(IntrinsicEmitter):
 
     def emit_BufferLoad(self, e: BufferLoad) -> ir.Value:
         buf = e.buffer
-        index = _normalize_index(self._flat_index(buf, e.indices))
+        index = _normalize_index(flat_index(buf, e.indices))
         mem = ty.memory_type(buf.dtype)
         align = max(1, dt.nbytes(dt.element(buf.dtype)))
         if dt.lanes(index.dtype) == 1:
@@ -468,7 +477,7 @@ class ExprEmitter(IntrinsicEmitter):
 
     def store(self, buf: Buffer, value: PrimExpr, indices: tuple[PrimExpr, ...]) -> None:
         """``buf[indices] = value``: a scalar store, a vector store or a scatter."""
-        index = _normalize_index(self._flat_index(buf, indices))
+        index = _normalize_index(flat_index(buf, indices))
         v = self.emit(value)
         align = max(1, dt.nbytes(dt.element(buf.dtype)))
         lanes = dt.lanes(index.dtype)

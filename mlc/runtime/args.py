@@ -13,7 +13,7 @@ The check on the hot path is lean (it only detects that something is wrong); whe
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -21,7 +21,17 @@ import numpy as np
 from mlc.errors import ArgumentError, ArgumentTypeError
 from mlc.tir import dtype as dt
 from mlc.tir.expr import (
-    Add, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimExpr, Sub, Var,
+    Add,
+    BinaryOp,
+    FloorDiv,
+    FloorMod,
+    IntImm,
+    Max,
+    Min,
+    Mul,
+    PrimExpr,
+    Sub,
+    Var,
 )
 from mlc.tir.functor import IRVisitor
 from mlc.tir.stmt import Buffer, BufferStore, PrimFunc
@@ -66,7 +76,7 @@ def written_params(func: PrimFunc) -> set[int]:
     return out
 
 
-def _evaluate(e: PrimExpr, env: dict[int, int]) -> int | None:
+def _evaluate(e: PrimExpr | int, env: dict[int, int]) -> int | None:
     """The value of an integer size expression, or None when a variable is unknown."""
     if isinstance(e, int):
         return e
@@ -74,15 +84,24 @@ def _evaluate(e: PrimExpr, env: dict[int, int]) -> int | None:
         return e.value
     if isinstance(e, Var):
         return env.get(id(e))
-    ops = {Add: int.__add__, Sub: int.__sub__, Mul: int.__mul__, FloorDiv: int.__floordiv__,
-           FloorMod: int.__mod__, Min: min, Max: max}
-    fn = ops.get(type(e))  # type: ignore[call-overload]
-    if fn is None:
+    fn = _SIZE_OPS.get(type(e))
+    if fn is None or not isinstance(e, BinaryOp):
         return None
-    a, b = _evaluate(e.a, env), _evaluate(e.b, env)  # type: ignore[attr-defined]
-    if a is None or b is None:
+    a, b = _evaluate(e.a, env), _evaluate(e.b, env)
+    if a is None or b is None or (b == 0 and isinstance(e, (FloorDiv, FloorMod))):
         return None
-    return int(fn(a, b))
+    return fn(a, b)
+
+
+_SIZE_OPS: dict[type, Callable[[int, int], int]] = {
+    Add: lambda a, b: a + b,
+    Sub: lambda a, b: a - b,
+    Mul: lambda a, b: a * b,
+    FloorDiv: lambda a, b: a // b,
+    FloorMod: lambda a, b: a % b,
+    Min: min,
+    Max: max,
+}
 
 
 class ArgumentChecker:
@@ -101,8 +120,10 @@ class ArgumentChecker:
         for k, buf in enumerate(self.params):
             dims: list[tuple[int, int, Any]] = []
             for axis, extent in enumerate(buf.shape):
-                if isinstance(extent, (int, IntImm)):
-                    dims.append((axis, _CONST, int(getattr(extent, "value", extent))))
+                if isinstance(extent, int):
+                    dims.append((axis, _CONST, extent))
+                elif isinstance(extent, IntImm):
+                    dims.append((axis, _CONST, extent.value))
                 elif isinstance(extent, Var) and id(extent) in slot:
                     dims.append((axis, _BIND, slot[id(extent)]))
                     bound.add(id(extent))
@@ -144,7 +165,7 @@ class ArgumentChecker:
                 ok = False
             if not ok:
                 break
-            ptrs.append(_read_pointer(id(a) + _OFFSET).value if _OFFSET else a.ctypes.data)
+            ptrs.append(_read_pointer(id(a) + _OFFSET).value if _OFFSET else a.ctypes.data)  # type: ignore[arg-type]
         if ok and self._exprs:
             ok = self._check_exprs(args, sizes)
         if ok and self._outputs:

@@ -20,7 +20,7 @@ from mlc.codegen.target import Target
 from mlc.errors import CodegenError
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _initialize() -> None:
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
@@ -31,7 +31,7 @@ def _initialize() -> None:
         llvm.load_library_permanently(libm)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def target_machine(mcpu: str | None = None, mattr: str | None = None) -> llvm.TargetMachine:
     """A target machine for this process's triple; the host CPU unless told otherwise.
     Shared (cached) for optimising and printing assembly; never give it to an engine."""

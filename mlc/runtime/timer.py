@@ -52,7 +52,9 @@ class TimeResult:
         )
 
 
-def measure(call: Callable[[], object], number: int, repeat: int, min_repeat_ms: float) -> TimeResult:
+def measure(
+    call: Callable[[], object], number: int, repeat: int, min_repeat_ms: float
+) -> TimeResult:
     """Time ``call`` (already bound to its arguments)."""
     number = max(1, int(number))
     repeat = max(1, int(repeat))

@@ -11,8 +11,18 @@ from llvm_helpers import build, loop
 from mlc.codegen.llvm_parallel import free_vars
 from mlc.runtime import parallel
 from mlc.tir import (
-    Allocate, Buffer, BufferStore, Call, Cast, ForKind, IfThenElse, LetStmt, SizeVar, Var,
-    const, seq,
+    Allocate,
+    Buffer,
+    BufferStore,
+    Call,
+    Cast,
+    ForKind,
+    IfThenElse,
+    LetStmt,
+    SizeVar,
+    Var,
+    const,
+    seq,
 )
 
 RNG = np.random.default_rng(2)

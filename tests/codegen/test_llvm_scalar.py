@@ -8,8 +8,22 @@ import pytest
 from llvm_helpers import binary, build, loop, unary
 
 from mlc.tir import (
-    Buffer, BufferStore, Call, Cast, Div, FloorDiv, FloorMod, IntImm, Max, Min, Mod, Not, Select,
-    SizeVar, Var, const,
+    Buffer,
+    BufferStore,
+    Call,
+    Cast,
+    Div,
+    FloorDiv,
+    FloorMod,
+    IntImm,
+    Max,
+    Min,
+    Mod,
+    Not,
+    Select,
+    SizeVar,
+    Var,
+    const,
 )
 
 RNG = np.random.default_rng(0)

@@ -7,7 +7,17 @@ import pytest
 from llvm_helpers import build, loop
 
 from mlc.tir import (
-    Broadcast, Buffer, BufferLoad, BufferStore, Call, Cast, Ramp, Select, Var, const, seq,
+    Broadcast,
+    Buffer,
+    BufferLoad,
+    BufferStore,
+    Call,
+    Cast,
+    Ramp,
+    Select,
+    Var,
+    const,
+    seq,
 )
 
 RNG = np.random.default_rng(1)
@@ -132,8 +142,8 @@ def test_vector_math(op: str) -> None:
     f(a, b)
     import math
 
-    ref = {"exp": np.exp, "tanh": np.tanh, "sqrt": np.sqrt, "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
-           "erf": np.vectorize(math.erf)}[op]
+    ref = {"exp": np.exp, "tanh": np.tanh, "sqrt": np.sqrt, "erf": np.vectorize(math.erf),
+           "sigmoid": lambda x: 1 / (1 + np.exp(-x))}[op]
     np.testing.assert_allclose(b, ref(a.astype(np.float64)), rtol=3e-6)
 
 

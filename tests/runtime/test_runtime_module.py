@@ -10,7 +10,16 @@ import pytest
 from mlc.errors import ArgumentError, ArgumentTypeError
 from mlc.runtime import Module, TimeResult, compile_lowered
 from mlc.tir import (
-    Buffer, BufferStore, Cast, For, ForKind, PrimFunc, SizeVar, Var, const, seq,
+    Buffer,
+    BufferStore,
+    Cast,
+    For,
+    ForKind,
+    PrimFunc,
+    SizeVar,
+    Var,
+    const,
+    seq,
 )
 
 
