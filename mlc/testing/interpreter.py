@@ -77,7 +77,21 @@ def _vst(arr: np.ndarray, idx: tuple[Any, ...], value: Any, mask: Any, name: str
         arr[sel] = np.broadcast_to(value, m.shape)[m]
 
 
+_INT_RANGE = {"int32": (-(2**31), 2**31), "int64": (-(2**63), 2**63)}
+_FLOAT_TYPES = {"float16": np.float16, "float32": np.float32, "float64": np.float64}
+
+
 def _cast(value: Any, dtype: str) -> Any:
+    # Fast paths for scalars (index arithmetic casts often); the general path wraps/truncates.
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        rng = _INT_RANGE.get(dtype)
+        if rng is not None and rng[0] <= value < rng[1]:
+            return int(value)
+        ftype = _FLOAT_TYPES.get(dtype)
+        if ftype is not None:
+            return ftype(value)
+    elif isinstance(value, (float, np.floating)) and dtype in _FLOAT_TYPES:
+        return _FLOAT_TYPES[dtype](value)
     elem = dt.element(dtype)
     a = np.asarray(value)
     if elem == "bool":
@@ -141,6 +155,14 @@ _MATH: dict[str, Any] = {
     "sin": np.sin,
     "cos": np.cos,
     "fma": lambda a, b, c: a * b + c,
+    "likely": lambda x: x,  # a branch hint
+    "omp_get_thread_num": lambda: 0,  # the interpreter runs parallel loops on one thread
+    "log1p": np.log1p,
+    "expm1": np.expm1,
+    "tan": np.tan,
+    "atan": np.arctan,
+    "min": np.minimum,
+    "max": np.maximum,
 }
 
 # Intrinsics that only matter on a real machine (synchronisation, prefetch hints).
