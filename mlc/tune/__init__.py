@@ -9,10 +9,13 @@ from mlc.tune.record import MeasureResult, apply_history_best, load
 from mlc.tune.space import ConfigEntity, ConfigSpace, TuneError
 from mlc.tune.task import Task, create_task, get_config, template
 from mlc.tune.tuner import GridSearchTuner, RandomTuner, Tuner, XGBTuner
+from mlc.tune.default_space import default_space
+from mlc.tune.sampled import SampledSpace, tune_tir
 
 __all__ = [
     "callback", "flop_count", "itervar_features", "MeasureOption", "Measurer", "measure_option",
     "XGBoostCostModel", "rank_correlation", "MeasureResult", "apply_history_best", "load",
     "ConfigEntity", "ConfigSpace", "TuneError", "Task", "create_task", "get_config", "template",
-    "GridSearchTuner", "RandomTuner", "Tuner", "XGBTuner",
+    "GridSearchTuner", "RandomTuner", "Tuner", "XGBTuner", "default_space", "SampledSpace",
+    "tune_tir",
 ]

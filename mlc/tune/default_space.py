@@ -4,7 +4,7 @@ For a block with a reduction and at least two spatial loops (matmul, dense, conv
 space is the classic "SSRSRS" tiling: each spatial loop is split into four tiles and each
 reduce loop into two, ordered
 
-    s0 (fused, parallel) | s1 | r0 | s2 (unrolled) | r1 (unrolled) | s3 (innermost vectorized)
+    s0 (fused, parallel) | s1 | r0 | s2 | r1 (unrolled) | s3 (unrolled; the last one vectorized)
 
 with the result accumulated in a ``local`` write cache copied back under ``s1``, and the
 reduction's init moved out of the reduce loops. The tile sizes are sampled
@@ -82,16 +82,14 @@ def tile_reduction(sch: Schedule, block: BlockRV) -> bool:
     )
     sch.reorder(*order)
     write_back = sch.cache_write(block, 0, "local")
-    sch.reverse_compute_at(write_back, s_tiles[-1][1])
+    sch.reverse_compute_at(write_back, s_tiles[-1][1], preserve_unit_loops=True)
     sch.decompose_reduction(block, r_tiles[0][0])
     outer = sch.fuse(*[t[0] for t in s_tiles])
     sch.parallel(outer)
+    # the register tile: s3 of the other spatial loops and r1 unrolled, s3 of the last vectorized
     for t in s_tiles[:-1]:
         sch.unroll(t[3])
-    for t in s_tiles:
-        sch.unroll(t[2])
-    for t in r_tiles:
-        sch.unroll(t[1])
+    sch.unroll(r_tiles[-1][1])
     sch.vectorize(s_tiles[-1][3])
     _vectorize_copy_back(sch, write_back)
     return True

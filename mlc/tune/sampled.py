@@ -145,6 +145,7 @@ def tune_tir(
     measure_option: MeasureOption | None = None,
     seed: int = 0,
     tuner: str = "xgb",
+    feature: str = "knob",
     callbacks: Sequence[Any] = (),
     progress: bool = True,
 ) -> Schedule:
@@ -152,14 +153,17 @@ def tune_tir(
     measurements and return the best Schedule found (its ``trace`` replays it).
 
     ``work_dir`` keeps a JSON-lines log (``tuning_log.json``); tuning again with the same
-    ``work_dir`` resumes and measures nothing twice."""
+    ``work_dir`` resumes and measures nothing twice. ``feature="knob"`` (the default) lets
+    the model learn from the sampled decisions themselves, which is cheap;
+    ``feature="itervar"`` learns from the loop program of every candidate, which replays the
+    trace for each point the annealer visits (slower in Python, sometimes better)."""
     from mlc.tune import callback as cb
     from mlc.tune.default_space import default_space
     from mlc.tune.tuner import RandomTuner, XGBTuner
 
     sampled = SampledSpace(mod, space or default_space, target=target, seed=seed)
     if tuner == "xgb":
-        t: Any = XGBTuner(sampled, seed=seed, feature="itervar")
+        t: Any = XGBTuner(sampled, seed=seed, feature=feature)
     elif tuner == "random":
         t = RandomTuner(sampled, seed=seed)
     else:
