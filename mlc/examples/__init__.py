@@ -1,0 +1,1 @@
+"""Runnable end-to-end examples (``python -m mlc.examples.mlp``)."""
