@@ -64,3 +64,28 @@ def test_matmul(m, n, kk, fj, fk, inner, kinner):
     y = np.full((m, n), np.nan, "float32")
     eval_prim_func(lowered, x, w, y)
     np.testing.assert_allclose(y, x @ w, rtol=1e-4, atol=1e-5)
+
+
+@settings(max_examples=10, deadline=None)
+@given(m=st.integers(1, 12), n=st.integers(1, 12), fi=FACTORS, fj=FACTORS, inner=ANNOTATIONS)
+def test_write_cache_at_a_tile(m, n, fi, fj, inner):
+    k = te.reduce_axis((0, 5), name="k")
+    X = te.placeholder((m, 5), name="X")
+    W = te.placeholder((5, n), name="W")
+    Y = te.compute((m, n), lambda i, j: te.sum(X[i, k] * W[k, j], axis=k), name="Y")
+    sch = tir.Schedule(te.create_prim_func([X, W, Y]))
+    blk = sch.get_block("Y")
+    cw = sch.cache_write(blk, 0, "local")
+    i, j = sch.get_loops(cw)[:2]
+    io, ii = sch.split(i, factors=[None, fi])
+    jo, ji = sch.split(j, factors=[None, fj])
+    sch.reorder(io, jo, ii, ji)
+    sch.compute_at(blk, jo)
+    _annotate(sch, ji, "serial" if inner == "parallel" else inner)
+    lowered = lower(sch.mod)
+    check_lowered(lowered)
+    x = np.random.rand(m, 5).astype("float32")
+    w = np.random.rand(5, n).astype("float32")
+    y = np.full((m, n), np.nan, "float32")
+    eval_prim_func(lowered, x, w, y)
+    np.testing.assert_allclose(y, x @ w, rtol=1e-4, atol=1e-5)
