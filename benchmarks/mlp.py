@@ -1,0 +1,105 @@
+"""MLP inference, mlc vs numpy (vs torch when installed), timed interleaved in one run.
+
+    python benchmarks/mlp.py [--rounds 7] [--json]
+
+Models: the digits MLP (64-64-32-10, trained in numpy in a second) at batch 1 and 64, and a
+784-128-10 MLP (random weights) at batch 1 and 64. Each round times every contender once
+(``number`` calls each), rounds alternate, and the median per contender is reported with the
+ratio numpy / mlc (above 1: mlc is faster).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from mlc import graph
+from mlc.examples.mlp import load_data, mlp_graph, numpy_forward, train_mlp
+
+
+def per_call(fn: Callable[[], object], number: int) -> float:
+    t0 = time.perf_counter()
+    for _ in range(number):
+        fn()
+    return (time.perf_counter() - t0) / number
+
+
+def torch_forward(params: list[tuple[np.ndarray, np.ndarray]]) -> Callable[[np.ndarray],
+                                                                              object] | None:
+    try:
+        import torch
+    except ImportError:
+        return None
+    layers = [(torch.from_numpy(w), torch.from_numpy(b)) for w, b in params]
+
+    def run(x: np.ndarray) -> object:
+        with torch.no_grad():
+            h = torch.from_numpy(x)
+            for k, (w, b) in enumerate(layers):
+                h = torch.nn.functional.linear(h, w, b)
+                if k < len(layers) - 1:
+                    h = torch.relu(h)
+            return torch.softmax(h, dim=1)
+
+    return run
+
+
+def bench(name: str, params: list[tuple[np.ndarray, np.ndarray]], batch: int,
+          rounds: int) -> dict[str, object]:
+    x = np.random.default_rng(1).random((batch, params[0][0].shape[1])).astype("float32")
+    mod = graph.build(graph.optimize(mlp_graph(params, batch)), target="llvm")
+    mod.set_input(x=x)
+    mod.run()
+    err = float(np.abs(mod.get_output(0) - numpy_forward(params, x)).max())
+    contenders: dict[str, Callable[[], object]] = {
+        "mlc": mod.run, "numpy": lambda: numpy_forward(params, x)}
+    tf = torch_forward(params)
+    if tf is not None:
+        contenders["torch"] = lambda: tf(x)
+    number = 200 if batch == 1 else 50
+    times: dict[str, list[float]] = {k: [] for k in contenders}
+    for fn in contenders.values():
+        fn()
+    for _ in range(rounds):
+        for k, fn in contenders.items():
+            times[k].append(per_call(fn, number))
+    med = {k: float(np.median(v)) for k, v in times.items()}
+    row: dict[str, object] = {"model": name, "batch": batch, "kernels": len(mod.kernels),
+                              "max_abs_err": err}
+    row.update({f"{k}_us": v * 1e6 for k, v in med.items()})
+    row["numpy/mlc"] = med["numpy"] / med["mlc"]
+    if "torch" in med:
+        row["torch/mlc"] = med["torch"] / med["mlc"]
+    return row
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    xtr, ytr, _, _ = load_data()
+    digits = train_mlp(xtr, ytr, epochs=10)
+    rng = np.random.default_rng(0)
+    big = [((rng.standard_normal((o, i)) * 0.05).astype("float32"), np.zeros(o, "float32"))
+           for i, o in ((784, 128), (128, 10))]
+    rows = [bench(name, p, b, args.rounds)
+            for name, p in (("digits 64-64-32-10", digits), ("784-128-10", big))
+            for b in (1, 64)]
+    if args.json:
+        print(json.dumps(rows, indent=1))
+        return
+    for r in rows:
+        extra = f"  torch {r['torch_us']:8.1f} us ({r['torch/mlc']:.2f}x)" if "torch_us" in r \
+            else ""
+        print(f"{r['model']:>20} batch {r['batch']:3d}: mlc {r['mlc_us']:8.1f} us  "
+              f"numpy {r['numpy_us']:8.1f} us  numpy/mlc {r['numpy/mlc']:5.2f}x{extra}  "
+              f"[{r['kernels']} kernels, err {r['max_abs_err']:.1e}]")
+
+
+if __name__ == "__main__":
+    main()
