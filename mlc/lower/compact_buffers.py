@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from mlc.tir.arith import Analyzer, eval_region
 from mlc.tir.expr import BufferLoad, IntImm, PrimExpr, Range, Var, const
 from mlc.tir.functor import IRMutator, IRVisitor, substitute
-from mlc.tir.stmt import Allocate, Buffer, BufferStore, For, PrimFunc, Stmt
+from mlc.tir.stmt import Allocate, Buffer, BufferStore, For, ForKind, PrimFunc, Stmt
 
 
 def compact_buffers(func: PrimFunc) -> PrimFunc:
@@ -94,6 +94,11 @@ def _plan(
         while n < min(len(prefix), len(acc.loops)) and prefix[n] is acc.loops[n]:
             n += 1
         del prefix[n:]
+    if buf.scope == "shared":  # shared memory is one per thread block, never per thread
+        for n, f in enumerate(prefix):
+            if f.kind is ForKind.THREAD_BINDING and (f.thread_binding or "").startswith("thread"):
+                del prefix[n:]
+                break
     for depth in range(len(prefix), -1, -1):
         region = _union_region(buf, accesses, prefix[:depth])
         if region is None:
