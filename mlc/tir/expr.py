@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, TypeVar, Union
 
 from mlc.errors import MLCTypeError
 from mlc.tir import dtype as dt
@@ -21,7 +21,19 @@ if TYPE_CHECKING:
 ExprLike = Union["PrimExpr", int, float, bool]
 
 
-def _node(cls: type) -> type:
+if TYPE_CHECKING:
+    from typing_extensions import dataclass_transform
+else:
+
+    def dataclass_transform(**kwargs: Any) -> Any:
+        return lambda fn: fn
+
+
+T = TypeVar("T")
+
+
+@dataclass_transform(frozen_default=True, eq_default=False)
+def _node(cls: type[T]) -> type[T]:
     """Frozen dataclass with identity equality/hash (``==`` is an IR operator here)."""
     return dataclass(frozen=True, eq=False, repr=False)(cls)
 
