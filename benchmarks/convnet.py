@@ -46,7 +46,8 @@ def main() -> None:
     med = {k: float(np.median(v)) * 1e6 for k, v in times.items()}
     row = {"batch": args.batch, "fused_kernels": len(fused.kernels),
            "unfused_kernels": len(unfused.kernels), **{f"{k}_us": v for k, v in med.items()},
-           "unfused/fused": med["unfused"] / med["fused"], "numpy/fused": med["numpy"] / med["fused"],
+           "unfused/fused": med["unfused"] / med["fused"],
+           "numpy/fused": med["numpy"] / med["fused"],
            "memory_bytes_fused": fused.graph.memory.bytes_after if fused.graph.memory else None,
            "memory_bytes_unfused": unfused.graph.memory.bytes_after
            if unfused.graph.memory else None}

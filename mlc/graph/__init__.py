@@ -10,17 +10,59 @@
 
 from mlc.graph import nn  # noqa: F401
 from mlc.graph.evaluate import evaluate
+from mlc.graph.executor import GraphModule, build  # noqa: E402
+from mlc.graph.frontend import from_onnx, from_torch  # noqa: E402
 from mlc.graph.ir import (
-    Call, Constant, FusedGroup, Graph, MemoryPlan, Node, Var, call, const, rewrite, var,
+    Call,
+    Constant,
+    FusedGroup,
+    Graph,
+    MemoryPlan,
+    Node,
+    Var,
+    call,
+    const,
+    rewrite,
+    var,
 )
 from mlc.graph.op import OpDef, OpPattern, TensorType, get_op, list_ops, register_op
 from mlc.graph.ops.tensor import (
-    abs, add, concatenate, copy, divide, exp, log, max, maximum, mean, min, minimum, multiply,
-    negative, pad, power, reshape, sigmoid, sort, sqrt, subtract, sum, tanh, transpose,
+    abs,
+    add,
+    concatenate,
+    copy,
+    divide,
+    exp,
+    log,
+    max,
+    maximum,
+    mean,
+    min,
+    minimum,
+    multiply,
+    negative,
+    pad,
+    power,
+    reshape,
+    sigmoid,
+    sort,
+    sqrt,
+    subtract,
+    sum,
+    tanh,
+    transpose,
 )
 from mlc.graph.passes import (
-    PIPELINE, PostDomTree, alter_op_layout, eliminate_common_subexpr, eliminate_dead_code,
-    fold_constant, fuse_ops, optimize, plan_memory, simplify_inference,
+    PIPELINE,
+    PostDomTree,
+    alter_op_layout,
+    eliminate_common_subexpr,
+    eliminate_dead_code,
+    fold_constant,
+    fuse_ops,
+    optimize,
+    plan_memory,
+    simplify_inference,
 )
-from mlc.graph.executor import GraphModule, build  # noqa: E402
-from mlc.graph.frontend import from_onnx, from_torch  # noqa: E402
+
+# ruff: noqa: F401

@@ -22,7 +22,7 @@ import numpy as np
 
 from mlc.errors import GraphError
 from mlc.graph.evaluate import check_input, eval_call
-from mlc.graph.ir import Call, Constant, FusedGroup, Graph, Node, Var
+from mlc.graph.ir import Constant, FusedGroup, Graph, Node, Var
 from mlc.graph.lower import lower_group
 from mlc.graph.passes.fuse import fuse_ops
 from mlc.graph.passes.memory import plan_memory

@@ -8,8 +8,23 @@
 
 from mlc.topi import nn
 from mlc.topi.elemwise import (
-    abs, add, copy, divide, exp, gelu, log, maximum, minimum, multiply, negative, power, relu,
-    sigmoid, sqrt, subtract, tanh,
+    abs,
+    add,
+    copy,
+    divide,
+    exp,
+    gelu,
+    log,
+    maximum,
+    minimum,
+    multiply,
+    negative,
+    power,
+    relu,
+    sigmoid,
+    sqrt,
+    subtract,
+    tanh,
 )
 from mlc.topi.reduction import max, mean, min, sum
 from mlc.topi.transform import concatenate, flatten, pad, reshape, transpose
@@ -18,3 +33,5 @@ try:  # schedules need tir.Schedule
     from mlc.topi.schedule import default_schedule  # noqa: F401
 except ImportError:  # pragma: no cover
     pass
+
+# ruff: noqa: F401

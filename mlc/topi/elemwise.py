@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any, Union
+from typing import Any
 
 from mlc import te
 from mlc.errors import TEError
 from mlc.tir.expr import PrimExpr, as_int
 
-Operand = Union[te.Tensor, float, int]
+Operand = te.Tensor | float | int
 
 
 def const_shape(t: te.Tensor) -> tuple[int, ...]:

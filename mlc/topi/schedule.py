@@ -230,6 +230,7 @@ def default_schedule(tensors: Sequence[te.Tensor], anchor: te.Tensor | None = No
 
 
 def schedule_group(lowered: Any) -> tir.Schedule:
-    """The default schedule of a lowered fused graph group (:class:`mlc.graph.lower.LoweredGroup`)."""
+    """The default schedule of a lowered fused graph group
+    (:class:`mlc.graph.lower.LoweredGroup`)."""
     tensors = list(lowered.params) + [lowered.output]
     return default_schedule(tensors, lowered.anchor)

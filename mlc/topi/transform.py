@@ -9,7 +9,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from mlc import te
 from mlc.errors import TEError

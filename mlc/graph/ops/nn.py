@@ -210,7 +210,7 @@ register_op("nn.layer_norm", P.OUT_ELEMWISE_FUSABLE, _infer_layer_norm, _ref_lay
             topi="nn.layer_norm", num_inputs=3)
 
 
-# -- convolution & pooling --------------------------------------------------------------------------
+# -- convolution & pooling ------------------------------------------------------------------------
 def conv_out(size: int, k: int, stride: int, pad_lo: int, pad_hi: int, dil: int) -> int:
     return (size + pad_lo + pad_hi - dil * (k - 1) - 1) // stride + 1
 
@@ -317,7 +317,7 @@ register_op("nn.batch_flatten", P.INJECTIVE, _infer_flatten,
             lambda x: x.reshape(x.shape[0], -1), topi="nn.flatten", num_inputs=1)
 
 
-# -- builders ----------------------------------------------------------------------------------------
+# -- builders ------------------------------------------------------------------------
 def dense(x: Node, weight: Node, units: int | None = None) -> Call:
     """``x @ weight.T`` (TVM's convention: weight has shape (units, in_features))."""
     out = call("nn.dense", x, weight)

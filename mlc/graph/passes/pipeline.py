@@ -17,7 +17,10 @@ from mlc.graph.passes.fuse import fuse_ops
 from mlc.graph.passes.layout import alter_op_layout
 from mlc.graph.passes.memory import plan_memory
 from mlc.graph.passes.simplify import (
-    eliminate_common_subexpr, eliminate_dead_code, fold_constant, simplify_inference,
+    eliminate_common_subexpr,
+    eliminate_dead_code,
+    fold_constant,
+    simplify_inference,
 )
 
 Pass = Callable[[Graph], Graph]
