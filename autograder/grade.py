@@ -265,7 +265,10 @@ def _decide(test: dict[str, Any], cells: dict[int, tuple[str, str]], public_cell
         res.hidden = [(c, False, "", False) for c in test["case_ids"]]
         return res
     if public[0] != "passed":
-        res.public_message = f"public test failed: {public[1] or 'error'}"
+        message = public[1] or "error"
+        if "Kernel dead" in message or "kernel died" in message.lower():
+            message = "the kernel died (crash, out of memory or killed) before this test ran"
+        res.public_message = f"public test failed: {message}"
     fractions = []
     for case_id in test["case_ids"]:
         case = grader.case(case_id)
