@@ -133,46 +133,79 @@ class ArgumentChecker:
         self._unbound = [v for v in self.size_vars if id(v) not in bound]
         self._outputs = sorted(writes) if len(self.params) > 1 else []
         self._nargs = len(self.params)
+        self.source = self._generate()
+        self._fast = self._compile()
 
     # -- the hot path -------------------------------------------------------------------------
     def native_args(self, args: Sequence[Any]) -> list[int]:
-        """Pointers and sizes for the native call, or an :class:`ArgumentError`."""
-        if len(args) != self._nargs or self._unbound:
-            self.explain(args)
-        sizes: list[int | None] = [None] * len(self.size_vars)
-        ptrs: list[int] = []
-        ok = True
-        for (dtype, ndim, dims, writes), a in zip(self._specs, args):
-            if not isinstance(a, np.ndarray) or (a.dtype is not dtype and a.dtype != dtype):
-                ok = False
-                break
-            shape = a.shape
-            if len(shape) != ndim:
-                ok = False
-                break
+        """Pointers and sizes for the native call, or an :class:`ArgumentError`.
+
+        This is replaced, per function, by straight-line code written for its parameters
+        (see :attr:`source`), which checks the same things without any loops."""
+        return self._fast(args)
+
+    def _generate(self) -> str:
+        """Python source of the check for these parameters, e.g. for ``A: float32[n, 4]``::
+
+            def native_args(args):
+                if len(args) != 1: explain(args)
+                a0, = args
+                if not (isinstance(a0, ndarray) and (a0.dtype is d0 or a0.dtype == d0)
+                        and a0.ndim == 2): explain(args)
+                s0 = a0.shape
+                z0 = s0[0]
+                if not (s0[1] == 4 and a0.flags.c_contiguous): explain(args)
+                p0 = read(id(a0) + 16).value
+                return [p0, z0]
+        """
+        n = self._nargs
+        out = ["def native_args(args):", f"    if len(args) != {n}: explain(args)"]
+        if self._unbound:
+            out.append("    explain(args)")
+        if n:
+            out.append(f"    {', '.join(f'a{k}' for k in range(n))}, = args")
+        bound: set[int] = set()
+        for k, (_, ndim, dims, writes) in enumerate(self._specs):
+            a = f"a{k}"
+            out.append(
+                f"    if not (isinstance({a}, ndarray) and ({a}.dtype is d{k} or "
+                f"{a}.dtype == d{k}) and {a}.ndim == {ndim}): explain(args)"
+            )
+            out.append(f"    s{k} = {a}.shape")
+            conds = []
             for axis, kind, value in dims:
                 if kind == _CONST:
-                    if shape[axis] != value:
-                        ok = False
+                    conds.append(f"s{k}[{axis}] == {value}")
+                elif value in bound:
+                    conds.append(f"s{k}[{axis}] == z{value}")
                 else:
-                    have = sizes[value]
-                    if have is None:
-                        sizes[value] = shape[axis]
-                    elif have != shape[axis]:
-                        ok = False
-            flags = a.flags
-            if not flags.c_contiguous or (writes and not flags.writeable):
-                ok = False
-            if not ok:
-                break
-            ptrs.append(_read_pointer(id(a) + _OFFSET).value if _OFFSET else a.ctypes.data)  # type: ignore[arg-type]
-        if ok and self._exprs:
-            ok = self._check_exprs(args, sizes)
-        if ok and self._outputs:
-            ok = all(ptrs.count(ptrs[k]) == 1 for k in self._outputs)
-        if not ok:
-            self.explain(args)
-        return ptrs + sizes  # type: ignore[operator]
+                    bound.add(value)
+                    out.append(f"    z{value} = s{k}[{axis}]")
+            conds.append(f"{a}.flags.c_contiguous")
+            if writes:
+                conds.append(f"{a}.flags.writeable")
+            out.append(f"    if not ({' and '.join(conds)}): explain(args)")
+            read = f"read(id({a}) + {_OFFSET}).value" if _OFFSET else f"{a}.ctypes.data"
+            out.append(f"    p{k} = {read}")
+        sizes = [f"z{j}" for j in range(len(self.size_vars))]
+        if self._exprs:
+            out.append(f"    if not check_exprs(args, [{', '.join(sizes)}]): explain(args)")
+        for k in self._outputs:
+            others = ", ".join(f"p{j}" for j in range(n) if j != k)
+            out.append(f"    if p{k} in ({others},): explain(args)")
+        out.append(f"    return [{', '.join([f'p{k}' for k in range(n)] + sizes)}]")
+        return "\n".join(out) + "\n"
+
+    def _compile(self) -> Callable[[Sequence[Any]], list[int]]:
+        namespace: dict[str, Any] = {
+            "ndarray": np.ndarray,
+            "explain": self.explain,
+            "check_exprs": self._check_exprs,
+            "read": _read_pointer,
+        }
+        namespace.update({f"d{k}": spec[0] for k, spec in enumerate(self._specs)})
+        exec(compile(self.source, f"<argument check of {self.func.name}>", "exec"), namespace)
+        return namespace["native_args"]  # type: ignore[no-any-return]
 
     def _check_exprs(self, args: Sequence[Any], sizes: list[int | None]) -> bool:
         env = {id(v): s for v, s in zip(self.size_vars, sizes) if s is not None}

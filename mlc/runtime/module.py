@@ -51,7 +51,7 @@ class Module:
             self._checker.size_vars
         )
         self._cfunc = ctypes.CFUNCTYPE(None, *native_types)(compiled.address)
-        self._native_args = self._checker.native_args
+        self._native_args = self._checker._fast
 
     def __call__(self, *args: Any) -> None:
         """Run the function on numpy arrays; outputs are written in place."""
