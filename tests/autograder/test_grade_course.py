@@ -1,0 +1,36 @@
+"""The course's assignments: the solution gets full marks, the blank notebook zero."""
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from autograder.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.mark.parametrize("name, extra", [
+    ("a1_tensor_expressions", []),
+    ("a2_gemm_schedule", ["--size", "64"]),  # the schedule is replayed at 64^3 to stay quick
+])
+def test_solution_full_marks_blank_zero(name, extra, tmp_path):
+    pytest.importorskip("mlc.te")
+    solution = REPO / "instructor" / name / f"{name}.ipynb"
+    blank = REPO / "assignments" / name / f"{name}.ipynb"
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    (subs / "solution.ipynb").write_bytes(solution.read_bytes())
+    (subs / "blank.ipynb").write_bytes(blank.read_bytes())
+    out = tmp_path / "out"
+    rc = main(["grade", "--assignment", name, "--out", str(out), "--timeout", "60",
+               "--jobs", "2", "--quiet", *extra, str(subs / "solution.ipynb"),
+               str(subs / "blank.ipynb")])
+    assert rc == 0
+    with (out / "grades.csv").open() as f:
+        rows = {r["student"]: r for r in csv.DictReader(f)}
+    assert float(rows["solution"]["score"]) == float(rows["solution"]["max_score"]), (
+        (out / "solution" / "feedback.md").read_text())
+    assert float(rows["blank"]["score"]) == 0.0, (out / "blank" / "feedback.md").read_text()
