@@ -58,10 +58,23 @@ class Module:
         self._cfunc(*self._native_args(args))
 
     def time_evaluator(
-        self, number: int = 10, repeat: int = 3, min_repeat_ms: float = 0
+        self,
+        func_name: str | None = None,
+        dev: Any = None,
+        number: int = 10,
+        repeat: int = 3,
+        min_repeat_ms: float = 0,
     ) -> Callable[..., TimeResult]:
         """A function that takes the same arrays and returns a :class:`TimeResult`
-        (``.mean .median .min .max .std .results``, seconds per call)."""
+        (``.mean .median .min .max .std .results``, seconds per call).
+
+        TVM's call shape works too: ``f.time_evaluator(f.entry_name, dev, number=10)``
+        (the device is the CPU this module runs on, whatever ``dev`` says)."""
+        if func_name is not None and func_name != self.entry_name:
+            raise ArgumentError(
+                f"this module's function is {self.entry_name!r}, not {func_name!r}; call "
+                "f.time_evaluator(number=..., repeat=...) or pass f.entry_name"
+            )
 
         def evaluate(*args: Any) -> TimeResult:
             call = functools.partial(self._cfunc, *self._native_args(args))

@@ -200,3 +200,17 @@ def test_without_libgomp_parallel_loops_run_serially_with_one_warning(
             assert "GOMP_parallel" not in f.get_source("ll-unopt")
     messages = [str(w.message) for w in caught if "libgomp" in str(w.message)]
     assert len(messages) == 1 and "run serially" in messages[0]
+
+
+def test_thread_bound_loops_and_let_expressions_run_serially_on_the_cpu() -> None:
+    """A loop bound to threadIdx.x is an ordinary loop on the CPU; Let binds inside an expr."""
+    A = Buffer("A", (8,), "int32")
+    i, t = Var("i", "int32"), Var("t", "int32")
+    from mlc.tir import For, Let
+
+    body = For(i, const(0), const(8), ForKind.THREAD_BINDING,
+               BufferStore(A, Let(t, i * 3, t + t), (i,)), thread_binding="threadIdx.x")
+    f = build((A,), body)
+    a = np.zeros(8, np.int32)
+    f(a)
+    np.testing.assert_array_equal(a, np.arange(8) * 6)

@@ -176,3 +176,11 @@ def test_time_evaluator_grows_number_to_min_repeat_ms(add2d: Module) -> None:
 def test_time_evaluator_checks_arguments(add2d: Module) -> None:
     with pytest.raises(ArgumentTypeError, match="takes 3 arrays"):
         add2d.time_evaluator()(np.empty((3, 4), np.float32))
+
+
+def test_time_evaluator_accepts_tvm_call_shape(add2d: Module) -> None:
+    a, b, c = _arrays(4)
+    result = add2d.time_evaluator(add2d.entry_name, None, number=2, repeat=1)(a, b, c)
+    assert len(result.results) == 1 and result.number == 2
+    with pytest.raises(ArgumentError, match="this module's function is 'add2d', not 'main'"):
+        add2d.time_evaluator("main", None)
