@@ -16,8 +16,10 @@ from mlc.tir import (
     BufferStore,
     Call,
     Cast,
+    For,
     ForKind,
     IfThenElse,
+    Let,
     LetStmt,
     SizeVar,
     Var,
@@ -206,8 +208,6 @@ def test_thread_bound_loops_and_let_expressions_run_serially_on_the_cpu() -> Non
     """A loop bound to threadIdx.x is an ordinary loop on the CPU; Let binds inside an expr."""
     A = Buffer("A", (8,), "int32")
     i, t = Var("i", "int32"), Var("t", "int32")
-    from mlc.tir import For, Let
-
     body = For(i, const(0), const(8), ForKind.THREAD_BINDING,
                BufferStore(A, Let(t, i * 3, t + t), (i,)), thread_binding="threadIdx.x")
     f = build((A,), body)
