@@ -175,7 +175,9 @@ def main() -> None:
         ok = bool(np.allclose(c, want, rtol=1e-3, atol=1e-2))
         slow = name in ("naive", "blocking")
         number = 1 if slow else max(1, int(0.2 / max(flop / 50e9, 1e-4)))
-        t_mlc, t_np = interleaved(lambda f=f: f(a, b, c), lambda: np.matmul(a, b), args.repeat, number)
+        t_mlc, t_np = interleaved(
+            lambda f=f: f(a, b, c), lambda: np.matmul(a, b), args.repeat, number
+        )
         rows.append({
             "step": name, "gflops": flop / t_mlc / 1e9, "numpy_gflops": flop / t_np / 1e9,
             "ratio_to_numpy": t_np / t_mlc, "fraction_of_peak": flop / t_mlc / 1e9 / peak,

@@ -209,7 +209,9 @@ def main() -> None:
         print(f"trials the model needed to reach random search's {args.trials}-trial best: "
               f"{reach} (median {shown})")
         for s in searches:
-            print(f"{s['label']:<18}" + " ".join(f"{g:6.1f}" for g in s["curves"][0][:: max(1, args.trials // 16)]))  # type: ignore[index]
+            step = max(1, args.trials // 16)
+            curve = s["curves"][0][::step]  # type: ignore[index]
+            print(f"{s['label']:<18}" + " ".join(f"{g:6.1f}" for g in curve))
     if args.plot:
         import matplotlib
 
