@@ -184,3 +184,34 @@ def test_time_evaluator_accepts_tvm_call_shape(add2d: Module) -> None:
     assert len(result.results) == 1 and result.number == 2
     with pytest.raises(ArgumentError, match="this module's function is 'add2d', not 'main'"):
         add2d.time_evaluator("main", None)
+
+
+def test_modules_can_be_freed_and_rebuilt() -> None:
+    """Each module owns its JIT engine (and that engine its target machine): dropping some
+    modules must not break the others or the next build."""
+    import gc
+
+    modules = [_matmul_shaped() for _ in range(3)]
+    del modules[:2]
+    gc.collect()
+    again = _matmul_shaped()
+    for f in (modules[0], again):
+        a, b, c = _arrays()
+        f(a, b, c)
+        np.testing.assert_array_equal(c, a * 3)
+
+
+def test_libgomp_is_found_in_wheels_when_the_system_has_none(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import ctypes.util
+
+    from mlc.runtime import parallel
+
+    real = ctypes.util.find_library
+    monkeypatch.setattr(ctypes.util, "find_library", lambda name: None if name == "gomp"
+                        else real(name))
+    found = parallel._candidates()
+    if not found:
+        pytest.skip("no xgboost/scikit-learn wheel with a bundled libgomp is installed")
+    assert all("libgomp" in path for path in found)
