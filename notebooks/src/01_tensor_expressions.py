@@ -1,0 +1,182 @@
+# %% [markdown]
+# # 01 · Tensor expressions
+#
+# A machine-learning compiler starts from *what* to compute, written without saying *how*.
+# TVM (after Halide) calls this a **tensor expression**: each output element is a formula of
+# input elements. `mlc.te` keeps TVM's names: `te.placeholder`, `te.compute`,
+# `te.reduce_axis`, `te.sum`, `te.scan`. Every expression becomes a **PrimFunc**, a loop
+# program of named *blocks*, that we can print, draw, run and later transform.
+#
+# **You will:** declare element-wise ops, reductions, symbolic shapes, a convolution and a
+# scan (cumsum); read the loop program each one becomes; check it against numpy.
+
+# %%
+import numpy as np
+import matplotlib
+matplotlib.rcParams["figure.dpi"] = 80
+import mlc
+from mlc import te, tir, viz
+
+np.random.seed(0)
+
+# %% [markdown]
+# ## Element-wise: vector add
+# `te.compute(shape, fn)` says: element `i` of `C` is `fn(i)`. Nothing runs yet; `C` is a
+# description. `te.create_prim_func` turns the description into a loop program.
+
+# %%
+n = 1024
+A = te.placeholder((n,), name="A")
+B = te.placeholder((n,), name="B")
+C = te.compute((n,), lambda i: A[i] + B[i], name="C")
+func = te.create_prim_func([A, B, C])
+func
+
+# %% [markdown]
+# The block `C` has one **spatial** iteration variable `vi` bound to the loop `i`, and
+# declares what it reads and writes. Building it gives a native function that takes numpy
+# arrays; outputs are written in place.
+
+# %%
+f = mlc.build(func)
+a, b = np.random.rand(n).astype("float32"), np.random.rand(n).astype("float32")
+c = np.zeros(n, "float32")
+f(a, b, c)
+np.testing.assert_allclose(c, a + b)
+print("max error:", np.abs(c - (a + b)).max())
+
+# %% [markdown]
+# ## Reductions and symbolic shapes: the seeds' `C = dot(A, B.T)`
+# A reduction needs a **reduce axis**: `k` ranges over `h`, and `te.sum(..., axis=k)` adds
+# over it. Sizes may be symbolic (`te.var`): one kernel for every `m, n, h`, bound from the
+# arrays' shapes at call time.
+
+# %%
+m, n, h = te.var("m"), te.var("n"), te.var("h")
+A = te.placeholder((m, h), name="A")
+B = te.placeholder((n, h), name="B")
+k = te.reduce_axis((0, h), name="k")
+C = te.compute((m, n), lambda i, j: te.sum(A[i, k] * B[j, k], axis=k), name="C")
+matmul_t = te.create_prim_func([A, B, C])
+print(matmul_t)
+
+# %% [markdown]
+# The block now has a **reduce** variable `vk` and an `init()` that zeroes `C[vi, vj]`
+# before the first step of the sum. The loop nest as a tree: loops (boxes), the block, and
+# the buffers it reads (blue) and writes (red).
+
+# %% tags=["nbval-ignore-output"]
+viz.loop_tree(matmul_t)
+
+# %%
+f = mlc.build(matmul_t)
+for shape in [(3, 5, 7), (16, 8, 32)]:
+    mm, nn, hh = shape
+    a = np.random.rand(mm, hh).astype("float32")
+    b = np.random.rand(nn, hh).astype("float32")
+    c = np.zeros((mm, nn), "float32")
+    f(a, b, c)
+    np.testing.assert_allclose(c, a @ b.T, rtol=1e-5)
+    print(shape, "ok")
+
+# %% [markdown]
+# ## Tensor expressions are expressive
+# The seeds list an affine layer, a convolution and ReLU. Here they are, small.
+
+# %%
+batch, d_in, d_out = 4, 16, 8
+data = te.placeholder((batch, d_in), name="data")
+w = te.placeholder((d_out, d_in), name="w")
+bias = te.placeholder((d_out,), name="bias")
+kk = te.reduce_axis((0, d_in), name="kk")
+dense = te.compute((batch, d_out), lambda i, j: te.sum(data[i, kk] * w[j, kk], axis=kk),
+                   name="dense")
+affine = te.compute((batch, d_out), lambda i, j: dense[i, j] + bias[j], name="affine")
+relu = te.compute((batch, d_out), lambda i, j: te.max(affine[i, j], 0.0), name="relu")
+print(te.create_prim_func([data, w, bias, relu]))
+
+# %%
+c_out, c_in, size, ksz = 2, 3, 6, 3
+img = te.placeholder((c_in, size + ksz - 1, size + ksz - 1), name="img")
+wt = te.placeholder((c_out, c_in, ksz, ksz), name="wt")
+kc = te.reduce_axis((0, c_in), name="kc")
+kx = te.reduce_axis((0, ksz), name="kx")
+ky = te.reduce_axis((0, ksz), name="ky")
+conv = te.compute(
+    (c_out, size, size),
+    lambda o, x, y: te.sum(img[kc, x + kx, y + ky] * wt[o, kc, kx, ky], axis=[kc, kx, ky]),
+    name="conv",
+)
+f_conv = mlc.build(te.create_prim_func([img, wt, conv]))
+x_np = np.random.rand(c_in, size + ksz - 1, size + ksz - 1).astype("float32")
+w_np = np.random.rand(c_out, c_in, ksz, ksz).astype("float32")
+out = np.zeros((c_out, size, size), "float32")
+f_conv(x_np, w_np, out)
+ref = np.zeros_like(out)
+for dx in range(ksz):
+    for dy in range(ksz):
+        ref += np.einsum("cxy,oc->oxy", x_np[:, dx:dx + size, dy:dy + size], w_np[:, :, dx, dy])
+np.testing.assert_allclose(out, ref, rtol=1e-5)
+print("conv matches numpy")
+
+# %% [markdown]
+# `te.if_then_else` picks between values: zero padding without a padded copy.
+
+# %%
+nn_ = 8
+X = te.placeholder((nn_,), name="X")
+padded = te.compute((nn_ + 2,), lambda i: te.if_then_else(
+    te.all(i >= 1, i < nn_ + 1), X[i - 1], 0.0), name="padded")
+f_pad = mlc.build(te.create_prim_func([X, padded]))
+xs = np.arange(nn_, dtype="float32")
+ys = np.zeros(nn_ + 2, "float32")
+f_pad(xs, ys)
+ys
+
+# %% [markdown]
+# ## A symbolic loop: cumsum with `te.scan`
+# From the seeds: a scan carries a *state* along the first axis. `s_init` is row 0 and
+# `s_update` row `t` from row `t - 1`.
+
+# %%
+m, n = te.var("m"), te.var("n")
+X = te.placeholder((m, n), name="X")
+s_state = te.placeholder((m, n))
+s_init = te.compute((1, n), lambda _, i: X[0, i])
+s_update = te.compute((m, n), lambda t, i: s_state[t - 1, i] + X[t, i])
+Y = te.scan(s_init, s_update, s_state, inputs=[X])
+cumsum = te.create_prim_func([X, Y])
+print(cumsum)
+
+# %%
+f_cumsum = mlc.build(cumsum)
+x = np.random.rand(5, 3).astype("float32")
+y = np.zeros_like(x)
+f_cumsum(x, y)
+np.testing.assert_allclose(y, np.cumsum(x, axis=0), rtol=1e-5)
+y.round(3)
+
+# %% [markdown]
+# ## Exercises
+# 1. Write `D = A * B + C` element-wise for `(4, 4)` tensors and check it against numpy.
+# 2. Write a row-wise max: `R[i] = max_k A[i, k]` with `te.max(..., axis=k)`.
+#
+# The cell holds a solution; change it and rerun to test your own.
+
+# %%
+# exercise 1
+A = te.placeholder((4, 4), name="A")
+B = te.placeholder((4, 4), name="B")
+C = te.placeholder((4, 4), name="C")
+D = te.compute((4, 4), lambda i, j: A[i, j] * B[i, j] + C[i, j], name="D")
+# exercise 2
+k = te.reduce_axis((0, 4), name="k")
+R = te.compute((4,), lambda i: te.max(A[i, k], axis=k), name="R")
+
+a, b, c = (np.random.rand(4, 4).astype("float32") for _ in range(3))
+d, r = np.zeros((4, 4), "float32"), np.zeros(4, "float32")
+mlc.build(te.create_prim_func([A, B, C, D]))(a, b, c, d)
+mlc.build(te.create_prim_func([A, R]))(a, r)
+assert np.allclose(d, a * b + c), "exercise 1: D should be A * B + C"
+assert np.allclose(r, a.max(axis=1)), "exercise 2: R should be the max of each row"
+print("both exercises pass")
