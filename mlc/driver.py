@@ -88,7 +88,9 @@ def build(
     """Lower and compile; returns a :class:`mlc.runtime.Module` you call with numpy arrays.
 
     ``target`` is ``"llvm"`` (this CPU), ``"llvm -mcpu=..."``, ``{"kind": "llvm", "mcpu":
-    ...}`` or ``"c"`` (the same machine code, plus C source in ``get_source("c")``).
+    ...}`` or ``"c"`` (the same machine code, plus C source in ``get_source("c")``);
+    ``"cuda"`` (CUDA C in ``get_source("cuda")``, run on a GPU) or ``"cuda-sim"`` (the same
+    kernels run on the CPU with GPU semantics) for schedules bound to blockIdx/threadIdx.
     """
     tgt = parse_target(target)
     func = _to_prim_func(obj, args, name)
@@ -96,4 +98,8 @@ def build(
         from mlc.lower.pipeline import lower as lower_func
 
         func = lower_func(func)
+    if tgt.kind in ("cuda", "cuda-sim"):
+        from mlc.runtime.cuda import build_cuda
+
+        return build_cuda(func, tgt)
     return compile_lowered(func, tgt, func.name)

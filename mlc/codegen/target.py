@@ -6,7 +6,11 @@ the options mlc understands are accepted, so a typo is an error rather than a si
 =============  ==============================================================
 ``-mcpu``      the CPU to tune and select instructions for (default: this host)
 ``-mattr``     LLVM feature string, e.g. ``+avx2,-avx512f`` (default: host's)
+``-arch``      GPU architecture for ``"cuda"``, e.g. ``sm_80`` (default: the GPU's)
 =============  ==============================================================
+
+``"cuda"`` prints CUDA C (and compiles it with NVRTC, runs it on a GPU when there is one);
+``"cuda-sim"`` runs the same GPU kernels on the CPU (see :mod:`mlc.codegen.cuda_sim`).
 """
 
 from __future__ import annotations
@@ -16,8 +20,8 @@ from typing import Any
 
 from mlc.errors import MLCError
 
-KINDS = ("llvm", "c")
-_OPTIONS = ("mcpu", "mattr")
+KINDS = ("llvm", "c", "cuda", "cuda-sim")
+_OPTIONS = ("mcpu", "mattr", "arch")
 
 
 class TargetError(MLCError, ValueError):
@@ -31,6 +35,7 @@ class Target:
     kind: str = "llvm"
     mcpu: str | None = None
     mattr: str | None = None
+    arch: str | None = None
 
     def __str__(self) -> str:
         text = self.kind
@@ -38,6 +43,8 @@ class Target:
             text += f" -mcpu={self.mcpu}"
         if self.mattr:
             text += f" -mattr={self.mattr}"
+        if self.arch:
+            text += f" -arch={self.arch}"
         return text
 
 
@@ -78,4 +85,4 @@ def parse_target(target: str | dict[str, Any] | Target | None) -> Target:
     mcpu = options.get("mcpu")
     if mcpu == "native":
         mcpu = None
-    return Target(kind, mcpu or None, options.get("mattr") or None)
+    return Target(kind, mcpu or None, options.get("mattr") or None, options.get("arch") or None)
