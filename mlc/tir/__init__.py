@@ -14,3 +14,5 @@ from mlc.tir.arith import Analyzer, simplify
 from mlc.tir.analysis import assert_structural_equal, structural_equal, structural_hash
 from mlc.tir.verify import verify_well_formed
 from mlc.tir.schedule import BlockRV, LoopRV, Schedule, Trace
+from mlc.tir.tensor_intrin import TensorIntrin
+from mlc.tir import tensor_intrin

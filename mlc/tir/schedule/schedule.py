@@ -14,6 +14,7 @@ transformation that would change what the program computes raises ``ScheduleErro
 
 from __future__ import annotations
 
+from mlc.tir.schedule.blockize import BlockizePrimitives
 from mlc.tir.schedule.cache import CachePrimitives
 from mlc.tir.schedule.compute_location import ComputeLocationPrimitives
 from mlc.tir.schedule.loops import LoopPrimitives
@@ -27,6 +28,7 @@ class Schedule(
     ComputeLocationPrimitives,
     CachePrimitives,
     ReductionPrimitives,
+    BlockizePrimitives,
 ):
     """A schedule of one PrimFunc: ``Schedule(func, seed=None)``. ``sch.mod`` is the current
     program, ``sch.trace`` the primitives applied so far."""
