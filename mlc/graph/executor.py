@@ -1,15 +1,19 @@
-"""``graph.build``: compile each fused group into a kernel, and run them with preallocated
-buffers laid out by the memory plan.
+"""``graph.build``: compile the whole graph into ONE native function, and run it.
 
-One kernel per fused group: each group lowers to one te computation (injective producers
-inlined by its schedule) and compiles with ``mlc.build`` into a native function. The executor
-calls them in order on preallocated arrays, so a run does no allocation; OPAQUE ops without a
-te computation run through their numpy implementation.
+Each fused group lowers to one te computation (injective producers inlined by its
+schedule), is scheduled with the topi default and lowered to loops; :mod:`mlc.graph.link`
+then splices the groups' loop nests, in order, into one function whose parameters are the
+graph's inputs, constants and outputs, with the intermediates allocated inside (sharing
+storage as the memory plan says). So an inference is one native call::
 
     mod = graph.build(graph.optimize(g), target="llvm")
     mod.set_input(x=batch); mod.run(); y = mod.get_output(0)
     y = mod(x=batch)[0]                      # the same in one call
+    print(mod.prim_func)                     # the whole graph as one loop program
     mod.debug_run(x=batch)                   # group by group, each checked against numpy
+
+A graph with an OPAQUE op that has no te computation (``sort``), or ``target="numpy"``, runs
+group by group instead: native kernels and numpy functions called in order from Python.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import numpy as np
 from mlc.errors import GraphError
 from mlc.graph.evaluate import check_input, eval_call
 from mlc.graph.ir import Constant, FusedGroup, Graph, Node, Var
+from mlc.graph.link import LinkedGraph, link_groups, param_arrays
 from mlc.graph.lower import lower_group
 from mlc.graph.passes.fuse import fuse_ops
 from mlc.graph.passes.memory import plan_memory
@@ -30,19 +35,35 @@ from mlc.graph.passes.memory import plan_memory
 
 @dataclass
 class Kernel:
-    """One compiled group: ``fn(*inputs, output)`` writes the group's output in place."""
+    """One group: ``inputs`` (graph values, in parameter order), then its output. ``fn``
+    computes it on arrays ``fn(*inputs, output)``; native groups compile on first use (the
+    one-call path does not need them), numpy groups run the ops' reference functions."""
 
     group: FusedGroup
     inputs: list[Node]
-    fn: Callable[..., Any]
     native: bool
-    module: Any = None
-    prim_func: Any = None
+    target: str = "llvm"
+    prim_func: Any = None  # the scheduled block-level PrimFunc
     schedule: Any = None
+    lowered: Any = None  # the same, lowered to loops
+    _module: Any = None
 
     @property
     def name(self) -> str:
         return self.group.name
+
+    @property
+    def module(self) -> Any:
+        """The group compiled alone (what ``debug_run`` calls)."""
+        if self._module is None and self.native:
+            from mlc.runtime.module import compile_lowered
+
+            self._module = compile_lowered(self.lowered, self.target, self.lowered.name)
+        return self._module
+
+    @property
+    def fn(self) -> Callable[..., Any]:
+        return self.module if self.native else _numpy_kernel(self.group)
 
 
 def _numpy_kernel(group: FusedGroup) -> Callable[..., None]:
@@ -52,8 +73,7 @@ def _numpy_kernel(group: FusedGroup) -> Callable[..., None]:
         *ins, out = arrays
         values: dict[Node, np.ndarray] = dict(zip(inputs, ins))
         for n in group.nodes:
-            values[n] = (n.value if isinstance(n, Constant)  # type: ignore[attr-defined]
-                         else eval_call(n, [_value(a, values) for a in n.args]))
+            values[n] = eval_call(n, [_value(a, values) for a in n.args])
         out[...] = values[group.root]
 
     return run
@@ -68,28 +88,20 @@ def _value(a: Node, values: dict[Node, np.ndarray]) -> np.ndarray:
 
 
 def compile_group(group: FusedGroup, target: str) -> Kernel:
-    """Lower, schedule and compile one group (numpy for OPAQUE ops and target="numpy")."""
+    """Lower, schedule and lower to loops one group (numpy for OPAQUE ops and
+    target="numpy")."""
     if target == "numpy" or any(n.op.topi is None for n in group.nodes):
-        return Kernel(group, group.inputs(), _numpy_kernel(group), native=False)
-    import mlc
+        return Kernel(group, group.inputs(), native=False, target=target)
+    from mlc.lower.pipeline import lower
+    from mlc.tir.stmt import PrimFunc
     from mlc.topi.schedule import schedule_group
 
     lowered = lower_group(group)
     sch = schedule_group(lowered)
-    mod = mlc.build(sch.mod, target=target, name=_c_name(group))
-    return Kernel(group, lowered.inputs, mod, native=True, module=mod, prim_func=sch.mod,
-                  schedule=sch)
-
-
-def _bind_native(k: Kernel, args: tuple[np.ndarray, ...]
-                 ) -> tuple[Callable[..., Any], tuple[Any, ...]]:
-    """The buffers never move, so check the arguments once and keep the raw pointers: each
-    run is then one ctypes call per kernel, with no per-call argument checking."""
-    mod = k.module
-    cfunc, checker = getattr(mod, "_cfunc", None), getattr(mod, "_checker", None)
-    if not k.native or cfunc is None or checker is None:
-        return k.fn, args
-    return cfunc, tuple(checker.native_args(args))
+    func = sch.mod
+    func = PrimFunc(func.params, func.body, _c_name(group), func.attrs)
+    return Kernel(group, lowered.inputs, native=True, target=target, prim_func=sch.mod,
+                  schedule=sch, lowered=lower(func))
 
 
 def _c_name(group: FusedGroup) -> str:
@@ -99,26 +111,43 @@ def _c_name(group: FusedGroup) -> str:
 
 @dataclass
 class GraphModule:
-    """A compiled graph. Buffers are allocated once; ``run`` calls the kernels in order.
-    ``get_output`` returns arrays that the next run overwrites (copy them to keep them)."""
+    """A compiled graph. Buffers are allocated once; ``run`` is one native call (or, for a
+    graph with numpy-only ops, the groups in order). ``get_output`` returns arrays that the
+    next run overwrites (copy them to keep them)."""
 
     graph: Graph
     kernels: list[Kernel]
     target: str
+    linked: LinkedGraph | None = None
+    module: Any = None  # the one compiled function (None when the graph runs group by group)
     _inputs: dict[str, np.ndarray] = field(default_factory=dict)
+    _vars: dict[str, Var] = field(default_factory=dict)
     _values: dict[Node, np.ndarray] = field(default_factory=dict)
-    _calls: list[tuple[Callable[..., Any], tuple[np.ndarray, ...]]] = field(default_factory=list)
+    _calls: list[Callable[[], None]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         g = self.graph
-        plan = g.memory
-        arenas = [np.empty(max(s, 1), np.uint8) for s in (plan.sizes if plan else ())]
         for v in g.inputs:
             self._values[v] = np.zeros(v.shape, v.dtype)
             self._inputs[v.name] = self._values[v]
+            self._vars[v.name] = v
         for n in g.topo():
             if isinstance(n, Constant):
-                self._values[n] = n.value
+                self._values[n] = np.ascontiguousarray(n.value)
+        if self.module is not None and self.linked is not None:
+            outs = {o: np.empty(o.shape, o.dtype) for o in self.linked.outputs}
+            self._values.update(outs)
+            self._calls = [self.module.bind(*param_arrays(self.linked, outs, self._values))]
+        else:
+            self._calls = self._sequential_calls()
+        self._run = self._calls[0] if len(self._calls) == 1 else self._run_all
+        self._outputs = [self._values[o] for o in g.outputs]
+        self._plain_outputs = not any(isinstance(o, (Var, Constant)) for o in g.outputs)
+
+    def _sequential_calls(self) -> list[Callable[[], None]]:
+        """One call per group on buffers laid out by the memory plan."""
+        plan = self.graph.memory
+        arenas = [np.empty(max(s, 1), np.uint8) for s in (plan.sizes if plan else ())]
         for k in self.kernels:
             out = k.group.root
             if plan is not None and out in plan.storage:
@@ -126,39 +155,61 @@ class GraphModule:
                 self._values[out] = raw.view(out.dtype).reshape(out.shape)
             else:
                 self._values[out] = np.empty(out.shape, out.dtype)
+        calls: list[Callable[[], None]] = []
         for k in self.kernels:
-            args = tuple(self._values[a] for a in k.inputs) + (self._values[k.group.root],)
-            self._calls.append((k.fn, args))
-        self._fast = [_bind_native(k, args) for k, (_, args) in zip(self.kernels, self._calls)]
+            args = [self._values[a] for a in k.inputs] + [self._values[k.group.root]]
+            if k.native:
+                calls.append(k.module.bind(*args))
+            else:
+                fn = _numpy_kernel(k.group)
+                calls.append(lambda fn=fn, args=args: fn(*args))  # type: ignore[misc]
+        return calls or [lambda: None]
+
+    def _run_all(self) -> None:
+        for call in self._calls:
+            call()
+
+    @property
+    def prim_func(self) -> Any:
+        """The whole graph as one lowered loop program (None when it runs group by group)."""
+        return self.linked.func if self.linked is not None else None
+
+    @property
+    def num_native_calls(self) -> int:
+        """How many native calls one ``run`` makes: 1 for a graph compiled as one function."""
+        if self.module is not None:
+            return 1
+        return sum(1 for k in self.kernels if k.native)
 
     # -- the executor API (TVM's graph executor) -------------------------------------------
     def set_input(self, name: str | None = None, value: Any = None, **kwargs: Any) -> None:
         """``set_input("x", arr)`` or ``set_input(x=arr)``: copy into the input buffer."""
-        items = dict(kwargs)
         if name is not None:
-            items[name] = value
-        for key, arr in items.items():
-            if key not in self._inputs:
+            kwargs[name] = value
+        for key, arr in kwargs.items():
+            buf = self._inputs.get(key)
+            if buf is None:
                 raise GraphError(f"the graph has no input {key!r}; its inputs are "
                                  f"{list(self._inputs)}")
-            var = next(v for v in self.graph.inputs if v.name == key)
-            self._inputs[key][...] = check_input(var, arr)
+            if (type(arr) is np.ndarray and arr.shape == buf.shape and arr.dtype == buf.dtype):
+                buf[...] = arr  # the common case, checked without a function call
+            else:
+                buf[...] = check_input(self._vars[key], arr)
 
     def run(self, **inputs: Any) -> None:
-        """Run every kernel once (after setting any inputs given here)."""
+        """Run the graph once (after setting any inputs given here): one native call."""
         if inputs:
             self.set_input(**inputs)
-        for fn, args in self._fast:
-            fn(*args)
+        self._run()
 
     def get_output(self, i: int) -> np.ndarray:
-        if not 0 <= i < len(self.graph.outputs):
+        if not 0 <= i < len(self._outputs):
             raise GraphError(f"output {i} does not exist; the graph has "
-                             f"{len(self.graph.outputs)} output(s)")
+                             f"{len(self._outputs)} output(s)")
         out = self.graph.outputs[i]
         if isinstance(out, (Var, Constant)):
             return np.array(self._values[out])
-        return self._values[out]
+        return self._outputs[i]
 
     @property
     def num_outputs(self) -> int:
@@ -166,28 +217,45 @@ class GraphModule:
 
     def __call__(self, **inputs: Any) -> list[np.ndarray]:
         """``mod(x=arr)`` runs and returns the list of outputs."""
-        self.run(**inputs)
-        return [self.get_output(i) for i in range(self.num_outputs)]
+        for key, arr in inputs.items():  # set_input, inlined for the common case
+            buf = self._inputs.get(key)
+            if (buf is not None and type(arr) is np.ndarray and arr.dtype is buf.dtype
+                    and arr.shape == buf.shape):
+                buf[...] = arr
+            else:
+                self.set_input(**{key: arr})
+        self._run()
+        if self._plain_outputs:
+            return list(self._outputs)
+        return [self.get_output(i) for i in range(len(self._outputs))]
 
     def debug_run(self, rtol: float = 1e-4, atol: float = 1e-4,
                   **inputs: Any) -> list[tuple[str, float]]:
-        """Run group by group; after each kernel, compute the same group with numpy from the
-        same inputs and compare. Raises GraphError naming the first group that disagrees;
-        returns ``[(group name, max abs error)]``."""
+        """Run group by group, each group compiled alone; after each kernel, compute the same
+        group with numpy from the same inputs and compare. Raises GraphError naming the first
+        group that disagrees; returns ``[(group name, max abs error)]``. The outputs are then
+        in ``get_output`` as after ``run``."""
         if inputs:
             self.set_input(**inputs)
+        values: dict[Node, np.ndarray] = {v: self._values[v] for v in self.graph.inputs}
         report = []
-        for k, (fn, args) in zip(self.kernels, self._calls):
-            fn(*args)
-            expected = np.empty(k.group.root.shape, k.group.root.dtype)
-            _numpy_kernel(k.group)(*[self._values[a] for a in k.group.inputs()], expected)
-            got = args[-1]
+        for k in self.kernels:
+            root = k.group.root
+            args = [_value(a, values) for a in k.inputs]
+            got = np.empty(root.shape, root.dtype)
+            k.fn(*args, got)
+            expected = np.empty(root.shape, root.dtype)
+            _numpy_kernel(k.group)(*[_value(a, values) for a in k.group.inputs()], expected)
             err = float(np.max(np.abs(got - expected))) if got.size else 0.0
             report.append((f"group {k.group.gid} {k.name}", err))
             if not np.allclose(got, expected, rtol=rtol, atol=atol, equal_nan=True):
                 raise GraphError(f"group {k.group.gid} ({k.name}) differs from numpy: max abs "
                                  f"error {err:.3g}\nits nodes: "
                                  f"{[n.op.name for n in k.group.nodes]}")
+            values[root] = got
+        for i, o in enumerate(self.graph.outputs):
+            if not isinstance(o, (Var, Constant)):
+                self._outputs[i][...] = values[o]
         return report
 
     def benchmark(self, number: int = 10, repeat: int = 3, **inputs: Any) -> float:
@@ -200,12 +268,14 @@ class GraphModule:
         for _ in range(repeat):
             t0 = time.perf_counter()
             for _ in range(number):
-                self.run()
+                self._run()
             times.append((time.perf_counter() - t0) / number)
         return float(np.median(times))
 
     def summary(self) -> str:
-        lines = [f"GraphModule({self.target}): {len(self.kernels)} kernels"]
+        how = ("one native call" if self.module is not None
+               else f"{len(self._calls)} calls, group by group")
+        lines = [f"GraphModule({self.target}): {len(self.kernels)} kernels, {how}"]
         for k in self.kernels:
             kind = "native" if k.native else "numpy"
             lines.append(f"  {k.group.gid:3d} {k.name} [{kind}] -> {k.group.root.shape}")
@@ -217,13 +287,23 @@ class GraphModule:
         return self.summary()
 
 
-def build(g: Graph, target: str = "llvm") -> GraphModule:
+def build(g: Graph, target: str = "llvm", name: str = "graph") -> GraphModule:
     """Compile ``g`` (fused and memory-planned already by ``graph.optimize``, or one kernel
-    per op if not) for ``target`` ("llvm", "c", or "numpy" for the reference executor)."""
+    per op if not) for ``target`` ("llvm", "c", or "numpy" for the reference executor).
+
+    With every group native, the whole graph becomes ONE function (``mod.prim_func``,
+    ``mod.module``) and a run is one native call."""
     if g.groups is None:
         g = fuse_ops(g, enabled=False)
     if g.memory is None:
         g = plan_memory(g)
-    assert g.groups is not None
+    if g.groups is None:
+        raise GraphError("internal: the graph has no groups after fuse_ops")
     kernels = [compile_group(grp, target) for grp in g.groups]
-    return GraphModule(g, kernels, target)
+    if not kernels or not all(k.native for k in kernels):
+        return GraphModule(g, kernels, target)
+    from mlc.runtime.module import compile_lowered
+
+    linked = link_groups(g, [(k.inputs, k.group.root, k.lowered) for k in kernels], name)
+    module = compile_lowered(linked.func, target, name)
+    return GraphModule(g, kernels, target, linked=linked, module=module)

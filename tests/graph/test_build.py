@@ -22,6 +22,8 @@ def c(*shape: int, scale: float = 0.3) -> graph.Constant:
 def check(g: graph.Graph, level: int = 2, **inputs: np.ndarray) -> graph.GraphModule:
     ref = graph.evaluate(g, **inputs)
     mod = graph.build(graph.optimize(g, level=level), target="llvm")
+    if all(k.native for k in mod.kernels):
+        assert mod.num_native_calls == 1 and mod.module.entry_name == "graph"
     got = mod(**inputs)
     for r, o in zip(ref, got):
         np.testing.assert_allclose(o, r, rtol=1e-4, atol=1e-4)

@@ -57,5 +57,6 @@ def test_random_graph_builds_and_matches_numpy(case: tuple[graph.Graph, int], le
     for r, o in zip(ref, graph.evaluate(opt, x=xv)):
         np.testing.assert_allclose(o, r, rtol=1e-5, atol=1e-5)
     mod = graph.build(opt, target="llvm")
+    assert mod.num_native_calls == 1   # the whole DAG is one compiled function
     for r, o in zip(ref, mod(x=xv)):
         np.testing.assert_allclose(o, r, rtol=1e-4, atol=1e-4)
