@@ -33,8 +33,9 @@ from mlc.lower.gpu import (
     numel,
     thread_dependent,
 )
-from mlc.tir.expr import BufferLoad, IntImm, PrimExpr, Var
-from mlc.tir.functor import IRMutator, post_order_visit, substitute
+from mlc.tir import dtype as dt
+from mlc.tir.expr import BufferLoad, FloatImm, IntImm, PrimExpr, Var
+from mlc.tir.functor import IRMutator, post_order_visit
 from mlc.tir.stmt import (
     Allocate,
     Buffer,
@@ -165,6 +166,9 @@ class _Reindex(IRMutator):
 def simulate_kernel(kernel: Kernel) -> Stmt:
     """The CPU statement that runs ``kernel`` over its whole grid."""
     body = _Simulate(kernel).phases(kernel.body) or seq()
+    # Shared memory starts as NaN in every block, so reading a value that no thread of this
+    # block wrote (a missing barrier, a wrong index) shows in the result.
+    body = seq(*(_fill_nan(buf) for buf in kernel.shared), body)
     for buf in kernel.shared:
         body = Allocate(buf, body)
     for tag in reversed(BLOCK_AXES):
@@ -174,11 +178,19 @@ def simulate_kernel(kernel: Kernel) -> Stmt:
     return body
 
 
+def _fill_nan(buf: Buffer) -> Stmt | None:
+    if not dt.is_float(buf.dtype):
+        return None
+    i = Var("i", "int32")
+    nan = FloatImm(float("nan"), dt.element(buf.dtype))
+    return For(i, IntImm(0, "int32"), IntImm(numel(buf), "int32"), ForKind.SERIAL,
+               BufferStore(buf, nan, (i,)))
+
+
 def simulate(prog: DeviceProgram) -> PrimFunc:
     """The whole GPU program as one CPU PrimFunc (same parameters), for the LLVM backend."""
     body = seq(*(simulate_kernel(k) for k in prog.kernels))
     for buf in reversed(prog.intermediates):
         body = Allocate(buf, body)
     func = prog.func
-    # grid expressions may use size vars only; nothing else to bind
-    return PrimFunc(func.params, substitute(body, {}), func.name + "_sim", func.attrs)
+    return PrimFunc(func.params, body, func.name + "_sim", func.attrs)

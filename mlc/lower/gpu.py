@@ -416,9 +416,13 @@ def thread_sync(body: Stmt, index_vars: dict[str, Var]) -> Stmt:
                 if (r & pending_w) or (w & pending_r) or (w & pending_w):
                     out.append(barrier())
                     pending_r, pending_w = set(), set()
-                out.append(sync(child))
-                pending_r |= r
-                pending_w |= w
+                synced = sync(child)
+                out.append(synced)
+                if _always_ends_with_barrier(synced):
+                    pending_r, pending_w = set(), set()
+                else:
+                    pending_r |= r
+                    pending_w |= w
             return seq(*out)
         if isinstance(s, For):
             if thread_dependent(s.min, varying) or thread_dependent(s.extent, varying):
@@ -449,3 +453,16 @@ def thread_sync(body: Stmt, index_vars: dict[str, Var]) -> Stmt:
 def _ends_with_barrier(s: Stmt) -> bool:
     last = s.seq[-1] if isinstance(s, SeqStmt) else s
     return is_barrier(last)
+
+
+def _always_ends_with_barrier(s: Stmt) -> bool:
+    """Has every thread just passed a barrier after ``s`` (a loop that runs at least once
+    and ends with one counts)?"""
+    if isinstance(s, For):
+        extent = as_int(s.extent)
+        return extent is not None and extent > 0 and _always_ends_with_barrier(s.body)
+    if isinstance(s, SeqStmt):
+        return _always_ends_with_barrier(s.seq[-1])
+    if isinstance(s, (LetStmt, Allocate)):
+        return _always_ends_with_barrier(s.body)
+    return is_barrier(s)
