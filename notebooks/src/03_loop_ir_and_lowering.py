@@ -1,0 +1,125 @@
+# %% [markdown]
+# # 03 · The loop IR and lowering
+#
+# Everything in mlc is one IR: a **PrimFunc** whose body is loops (`For`) around **blocks**.
+# A block is TensorIR's unit of computation: named iteration variables (spatial or reduce)
+# bound to the loops, the regions it reads and writes, an optional `init`. Schedules rewrite
+# this tree; **lowering** turns it into what a code generator wants: plain loops over flat
+# buffers, with vectors. The passes are one visible list.
+#
+# **You will:** look inside a block, run the pass pipeline and read the program after each
+# pass, use the simplifier, and meet the errors a schedule can raise.
+
+# %%
+import numpy as np
+import matplotlib
+matplotlib.rcParams["figure.dpi"] = 80
+import mlc
+from mlc import te, tir, viz
+from mlc.errors import ScheduleError
+
+# %% [markdown]
+# ## Blocks
+# The IR nodes are small frozen dataclasses; the printer shows them as Python-like code.
+
+# %%
+A = te.placeholder((8, 8), name="A")
+B = te.placeholder((8, 8), name="B")
+k = te.reduce_axis((0, 8), name="k")
+C = te.compute((8, 8), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+func = te.create_prim_func([A, B, C])
+sch = tir.Schedule(func)
+block = sch.get(sch.get_block("C"))
+print("name:", block.name)
+print("iter vars:", block.iter_vars)
+print("reads:", [str(r) for r in block.reads], "writes:", [str(w) for w in block.writes])
+print("init:", block.init)
+
+# %% [markdown]
+# ## The pass pipeline
+# `mlc.lower` runs these passes in order (`mlc/lower/pipeline.py`):
+
+# %%
+from mlc.lower.pipeline import PASSES, lower
+for name, fn in PASSES:
+    print(f"{name:16s} {fn.__module__}")
+
+# %% [markdown]
+# Schedule the matmul a little (split, reorder, vectorize) and watch each pass:
+# `lower_blocks` turns blocks into loops (the `init` becomes an `if k == 0`),
+# `flatten_buffers` makes `C[i, j]` into `C[i * 8 + j]`, `simplify` folds index arithmetic,
+# `vectorize_loops` turns the vectorized loop into 4-lane `Ramp`/`Broadcast` vectors.
+# (`MLC_TRACE=1` in the environment does the same for every `mlc.lower`/`mlc.build`.)
+
+# %%
+i, j, kk = sch.get_loops(sch.get_block("C"))
+j0, j1 = sch.split(j, factors=[None, 4])
+sch.reorder(i, j0, kk, j1)
+sch.vectorize(j1)
+lowered = lower(sch.mod, trace=True)
+
+# %% [markdown]
+# ## The simplifier
+# Splits and fuses leave index arithmetic like `(i_0 * 32 + i_1) // 32`. The simplifier
+# knows the loop ranges, so it can prove `i_1 < 32` and fold the expression.
+
+# %%
+from mlc.tir.expr import Range
+i0, i1 = te.var("i_0"), te.var("i_1")
+expr = (i0 * 32 + i1) // 32
+print("without ranges:", tir.simplify(expr))
+ana = tir.Analyzer()
+ana.bind(i1, Range.from_min_extent(0, 32))
+print("with 0 <= i_1 < 32:", ana.simplify(expr), "and", ana.simplify((i0 * 32 + i1) % 32))
+
+# %% [markdown]
+# ## Errors you will meet
+# Every schedule primitive checks that it keeps the program's meaning. When it cannot, it
+# raises `ScheduleError` with the loop nest and the offending line marked, and says what
+# would work. Three classics:
+
+# %%
+def try_it(fn):
+    try:
+        fn()
+    except ScheduleError as err:
+        print(str(err).splitlines()[0])
+
+s1 = tir.Schedule(func)
+try_it(lambda: s1.vectorize(s1.get_loops(s1.get_block("C"))[2]))  # k is a reduction loop
+
+# %%
+s2 = tir.Schedule(func)
+try_it(lambda: s2.vectorize(s2.get_loops(s2.get_block("C"))[0]))  # not the innermost loop
+
+# %%
+s3 = tir.Schedule(func)
+try_it(lambda: s3.split(s3.get_loops(s3.get_block("C"))[0], factors=[3, 3]))  # 9 != 8
+
+# %% [markdown]
+# The full message prints the program with the culprit marked:
+
+# %%
+try:
+    s2.parallel(s2.get_loops(s2.get_block("C"))[2])
+except ScheduleError as err:
+    print(err)
+
+# %% [markdown]
+# The lowered program as a tree: no blocks left, only loops.
+
+# %% tags=["nbval-ignore-output"]
+viz.loop_tree(lowered)
+
+# %% [markdown]
+# ## Exercises
+# 1. How many passes does the pipeline run? (count `PASSES`)
+# 2. After lowering, does any `Block` remain? Find out with `tir.post_order_visit`.
+
+# %%
+n_passes = len(PASSES)
+found = []
+tir.post_order_visit(lowered.body, lambda node: found.append(node) if isinstance(node, tir.Block) else None)
+assert n_passes == len(PASSES) and n_passes >= 5
+assert found == [], "lowering removes every block"
+print(n_passes, "passes; blocks left after lowering:", len(found))
