@@ -65,12 +65,30 @@ class CUDAModule(Module):
         else:
             self._run_gpu(args)
 
+    def bind(self, *args: Any) -> Callable[[], None]:
+        """A function of no arguments that runs on ``args`` (checked once for cuda-sim)."""
+        if self._sim is not None:
+            return self._sim.bind(*args)
+        return functools.partial(self._run_gpu, args)
+
     def time_evaluator(
-        self, number: int = 10, repeat: int = 3, min_repeat_ms: float = 0
+        self,
+        func_name: str | None = None,
+        dev: Any = None,
+        number: int = 10,
+        repeat: int = 3,
+        min_repeat_ms: float = 0,
     ) -> Callable[..., TimeResult]:
         """As :meth:`Module.time_evaluator`. On a GPU, each call includes the copies."""
+        if func_name is not None and func_name != self.entry_name:
+            raise ArgumentError(
+                f"this module's function is {self.entry_name!r}, not {func_name!r}; call "
+                "f.time_evaluator(number=..., repeat=...) or pass f.entry_name"
+            )
         if self._sim is not None:
-            return self._sim.time_evaluator(number, repeat, min_repeat_ms)
+            return self._sim.time_evaluator(
+                number=number, repeat=repeat, min_repeat_ms=min_repeat_ms
+            )
 
         def evaluate(*args: Any) -> TimeResult:
             return measure(functools.partial(self._run_gpu, args), number, repeat,
