@@ -35,3 +35,7 @@ try:  # the te-style schedule facade (written separately)
     __all__ += ["Schedule", "Stage", "create_schedule"]
 except ImportError:  # pragma: no cover
     pass
+
+from mlc.te.tensor_intrin import decl_tensor_intrin  # noqa: E402
+
+__all__ += ["decl_tensor_intrin"]

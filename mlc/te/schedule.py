@@ -168,6 +168,14 @@ class Stage:
     def parallel(self, var: IterVar) -> None:
         self._s.sch.parallel(self._s._loop(var, self))
 
+    def tensorize(self, var: IterVar, tensor_intrin: Any) -> None:
+        """Replace the tile under ``var`` by a tensor intrinsic (``te.decl_tensor_intrin`` or
+        a registered name); the stage then names the tensorized block. ``tir``:
+        ``sch.tensorize(loop, intrin)``."""
+        blk = self._s.sch.tensorize(self._s._loop(var, self), tensor_intrin)
+        self.block_name = self._s.sch._block_name(blk)
+        self._s._refresh(self)
+
     def bind(self, ivar: IterVar, thread_ivar: Any) -> None:
         """Bind an axis to a GPU thread axis: ``s[C].bind(bx, te.thread_axis("blockIdx.x"))``."""
         tag = getattr(thread_ivar, "thread_tag", thread_ivar)

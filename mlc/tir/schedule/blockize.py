@@ -69,7 +69,8 @@ class BlockizePrimitives(ScheduleBase):
         self._record("blockize", {"loop": loop}, rv)
         return rv
 
-    def tensorize(self, block_or_loop: BlockRV | LoopRV, tensor_intrin: str | TensorIntrin) -> None:
+    def tensorize(self, block_or_loop: BlockRV | LoopRV,
+                  tensor_intrin: str | TensorIntrin) -> BlockRV:
         """Replace a tile's computation by the implementation of a tensor intrinsic.
 
         ``block_or_loop`` is a block made by :meth:`blockize` or a loop (blockized first).
@@ -85,6 +86,7 @@ class BlockizePrimitives(ScheduleBase):
         The outer block keeps its reads, writes and init (the tile zeroing); the
         implementation's own inits are dropped. A body that does not match raises
         ScheduleError showing the block, the description and the first difference.
+        Returns the tensorized block (TVM returns nothing; the handle helps the te facade).
         """
         intrin = tensor_intrin if isinstance(tensor_intrin, TensorIntrin) else None
         if intrin is None:
@@ -102,8 +104,10 @@ class BlockizePrimitives(ScheduleBase):
         new_block = dataclasses.replace(
             outer.block, body=body, alloc_buffers=(*outer.block.alloc_buffers, *allocs))
         self._update(state.replace(self._func, outer, dataclasses.replace(outer, block=new_block)))
+        rv = self._handle_of_block(new_block.name)
         self._record("tensorize", {"block_or_loop": block_or_loop, "tensor_intrin": intrin.name},
-                     None)
+                     rv)
+        return rv
 
     # ----------------------------------------------------------------------------------------
 
