@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[dev,notebook]"
+	$(PY) -m pip install --quiet -e ".[dev,notebook,frontends]"
 	touch $(STAMP)
 
 setup: $(STAMP) dot
