@@ -192,3 +192,18 @@ def test_eval_region_falls_back_to_shape():
     idx = Buffer("Idx", (const(10),), "int32")
     regs = eval_region([idx[i]], {i: r(10)}, shape=[const(100)])
     assert (expr_to_str(regs[0].min), expr_to_str(regs[0].extent)) == ("0", "100")
+
+
+def test_equality_of_non_negative_sum_splits_into_terms():
+    from mlc.tir import Range, Var, const
+    from mlc.tir.arith import Analyzer
+
+    k0, k1 = Var("k0"), Var("k1")
+    ana = Analyzer()
+    ana.bind(k0, Range(const(0), const(8)))
+    ana.bind(k1, Range(const(0), const(4)))
+    assert str(ana.simplify(k0 * 4 + k1 == 0)) == "k0 == 0 and k1 == 0"
+    assert str(ana.simplify(k0 * 4 == 0)) == "k0 == 0"
+    assert str(ana.simplify(k0 * 4 + k1 != 0)) == "k0 != 0 or k1 != 0"
+    assert str(ana.simplify(k0 * 4 == 2)) == "False"
+    assert str(ana.simplify(k0 - k1 == 0)) == "k0 - k1 == 0"  # mixed signs: left alone

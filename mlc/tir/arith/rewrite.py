@@ -438,6 +438,10 @@ class Rewriter:
             decided = self.bound(cls(from_linear(diff), IntImm(0, a.dtype)))
             if decided[0] == decided[1]:
                 return _bool(bool(decided[0]))
+            if cls in (EQ, NE) and diff.terms:
+                split = self._split_equality(diff, cls is EQ)
+                if split is not None:
+                    return split
             if set(la.terms) & set(lb.terms):  # cancel what both sides share
                 left, right = Linear(a.dtype), Linear(a.dtype)
                 for k, (atom, coef) in diff.terms.items():
@@ -447,6 +451,30 @@ class Rewriter:
         elif expr_key(a) == expr_key(b) and not dt.is_float(a.dtype):
             return _bool(cls in (LE, GE, EQ))
         return self._rebuild(e, a, b)
+
+    def _split_equality(self, diff: Linear, is_eq: bool) -> PrimExpr | None:
+        """``sum(c_i * x_i) + d == 0`` where it can be said more simply: false when the gcd
+        of the coefficients does not divide ``d``; and, when every term is non-negative and
+        ``d == 0``, ``x_i == 0`` for every i (the init guard ``k_0 * 4 + k_1 == 0`` of a split
+        reduction becomes ``k_0 == 0 and k_1 == 0``)."""
+        coefs = [coef for _, coef in diff.terms.values()]
+        g = 0
+        for c in coefs:
+            g = math.gcd(g, abs(c))
+        if g and diff.const % g:
+            return _bool(not is_eq)
+        if diff.const != 0 or not (all(c > 0 for c in coefs) or all(c < 0 for c in coefs)):
+            return None
+        atoms = [atom for atom, _ in diff.terms.values()]
+        if not all(self.bound(atom)[0] >= 0 for atom in atoms):
+            return None
+        parts = [
+            (EQ if is_eq else NE)(atom, IntImm(0, atom.dtype)) for atom in atoms
+        ]
+        out = parts[0]
+        for p in parts[1:]:
+            out = And(out, p) if is_eq else Or(out, p)
+        return out
 
     def visit_And(self, e: And) -> PrimExpr:
         a, b = self(e.a), self(e.b)
