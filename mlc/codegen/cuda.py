@@ -52,6 +52,9 @@ __device__ __forceinline__ int64_t mlc_floormod(int64_t a, int64_t b) {
 """
 
 
+_DOUBLE_BITS = "__longlong_as_double(0x{}000000000000LL)"  # NaN/inf without math.h
+
+
 def cuda_type(dtype: str) -> str:
     """``float32`` -> ``float``; float16 is not supported (it needs cuda_fp16.h)."""
     if dt.element(dtype) == "float16":
@@ -134,9 +137,9 @@ class CodeGenCUDA(CodeGenC):
         v = e.value
         single = dt.element(e.dtype) == "float32"
         if math.isnan(v):
-            return "__int_as_float(0x7fc00000)" if single else "__longlong_as_double(0x7ff8000000000000LL)"
+            return "__int_as_float(0x7fc00000)" if single else _DOUBLE_BITS.format("7ff8")
         if math.isinf(v):
-            text = "__int_as_float(0x7f800000)" if single else "__longlong_as_double(0x7ff0000000000000LL)"
+            text = "__int_as_float(0x7f800000)" if single else _DOUBLE_BITS.format("7ff0")
             return text if v > 0 else f"(-{text})"
         return super().expr_FloatImm(e, lane)
 
@@ -167,7 +170,8 @@ class CUDASource:
 
 
 def codegen_cuda(prog: DeviceProgram) -> CUDASource:
-    """The CUDA C source of every kernel of ``prog`` (from :func:`mlc.lower.gpu.split_host_device`)."""
+    """The CUDA C source of every kernel of ``prog`` (see
+    :func:`mlc.lower.gpu.split_host_device`)."""
     func: PrimFunc = prog.func
     names: dict[int, str] = {}
     taken: set[str] = set()
@@ -181,7 +185,7 @@ def codegen_cuda(prog: DeviceProgram) -> CUDASource:
     parts = [_PRELUDE]
     for k in prog.kernels:
         parts.append(CodeGenCUDA().kernel(k, names))
-    return CUDASource("\n".join(parts) + "\n", prog)
+    return CUDASource("\n\n".join(parts) + "\n", prog)
 
 
 __all__ = ["CUDASource", "CodeGenCUDA", "codegen_cuda", "cuda_type"]

@@ -195,3 +195,19 @@ def test_nvrtc_compiles_shared_memory_matmul():
 def test_nvrtc_error_carries_the_log():
     with pytest.raises(CodegenError, match=r"NVRTC could not compile(.|\n)*undefined_thing"):
         cuda_nvrtc.compile_to_ptx('extern "C" __global__ void k() { undefined_thing(); }')
+
+
+@needs_nvrtc
+def test_nvrtc_compiles_max_reduction_and_vectors():
+    A = te.placeholder((64, 64), name="A")
+    r = te.reduce_axis((0, 64), name="r")
+    M = te.compute((64,), lambda i: te.max(A[i, r], axis=r), name="M")
+    B = te.compute((64, 64), lambda i, j: A[i, j] - M[i], name="B")
+    s = te.create_schedule(B.op)
+    for T in (M, B):
+        o, i = s[T].split(T.op.axis[0], factor=16)
+        s[T].bind(o, te.thread_axis("blockIdx.x"))
+        s[T].bind(i, te.thread_axis("threadIdx.x"))
+    s[B].vectorize(B.op.axis[1])
+    f = mlc.build(s, [A, B], target="cuda")
+    assert f.get_source("ptx").count(".entry") == 2

@@ -202,3 +202,53 @@ def test_real_gpu_matches_simulator():
     out = np.zeros(1000, "float32")
     mlc.build(s, args, target="cuda")(a, b, c, out)
     np.testing.assert_allclose(out, a * b + c, rtol=1e-6)
+
+
+def test_local_accumulator_lives_across_barriers():
+    """A per-thread "local" array used on both sides of a barrier keeps one copy per thread."""
+    sch = tir.Schedule(matmul_func(32)[0])
+    blk, k = bind_2d(sch, 8)
+    ko, _ = sch.split(k, factors=[None, 8])
+    yl = sch.cache_write(blk, 0, "local")
+    sch.reverse_compute_at(yl, sch.get_loops(blk)[3])
+    xs = sch.cache_read(blk, 0, "shared")
+    sch.compute_at(xs, ko)
+    sch.bind(sch.get_loops(xs)[-1], "threadIdx.x")
+    f = mlc.build(sch.mod, target="cuda-sim")
+    assert "float Y_local[1];" in f.get_source("cuda")
+    x, w, y = rand(32, 32), rand(32, 32), np.zeros((32, 32), "float32")
+    f(x, w, y)
+    np.testing.assert_allclose(y, x @ w, rtol=1e-5)
+
+
+def test_two_kernels_share_a_global_intermediate():
+    n = te.var("n")
+    A = te.placeholder((n,), name="A")
+    B = te.compute((n,), lambda i: A[i] * 2.0, name="B")
+    C = te.compute((n,), lambda i: B[n - 1 - i] + 1.0, name="C")  # reads other blocks' B
+    s = te.create_schedule(C.op)
+    for T in (B, C):
+        o, i = s[T].split(T.op.axis[0], factor=32)
+        s[T].bind(o, te.thread_axis("blockIdx.x"))
+        s[T].bind(i, te.thread_axis("threadIdx.x"))
+    f = mlc.build(s, [A, C], target="cuda-sim", name="twice")
+    assert [k.name for k in f.kernels] == ["twice_kernel0", "twice_kernel1"]
+    a, c = rand(100), np.zeros(100, "float32")
+    f(a, c)
+    np.testing.assert_allclose(c, 2 * a[::-1] + 1, rtol=1e-6)
+
+
+def test_vectorized_lanes_inside_a_thread():
+    A = te.placeholder((64, 64), name="A")
+    B = te.compute((64, 64), lambda i, j: A[i, j] * 2.0, name="B")
+    s = te.create_schedule(B.op)
+    i, j = B.op.axis
+    jo, ji = s[B].split(j, factor=4)
+    s[B].bind(i, te.thread_axis("blockIdx.x"))
+    s[B].bind(jo, te.thread_axis("threadIdx.x"))
+    s[B].vectorize(ji)
+    f = mlc.build(s, [A, B], target="cuda-sim")
+    assert "/* 4 lanes */" in f.get_source("cuda")
+    a, b = rand(64, 64), np.zeros((64, 64), "float32")
+    f(a, b)
+    np.testing.assert_allclose(b, 2 * a)
