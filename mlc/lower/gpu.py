@@ -22,6 +22,8 @@ Rules, as on a real GPU (and as in TVM):
   places (even nested) all read the same index;
 * ``"shared"`` buffers live once per thread block (``__shared__``), wherever lowering put
   their allocation; ``"local"`` buffers once per thread;
+* stores outside every threadIdx loop (say, the final sum of partial sums in shared
+  memory) run in the first thread only, not in all threads at once (that would race);
 * a barrier (``tvm_storage_sync``) goes between a statement that writes a shared buffer and a
   later one that reads or writes it (and the other way round), and at the end of a loop body
   that both writes and reads one (the next iteration would overwrite what others still read).
@@ -298,7 +300,7 @@ def _make_kernel(
             return Allocate(s.buffer, rewrite(s.body))
         return s
 
-    body = rewrite(root)
+    body = _one_thread_stores(rewrite(root), index_vars)
 
     # 3. what the kernel touches
     used_data: set[int] = set()
@@ -331,6 +333,58 @@ def _make_kernel(
     sizes = tuple(v for v in func.size_vars if id(v) in used_vars)
     return Kernel(name, body, tuple(pointers), tuple(dtypes), sizes, grid, threads,
                   index_vars, tuple(shared))
+
+
+def _one_thread_stores(body: Stmt, index_vars: dict[str, Var]) -> Stmt:
+    """Stores outside every threadIdx loop would run in all threads of the block at once
+    (a race for ``B[i] = B[i] + x``); the first thread does them alone::
+
+        for r in range(32):                  if threadIdx.x == 0:
+            B[i] = B[i] + P[r]         ->         for r in range(32): B[i] = B[i] + P[r]
+    """
+    threads = [v for t, v in index_vars.items() if t in THREAD_AXES]
+    if not threads:
+        return body
+    thread_ids = {id(v) for v in threads}
+
+    def has(s: object, what: str) -> bool:
+        found = False
+
+        def check(n: object) -> None:
+            nonlocal found
+            if what == "store" and isinstance(n, BufferStore) and n.buffer.scope != "local":
+                found = True
+            if what == "thread" and isinstance(n, Var) and id(n) in thread_ids:
+                found = True
+
+        post_order_visit(s, check)
+        return found
+
+    def walk(s: Stmt) -> Stmt:
+        if not has(s, "store"):
+            return s
+        if not has(s, "thread"):
+            cond: PrimExpr = threads[0] == 0
+            for v in threads[1:]:
+                cond = cond & (v == 0)
+            return IfThenElse(cond, s)
+        if isinstance(s, SeqStmt):
+            return seq(*(walk(c) for c in s.seq))
+        if isinstance(s, For):
+            return For(s.loop_var, s.min, s.extent, s.kind, walk(s.body), s.thread_binding,
+                       s.annotations)
+        if isinstance(s, LetStmt):
+            if has(s.value, "thread"):
+                thread_ids.add(id(s.var))
+            return LetStmt(s.var, s.value, walk(s.body))
+        if isinstance(s, Allocate):
+            return Allocate(s.buffer, walk(s.body))
+        if isinstance(s, IfThenElse):
+            other = walk(s.else_case) if s.else_case is not None else None
+            return IfThenElse(s.condition, walk(s.then_case), other)
+        return s
+
+    return walk(body)
 
 
 def _numel(buf: Buffer) -> int:

@@ -252,3 +252,26 @@ def test_vectorized_lanes_inside_a_thread():
     a, b = rand(64, 64), np.zeros((64, 64), "float32")
     f(a, b)
     np.testing.assert_allclose(b, 2 * a)
+
+
+def test_store_outside_thread_loops_runs_in_one_thread():
+    """The final sum is not bound to threadIdx: all threads would add into B[i] at once on a
+    GPU, so the first thread does it alone (after the barrier)."""
+    A = te.placeholder((8, 256), name="A")
+    ko = te.reduce_axis((0, 8), name="ko")
+    P = te.compute((8, 32), lambda i, t: te.sum(A[i, ko * 32 + t], axis=ko), name="P")
+    r = te.reduce_axis((0, 32), name="r")
+    B = te.compute((8,), lambda i: te.sum(P[i, r], axis=r), name="B")
+    sch2 = tir.Schedule(te.create_prim_func([A, B]))
+    i, _ = sch2.get_loops(sch2.get_block("B"))
+    sch2.bind(i, "blockIdx.x")
+    bp = sch2.get_block("P")
+    sch2.compute_at(bp, i)
+    sch2.bind(sch2.get_loops(bp)[1], "threadIdx.x")
+    sch2.set_scope(bp, 0, "shared")
+    f = mlc.build(sch2.mod, target="cuda-sim")
+    src = f.get_source("cuda")
+    assert src.index("__syncthreads();") < src.index("if (threadIdx.x == 0) {")
+    a, b = rand(8, 256), np.zeros(8, "float32")
+    f(a, b)
+    np.testing.assert_allclose(b, a.sum(axis=1), rtol=1e-5)
