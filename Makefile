@@ -10,8 +10,14 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[dev,notebook,frontends]"
+	$(PY) -m pip install --quiet -e ".[dev,notebook]"
 	touch $(STAMP)
+
+# The frontend tests need torch and onnx; only `make test` installs them (`make lab` stays lean).
+FRONTENDS := $(VENV)/.frontends
+$(FRONTENDS): $(STAMP)
+	$(PY) -m pip install --quiet -e ".[frontends]"
+	touch $(FRONTENDS)
 
 setup: $(STAMP) dot
 
@@ -30,7 +36,7 @@ lab: setup
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks --port=$(PORT) --ip=0.0.0.0 --no-browser \
 		$$( [ "$$(id -u)" = "0" ] && echo --allow-root )
 
-test: setup
+test: setup $(FRONTENDS)
 	$(PY) -m pytest -q -n 2 tests
 
 clean:
