@@ -30,7 +30,14 @@ import numpy as np
 
 from autograder.cases import Case, load_grader
 from autograder.notebook import test_metadata
-from autograder.sandbox import Limits, acquire_uid, prepare_dir, reclaim_dir, release_uid, run_sandboxed
+from autograder.sandbox import (
+    Limits,
+    acquire_uid,
+    prepare_dir,
+    reclaim_dir,
+    release_uid,
+    run_sandboxed,
+)
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 DEFAULT_TESTS = PACKAGE_DIR / "tests"

@@ -102,7 +102,8 @@ def _split_region(
 def strip_solutions(source: str, where: str = "cell") -> str:
     """Replace each solution region by a ``raise NotImplementedError()`` stub.
 
-    >>> print(strip_solutions("def f():\\n    ### BEGIN SOLUTION\\n    return 1\\n    ### END SOLUTION"))
+    >>> src = "def f():\\n    ### BEGIN SOLUTION\\n    return 1\\n    ### END SOLUTION"
+    >>> print(strip_solutions(src))
     def f():
         raise NotImplementedError()
     """

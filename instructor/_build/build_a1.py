@@ -1,6 +1,6 @@
 import sys; sys.path.insert(0, __import__("os").path.dirname(__file__))
 from nbtools import *
-H = "### BEGIN HIDDEN TESTS\nfrom autograder import harness as grading\n"; E = "\n### END HIDDEN TESTS"
+H = "### BEGIN HIDDEN TESTS\nfrom autograder import harness as grading  # noqa: E402, I001\n"; E = "\n### END HIDDEN TESTS"
 cells = [
 md("""
 # Assignment 1: tensor expressions
@@ -20,9 +20,9 @@ Rules:
 """),
 code("""
 import numpy as np
-import mlc
-from mlc import te
+
 from autograder.harness import run_te
+from mlc import te  # noqa: F401 - you will need it
 
 
 def run(fn, *arrays, **params):

@@ -1,6 +1,6 @@
 import sys; sys.path.insert(0, __import__("os").path.dirname(__file__))
 from nbtools import *
-H = "### BEGIN HIDDEN TESTS\nfrom autograder import harness as grading\n"; E = "\n### END HIDDEN TESTS"
+H = "### BEGIN HIDDEN TESTS\nfrom autograder import harness as grading  # noqa: E402, I001\n"; E = "\n### END HIDDEN TESTS"
 cells = [
 md("""
 # Assignment 2: schedule a matrix multiplication
@@ -24,8 +24,9 @@ on `sch` are what is graded (timing code in this notebook is for you).
 """),
 code("""
 import os
-import time
+
 import numpy as np
+
 import mlc
 from mlc import te, tir
 

@@ -15,14 +15,15 @@ PIP_TO_CONDA = {"xgboost-cpu": "py-xgboost-cpu", "xgboost": "py-xgboost-cpu",
 # conda-only packages (no pip counterpart in pyproject) and the interpreter
 CONDA_ONLY = {"python", "graphviz", "pip"}
 # pip-only developer tools that the course environment does not need
+COURSE_EXTRAS = ("dev", "notebook")
 PIP_ONLY = {"ruff", "mypy", "pytest-xdist", "pytest-timeout"}
 
 
 def _pip_names() -> set[str]:
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     reqs = list(project["dependencies"])
-    for extra in project.get("optional-dependencies", {}).values():
-        reqs += extra
+    for extra in COURSE_EXTRAS:  # frontends/bench/cuda extras are optional, not in the course
+        reqs += project["optional-dependencies"][extra]
     names = {re.split(r"[<>=!;\[ ]", r, maxsplit=1)[0].strip().lower() for r in reqs}
     return {PIP_TO_CONDA.get(n, n) for n in names} - {PIP_TO_CONDA.get(n, n) for n in PIP_ONLY}
 

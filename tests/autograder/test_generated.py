@@ -22,7 +22,8 @@ def test_generated_files_are_up_to_date(name, tmp_path):
         rel = path.relative_to(tmp_path)
         committed = (REPO / rel) if rel.parts[0] == "assignments" else (
             REPO / "autograder" / rel)
-        assert committed.is_file(), f"{committed} is missing: run python -m autograder generate {name}"
+        assert committed.is_file(), (
+            f"{committed} is missing: run python -m autograder generate {name}")
         assert committed.read_text() == path.read_text(), (
             f"{committed} is stale: run python -m autograder generate {name}")
 

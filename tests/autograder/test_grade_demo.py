@@ -69,8 +69,10 @@ def graded(demo, tmp_path_factory) -> dict:
         copy(sol, subs / "solution.ipynb"),
         copy(blank, subs / "blank.ipynb"),
         variant(sol, subs / "loop.ipynb", insert={2: "while True:\n    pass"}),
-        variant(sol, subs / "kill.ipynb", insert={FIRST_TEST: "import os\nos.kill(os.getpid(), 9)"}),
-        variant(sol, subs / "syntax.ipynb", replace={2: "def add_scaled(a, b, alpha)\n    return a"}),
+        variant(sol, subs / "kill.ipynb",
+                insert={FIRST_TEST: "import os\nos.kill(os.getpid(), 9)"}),
+        variant(sol, subs / "syntax.ipynb",
+                replace={2: "def add_scaled(a, b, alpha)\n    return a"}),
         # Every attack that leaves the kernel alive, on the blank notebook: any success would
         # show as points. Test cells replaced by `pass`; numpy, time and the harness patched;
         # the hidden tests read and written; a memory bomb; a fork bomb.
@@ -132,7 +134,9 @@ def test_hostile_notebook_gets_nothing_and_leaves_no_process(graded):
     """Patching numpy/time/the harness, editing tests, a memory bomb and a fork bomb."""
     assert score(graded, "hostile") == 0.0
     if is_root():
-        leftover = [p for p in os.listdir("/proc") if p.isdigit() and _uid(p) >= 200_000]
+        base = 200_000 + (os.getpid() % 100_000) * 64  # the uids this process's jobs used
+        leftover = [p for p in os.listdir("/proc") if p.isdigit() and
+                    base <= _uid(p) < base + 64]
         assert leftover == []
 
 

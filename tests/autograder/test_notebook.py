@@ -7,12 +7,14 @@ from autograder.notebook import AuthoringError, read_tests, split_hidden, strip_
 
 
 def test_strip_solutions_keeps_code_before_and_indents_the_stub():
-    src = "def f(x):\n    y = 1\n    ### BEGIN SOLUTION\n    return x + y\n    ### END SOLUTION\nz = 2"
+    src = ("def f(x):\n    y = 1\n    ### BEGIN SOLUTION\n    return x + y\n"
+           "    ### END SOLUTION\nz = 2")
     assert strip_solutions(src) == "def f(x):\n    y = 1\n    raise NotImplementedError()\nz = 2"
 
 
 def test_split_hidden_separates_public_and_hidden_code():
-    src = "assert f(1) == 2\n### BEGIN HIDDEN TESTS\ngrading.check_call('c', f)\n### END HIDDEN TESTS"
+    src = ("assert f(1) == 2\n### BEGIN HIDDEN TESTS\ngrading.check_call('c', f)\n"
+           "### END HIDDEN TESTS")
     assert split_hidden(src) == ("assert f(1) == 2", "grading.check_call('c', f)")
 
 
