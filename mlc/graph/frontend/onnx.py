@@ -17,9 +17,17 @@ from mlc.graph import ir
 from mlc.graph.ops import nn as gnn
 from mlc.graph.ops import tensor as gt
 
+_UNSUPPORTED = object()  # what _convert returns for an op it does not know
+
+SUPPORTED = ("Gemm, MatMul, Add, Sub, Mul, Div, Relu, Sigmoid, Tanh, Conv, MaxPool, AveragePool, "
+             "GlobalAveragePool, BatchNormalization, Flatten, Reshape, Transpose, Concat, "
+             "Softmax, Identity, Constant")
+
 
 def _attrs(node: Any, onnx: Any) -> dict[str, Any]:
-    return {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+    out = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+    return {k: onnx.numpy_helper.to_array(v) if isinstance(v, onnx.TensorProto) else v
+            for k, v in out.items()}
 
 
 def _pads(p: Sequence[int] | None) -> tuple[int, int, int, int]:
@@ -51,6 +59,8 @@ def _convert(op: str, xs: list[Any], a: dict[str, Any]) -> Any:
         return gt.sigmoid(xs[0])
     if op == "Tanh":
         return gt.tanh(xs[0])
+    if op == "Constant":
+        return ir.const(np.asarray(a["value"]), name="constant")
     if op == "Identity":
         return xs[0]
     if op == "Conv":
@@ -82,7 +92,7 @@ def _convert(op: str, xs: list[Any], a: dict[str, Any]) -> Any:
         return gt.concatenate(xs, axis=a["axis"])
     if op == "Softmax":
         return gnn.softmax(xs[0], axis=a.get("axis", -1))
-    raise GraphError(f"from_onnx: no conversion for op {op}")
+    return _UNSUPPORTED
 
 
 def from_onnx(model: Any, shape: Mapping[str, Sequence[int]] | None = None) -> ir.Graph:
@@ -108,8 +118,13 @@ def from_onnx(model: Any, shape: Mapping[str, Sequence[int]] | None = None) -> i
         v = ir.var(inp.name, dims)
         inputs.append(v)
         env[inp.name] = v
-    for node in g.node:
+    for k, node in enumerate(g.node):
         xs = [env[n] for n in node.input if n]
         out = _convert(node.op_type, xs, _attrs(node, onnx))
+        if out is _UNSUPPORTED:
+            raise GraphError(
+                f"from_onnx: no conversion for op {node.op_type}, node {k} "
+                f"{node.name or '(unnamed)'!r} (inputs {list(node.input)}, outputs "
+                f"{list(node.output)}); mlc converts {SUPPORTED}")
         env[node.output[0]] = out
     return ir.Graph(inputs, [env[o.name] for o in g.output])

@@ -20,27 +20,51 @@ from mlc.graph import ir
 from mlc.graph.ops import nn as gnn
 from mlc.graph.ops import tensor as gt
 
+_UNSUPPORTED = object()  # what a converter returns for an op it does not know
+
+SUPPORTED = ("Linear, Conv2d, BatchNorm2d, ReLU, GELU, Sigmoid, Tanh, MaxPool2d, AvgPool2d, "
+             "AdaptiveAvgPool2d(1), Flatten, Softmax, LogSoftmax, LayerNorm, Dropout, Identity; "
+             "+ - * /, torch.add/sub/mul/div, relu, sigmoid, tanh, flatten, cat, softmax, gelu; "
+             ".view .reshape .flatten .relu .permute .transpose .size")
+
+
+def _unsupported(node: Any, what: str) -> GraphError:
+    return GraphError(
+        f"from_torch: no conversion for {what}, used by the traced node {node.name!r} "
+        f"({node.format_node()}); mlc converts {SUPPORTED}. Rewrite that part of forward() "
+        "with these, or compute it outside the model")
+
 
 def _np(t: Any) -> np.ndarray:
     return t.detach().cpu().numpy().astype("float32")
 
 
-def _module_op(m: Any, args: list[Any], torch: Any) -> Any:
+def _module_op(m: Any, args: list[Any], torch: Any, where: str = "") -> Any:
     tnn = torch.nn
     x = args[0]
+    prefix = "".join(c if c.isalnum() else "_" for c in where) + "_" if where else ""
+
+    def param(t: Any, name: str) -> ir.Constant:
+        return ir.const(_np(t), name=prefix + name)
+
     if isinstance(m, tnn.Linear):
-        y = gnn.dense(x, ir.const(_np(m.weight), name="weight"))
-        return y if m.bias is None else gnn.bias_add(y, ir.const(_np(m.bias), name="bias"),
+        y = gnn.dense(x, param(m.weight, "weight"))
+        return y if m.bias is None else gnn.bias_add(y, param(m.bias, "bias"),
                                                      axis=-1)
     if isinstance(m, tnn.Conv2d):
         if isinstance(m.padding, str):
             raise GraphError(f"Conv2d padding={m.padding!r}: give explicit ints")
-        y = gnn.conv2d(x, ir.const(_np(m.weight), name="weight"), strides=m.stride,
+        y = gnn.conv2d(x, param(m.weight, "weight"), strides=m.stride,
                        padding=m.padding, dilation=m.dilation, groups=m.groups)
-        return y if m.bias is None else gnn.bias_add(y, ir.const(_np(m.bias), name="bias"))
+        return y if m.bias is None else gnn.bias_add(y, param(m.bias, "bias"))
     if isinstance(m, tnn.BatchNorm2d):
-        return gnn.batch_norm(x, ir.const(_np(m.weight)), ir.const(_np(m.bias)),
-                              ir.const(_np(m.running_mean)), ir.const(_np(m.running_var)),
+        if m.training or m.running_mean is None:
+            raise GraphError(f"from_torch: BatchNorm2d self.{where} must be in eval mode with "
+                             "running statistics (call model.eval())")
+        gamma = m.weight if m.weight is not None else torch.ones_like(m.running_mean)
+        beta = m.bias if m.bias is not None else torch.zeros_like(m.running_mean)
+        return gnn.batch_norm(x, param(gamma, "gamma"), param(beta, "beta"),
+                              param(m.running_mean, "mean"), param(m.running_var, "var"),
                               epsilon=m.eps)
     if isinstance(m, tnn.ReLU):
         return gnn.relu(x)
@@ -50,6 +74,12 @@ def _module_op(m: Any, args: list[Any], torch: Any) -> Any:
         return gt.sigmoid(x)
     if isinstance(m, tnn.Tanh):
         return gt.tanh(x)
+    if isinstance(m, (tnn.MaxPool2d, tnn.AvgPool2d)) and m.ceil_mode:
+        raise GraphError(f"from_torch: {type(m).__name__} self.{where} uses ceil_mode=True; "
+                         "mlc pools round down (ceil_mode=False)")
+    if isinstance(m, tnn.MaxPool2d) and m.dilation not in (1, (1, 1)):
+        raise GraphError(f"from_torch: MaxPool2d self.{where} has dilation {m.dilation}; "
+                         "mlc pools are not dilated")
     if isinstance(m, tnn.MaxPool2d):
         return gnn.max_pool2d(x, m.kernel_size, m.stride, m.padding)
     if isinstance(m, tnn.AvgPool2d):
@@ -67,7 +97,7 @@ def _module_op(m: Any, args: list[Any], torch: Any) -> Any:
         return gnn.layer_norm(x, ir.const(_np(m.weight)), ir.const(_np(m.bias)), epsilon=m.eps)
     if isinstance(m, (tnn.Dropout, tnn.Identity)):
         return x
-    raise GraphError(f"from_torch: no conversion for module {type(m).__name__}")
+    return _UNSUPPORTED
 
 
 def _function_op(fn: Any, args: list[Any], kwargs: dict[str, Any], torch: Any) -> Any:
@@ -93,7 +123,7 @@ def _function_op(fn: Any, args: list[Any], kwargs: dict[str, Any], torch: Any) -
         return gnn.softmax(args[0], axis=kwargs.get("dim", args[1] if len(args) > 1 else -1))
     if fn is F.gelu:
         return gnn.gelu(args[0])
-    raise GraphError(f"from_torch: no conversion for function {getattr(fn, '__name__', fn)}")
+    return _UNSUPPORTED
 
 
 def _method_op(name: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
@@ -115,7 +145,7 @@ def _method_op(name: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
         return gt.transpose(x, axes)
     if name == "size":
         return x.shape if len(args) == 1 else x.shape[args[1]]
-    raise GraphError(f"from_torch: no conversion for method .{name}()")
+    return _UNSUPPORTED
 
 
 def from_torch(module: Any, input_shapes: Mapping[str, Sequence[int]] | Sequence[Any]
@@ -155,11 +185,19 @@ def from_torch(module: Any, input_shapes: Mapping[str, Sequence[int]] | Sequence
         elif node.op == "get_attr":
             env[node] = ir.const(_np(getattr(traced, node.target)), name=node.target)
         elif node.op == "call_module":
-            env[node] = _module_op(modules[node.target], args, torch)
+            m = modules[node.target]
+            env[node] = _module_op(m, args, torch, node.target)
+            if env[node] is _UNSUPPORTED:
+                raise _unsupported(node, f"module {type(m).__name__} (self.{node.target})")
         elif node.op == "call_function":
             env[node] = _function_op(node.target, args, kwargs, torch)
+            if env[node] is _UNSUPPORTED:
+                name = getattr(node.target, "__name__", str(node.target))
+                raise _unsupported(node, f"function {name}")
         elif node.op == "call_method":
             env[node] = _method_op(node.target, args, kwargs)
+            if env[node] is _UNSUPPORTED:
+                raise _unsupported(node, f"method .{node.target}()")
         elif node.op == "output":
             out = args[0]
             outputs = list(out) if isinstance(out, (list, tuple)) else [out]
