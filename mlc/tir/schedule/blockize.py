@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from mlc.errors import ScheduleError
 from mlc.tir.arith import Analyzer
 from mlc.tir.arith.linear import Linear, from_linear, to_linear
 from mlc.tir.expr import IntImm, IterKind, IterVar, PrimExpr, Range, Var, const
@@ -95,11 +96,16 @@ class BlockizePrimitives(ScheduleBase):
                     f"tensorize: tensor_intrin must be the name of a registered TensorIntrin "
                     f"(or the TensorIntrin itself), got {type(tensor_intrin).__name__}")
             intrin = TensorIntrin.get(tensor_intrin)
+        before = self._func
         if isinstance(block_or_loop, LoopRV):
             outer = self._blockize(block_or_loop, "tensorize")
         else:
             outer, _ = self._block_of(block_or_loop)
-        match = T.match(outer.block, intrin, self._error)
+        try:
+            match = T.match(outer.block, intrin, self._error)
+        except ScheduleError:
+            self._update(before)  # a refused tensorize leaves the program as it was
+            raise
         body, allocs = T.instantiate(intrin, match, self._fresh)
         new_block = dataclasses.replace(
             outer.block, body=body, alloc_buffers=(*outer.block.alloc_buffers, *allocs))

@@ -476,7 +476,10 @@ class LoopPrimitives(ScheduleBase):
         reduction block under the loop does not depend on it (every iteration would update
         the same values at once)."""
         var, name = for_.loop_var, for_.loop_var.name
-        for br in _block_realizes(for_.body):
+        # only the outermost blocks: a blockized block speaks for the blocks inside it
+        body = for_.body
+        outer = [body] if isinstance(body, BlockRealize) else state.child_block_realizes(body)
+        for br in outer:
             block = br.block
             depends = False
             for iv, value in zip(block.iter_vars, br.iter_values):

@@ -101,8 +101,10 @@ def test_tensorize_twice_in_one_program() -> None:
 def test_tensorize_mismatch_wrong_layout() -> None:
     name = register_cpu_gemm(16, 16, 16)  # B[k, j], but the program reads B[j, k]
     sch, loops = tiled(transpose_b=True)
+    before = sch.mod
     with pytest.raises(ScheduleError) as err:
         sch.tensorize(loops[3], name)
+    assert sch.mod is before  # refused: the loop was not left blockized
     msg = str(err.value)
     assert "does not match the description of tensor intrinsic 'gemm_16x16x16_cpu'" in msg
     assert "--- the description ---" in msg and "def gemm_16x16x16_cpu_desc" in msg
