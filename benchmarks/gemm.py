@@ -1,22 +1,31 @@
 """The CPU GEMM journey at 1024^3 fp32, step by step, timed against numpy in one run.
 
     python benchmarks/gemm.py [--size 1024] [--repeat 3] [--json] [--steps naive,blocking,...]
+                              [--tvm | --no-tvm]
 
 Each step adds one idea of TVM's "How to optimize GEMM on CPU" tutorial (blocking,
 vectorization, loop permutation, array packing, a write cache, parallel loops, unrolling),
 written with ``tir.Schedule``. numpy's matmul is timed interleaved with each kernel (rounds
 alternate), so the ratio holds even on a noisy machine. The machine's peak comes from a
 small FMA kernel built with mlc itself (``benchmarks/peak.py``).
+
+With ``--tvm`` (the default when ``apache-tvm`` is importable: ``pip install -e ".[bench]"``)
+each step is also written with TVM's own TensorIR schedule (``benchmarks/tvm_side.py``),
+compiled by TVM and timed in the same interleaved rounds, so the table shows mlc, TVM and
+numpy side by side: their GFLOPS, the ratios mlc/numpy, TVM/numpy and mlc/TVM, and the
+compile time of both. ``--no-tvm`` leaves TVM out (and never imports it).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -134,18 +143,22 @@ STEPS: dict[str, Callable[[int], PrimFunc]] = {
 def interleaved(kernel: Callable[[], object], reference: Callable[[], object], rounds: int,
                 number: int) -> tuple[float, float]:
     """Median seconds per call of ``kernel`` and ``reference``, timed in alternating rounds."""
-    ks, rs = [], []
-    kernel(), reference()  # warm up
+    t_kernel, t_reference = interleaved_all([kernel, reference], rounds, number)
+    return t_kernel, t_reference
+
+
+def interleaved_all(fns: list[Callable[[], object]], rounds: int, number: int) -> list[float]:
+    """Median seconds per call of each of ``fns``; every round times each once, in turn."""
+    times: list[list[float]] = [[] for _ in fns]
+    for fn in fns:  # warm up
+        fn()
     for _ in range(rounds):
-        t0 = time.perf_counter()
-        for _ in range(number):
-            kernel()
-        ks.append((time.perf_counter() - t0) / number)
-        t0 = time.perf_counter()
-        for _ in range(number):
-            reference()
-        rs.append((time.perf_counter() - t0) / number)
-    return float(np.median(ks)), float(np.median(rs))
+        for fn, ts in zip(fns, times):
+            t0 = time.perf_counter()
+            for _ in range(number):
+                fn()
+            ts.append((time.perf_counter() - t0) / number)
+    return [float(np.median(ts)) for ts in times]
 
 
 def main() -> None:
@@ -154,7 +167,17 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--steps", default=",".join(STEPS))
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--tvm", action=argparse.BooleanOptionalAction,
+                        default=importlib.util.find_spec("tvm") is not None,
+                        help="time TVM's build of each step beside mlc's "
+                             "(default: when apache-tvm is importable)")
     args = parser.parse_args()
+    tvm_side = None
+    if args.tvm:
+        import tvm_side  # noqa: E402  (imports TVM; only with --tvm)
+
+        if not tvm_side.available():
+            parser.error("--tvm: apache-tvm is not importable (pip install -e \".[bench]\")")
     n = args.size
     flop = 2.0 * n**3
     rng = np.random.default_rng(0)
@@ -175,23 +198,51 @@ def main() -> None:
         ok = bool(np.allclose(c, want, rtol=1e-3, atol=1e-2))
         slow = name in ("naive", "blocking")
         number = 1 if slow else max(1, int(0.2 / max(flop / 50e9, 1e-4)))
-        t_mlc, t_np = interleaved(
-            lambda f=f: f(a, b, c), lambda: np.matmul(a, b), args.repeat, number
-        )
-        rows.append({
+        contenders: list[Callable[[], object]] = [lambda f=f: f(a, b, c), lambda: np.matmul(a, b)]
+        if tvm_side is not None:
+            tg = tvm_side.build_gemm(name, n)  # its compile_s is tvm_compile_time(name, n)
+            tg.set_inputs(a, b)
+            tg.kernel()
+            tvm_ok = bool(np.allclose(tg.result(), want, rtol=1e-3, atol=1e-2))
+            contenders.append(tg.kernel)
+        t_mlc, t_np, *t_tvm = interleaved_all(contenders, args.repeat, number)
+        row = {
             "step": name, "gflops": flop / t_mlc / 1e9, "numpy_gflops": flop / t_np / 1e9,
             "ratio_to_numpy": t_np / t_mlc, "fraction_of_peak": flop / t_mlc / 1e9 / peak,
             "compile_s": compile_s, "correct": ok,
-        })
+        }
+        if t_tvm:
+            row.update({
+                "tvm_gflops": flop / t_tvm[0] / 1e9, "tvm_ratio_to_numpy": t_np / t_tvm[0],
+                "mlc_over_tvm": t_tvm[0] / t_mlc, "tvm_compile_s": tg.compile_s,
+                "tvm_correct": tvm_ok,
+            })
+        rows.append(row)
     if args.json:
         print(json.dumps({"size": n, "peak_gflops": peak, "steps": rows}, indent=2))
         return
     print(f"GEMM {n}x{n}x{n} fp32; machine peak (mlc FMA kernel): {peak:.0f} GFLOPS")
+    if tvm_side is not None:
+        print_with_tvm(rows)
+        return
     print(f"{'step':<18}{'GFLOPS':>9}{'numpy':>9}{'x numpy':>9}{'of peak':>9}{'compile':>9}  ok")
     for r in rows:
         print(f"{r['step']:<18}{r['gflops']:>9.1f}{r['numpy_gflops']:>9.1f}"
               f"{r['ratio_to_numpy']:>9.2f}{r['fraction_of_peak']:>9.0%}"
               f"{r['compile_s'] * 1e3:>7.0f}ms  {'yes' if r['correct'] else 'NO'}")
+
+
+def print_with_tvm(rows: list[dict[str, Any]]) -> None:
+    """The table with TVM beside mlc: GFLOPS of each, the three ratios, both compile times."""
+    print(f"{'step':<18}{'mlc':>8}{'TVM':>8}{'numpy':>8}{'mlc/np':>8}{'TVM/np':>8}"
+          f"{'mlc/TVM':>8}{'of peak':>8}{'mlc cc':>8}{'TVM cc':>8}  ok (GFLOPS; cc: compile)")
+    for r in rows:
+        ok = "yes" if r["correct"] and r["tvm_correct"] else \
+            f"mlc {'yes' if r['correct'] else 'NO'}, TVM {'yes' if r['tvm_correct'] else 'NO'}"
+        print(f"{r['step']:<18}{r['gflops']:>8.1f}{r['tvm_gflops']:>8.1f}{r['numpy_gflops']:>8.1f}"
+              f"{r['ratio_to_numpy']:>8.2f}{r['tvm_ratio_to_numpy']:>8.2f}"
+              f"{r['mlc_over_tvm']:>8.2f}{r['fraction_of_peak']:>8.0%}"
+              f"{r['compile_s'] * 1e3:>6.0f}ms{r['tvm_compile_s'] * 1e3:>6.0f}ms  {ok}")
 
 
 if __name__ == "__main__":
