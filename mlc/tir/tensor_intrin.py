@@ -23,8 +23,17 @@ from mlc.errors import ScheduleError
 from mlc.tir.analysis import structural_equal
 from mlc.tir.arith import simplify
 from mlc.tir.expr import IntImm, IterKind, IterVar, PrimExpr, Range, Var, const
-from mlc.tir.stmt import Block, BlockRealize, Buffer, BufferRegion, BufferStore, For, ForKind
-from mlc.tir.stmt import PrimFunc, Stmt
+from mlc.tir.stmt import (
+    Block,
+    BlockRealize,
+    Buffer,
+    BufferRegion,
+    BufferStore,
+    For,
+    ForKind,
+    PrimFunc,
+    Stmt,
+)
 
 
 @dataclass(frozen=True, eq=False)

@@ -235,7 +235,8 @@ class BlockizePrimitives(ScheduleBase):
                 v = Var(self._fresh(f.loop_var.name + "_init"), f.loop_var.dtype)
                 sub[f.loop_var] = v
                 copies.append(dataclasses.replace(f, loop_var=v, body=f.body))
-        ivs, vals, ivsub = [], [], {}
+        ivs, vals = [], []
+        ivsub: dict[Var, PrimExpr] = {}
         for iv, val in zip(b.iter_vars, new_vals):
             if iv.kind is IterKind.SPATIAL:
                 nv = IterVar(Var(self._fresh(iv.var.name + "_init"), iv.var.dtype), iv.dom, iv.kind)

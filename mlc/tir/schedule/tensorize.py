@@ -136,7 +136,8 @@ class _Localize(IRMutator):
                  ana: Analyzer) -> None:
         self.back, self.ana = back, ana
 
-    def _map(self, buf: Buffer, indices: tuple[PrimExpr, ...]) -> tuple[Buffer, tuple[PrimExpr, ...]]:
+    def _map(self, buf: Buffer,
+             indices: tuple[PrimExpr, ...]) -> tuple[Buffer, tuple[PrimExpr, ...]]:
         indices = tuple(self.visit(i) for i in indices)
         if buf in self.back:
             db, base = self.back[buf]
@@ -170,7 +171,8 @@ def instantiate(intrin: TensorIntrin, m: Match,
     var_map: dict[Var, PrimExpr] = {v: Var(fresh(v.name), v.dtype) for v in defined}
     buf_map: dict[Buffer, Buffer] = {}
     for loc_buf in _allocated(body, allocs):
-        buf_map[loc_buf] = replace(loc_buf, name=fresh(loc_buf.name), data=None)
+        new_name = fresh(loc_buf.name)
+        buf_map[loc_buf] = replace(loc_buf, name=new_name, data=Var(new_name, "handle"))
     mutator = _Place(places, var_map, buf_map, fresh, intrin)
     new_body = mutator.visit(body)
     return new_body, tuple(buf_map[b] for b in allocs)

@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (the expected program is printed code)
 """blockize: the loops under a loop and their block become one tensorized block."""
 
 from __future__ import annotations
