@@ -1,0 +1,379 @@
+# %% [markdown]
+# # 08 · GPU programming: blocks, threads and shared memory
+#
+# A GPU runs one function, the **kernel**, on thousands of threads at once. The threads are
+# organised in two levels:
+#
+# * a **grid** of thread **blocks**, indexed by `blockIdx.x` (and `.y`, `.z`); blocks run
+#   independently, in any order, on the GPU's streaming multiprocessors;
+# * each block is a group of **threads**, indexed by `threadIdx.x` (`.y`, `.z`), that run on
+#   the same multiprocessor, can share a small fast **shared memory**, and can wait for each
+#   other at a barrier, `__syncthreads()`.
+#
+# In TVM (and mlc) a GPU schedule is an ordinary schedule whose loops are **bound** to these
+# indices: `s[C].bind(xo, te.thread_axis("blockIdx.x"))` says "there is no loop `xo` any more:
+# each block runs one of its iterations". The code generator then prints CUDA C.
+#
+# There is no GPU on this machine, and maybe none on yours. `target="cuda"` prints the CUDA
+# source (and compiles it to PTX with NVRTC when that library is installed); `target="cuda-sim"`
+# runs the *same* kernel on the CPU, block by block and thread by thread, with real
+# shared-memory and barrier semantics, so every result here is checked against numpy.
+#
+# **You will:** bind loops to blocks and threads, read the generated CUDA and PTX, draw which
+# block and thread computes each output element, stage tiles in shared memory, and see what
+# goes wrong without a barrier.
+
+# %%
+import numpy as np
+import matplotlib
+matplotlib.rcParams["figure.dpi"] = 80
+from matplotlib.figure import Figure
+import mlc
+from mlc import te, tir, viz
+from mlc.codegen import cuda_nvrtc
+
+np.random.seed(0)
+
+# %% [markdown]
+# ## The fused elementwise kernel from the lecture
+# The seed slides show a hand-written "graph-based elementwise kernel generator" output:
+#
+# ```c
+# extern "C" __global__ fusion_kernel(uint32_t num_element,
+#     float *x0, float *x1, float *x2, float *y) {
+#     int global_idx = blockIdx.x * blockDim.x + threadIdx.x;
+#     if (global_idx < num_element)
+#         y[global_idx] = (x0[global_idx] * x1[global_idx]) + x2[global_idx];
+# }
+# ```
+#
+# The same kernel, from a tensor expression and four schedule lines: split the one loop by
+# the block size, bind the outer part to `blockIdx.x` and the inner part to `threadIdx.x`.
+
+# %%
+n = te.var("n")
+x0, x1, x2 = (te.placeholder((n,), name=f"x{i}") for i in range(3))
+y = te.compute((n,), lambda i: x0[i] * x1[i] + x2[i], name="y")
+
+s = te.create_schedule(y.op)
+xo, xi = s[y].split(y.op.axis[0], factor=64)
+s[y].bind(xo, te.thread_axis("blockIdx.x"))
+s[y].bind(xi, te.thread_axis("threadIdx.x"))
+print(mlc.lower(s, [x0, x1, x2, y]))
+
+# %% [markdown]
+# The bound loops print as `thread_binding`: they are no longer loops that one thread runs,
+# but a description of *which thread* runs which iteration. The split does not divide a
+# symbolic `n`, so a guard `i_0 * 64 + i_1 < n` protects the last block: that is the seed's
+# `if (global_idx < num_element)`. Now the CUDA C:
+
+# %%
+fused = mlc.build(s, [x0, x1, x2, y], target="cuda-sim", name="fusion")
+src = fused.get_source("cuda")
+print(src[src.index("// grid"):])
+
+# %% [markdown]
+# The kernel's launch configuration: the grid depends on `n` (one block per 64 elements),
+# the block has 64 threads.
+
+# %%
+k0 = fused.kernels[0]
+print("grid:", k0.grid, " threads per block:", k0.threads)
+
+# %% [markdown]
+# Run it in the simulator, on a size that 64 does not divide, and compare with numpy:
+
+# %%
+N = 1000
+a, b, c = (np.random.rand(N).astype("float32") for _ in range(3))
+out = np.full(N, np.nan, "float32")
+fused(a, b, c, out)
+np.testing.assert_allclose(out, a * b + c, rtol=1e-6)
+print("blocks launched for n = 1000:", -(-N // 64), "; matches numpy")
+
+# %% [markdown]
+# ### PTX, the GPU's portable assembly
+# NVRTC, NVIDIA's runtime compiler, turns the CUDA C into PTX without needing a GPU
+# (`pip install nvidia-cuda-nvrtc-cu12`, or `pip install mlc[gpu]`). Look for `%ctaid.x`
+# (blockIdx.x), `%tid.x` (threadIdx.x), the guard's `setp`/`bra`, and the multiply-add
+# fused into one `fma.rn.f32`.
+
+# %% tags=["nbval-ignore-output"]
+if cuda_nvrtc.available():
+    ptx = fused.get_source("ptx")
+    body = ptx[ptx.index(".entry"):]
+    print("\n".join(line for line in body.splitlines() if line.strip() and "//" not in line))
+else:
+    print("NVRTC is not installed here: pip install nvidia-cuda-nvrtc-cu12 to see the PTX")
+
+# %% [markdown]
+# ## A matrix product on a 2-D grid
+# For a matrix, bind two loops to blocks and two to threads: each block computes a
+# `T x T` tile of the output, each of its `T x T` threads one element (and loops over `k`
+# alone).
+
+# %%
+M, T = 32, 8
+
+def matmul(n):
+    X = te.placeholder((n, n), name="X")
+    W = te.placeholder((n, n), name="W")
+    k = te.reduce_axis((0, n), name="k")
+    Y = te.compute((n, n), lambda i, j: te.sum(X[i, k] * W[k, j], axis=k), name="Y")
+    return te.create_prim_func([X, W, Y])
+
+def bind_2d(sch, tile):
+    blk = sch.get_block("Y")
+    i, j, k = sch.get_loops(blk)
+    bi, ti = sch.split(i, factors=[None, tile])
+    bj, tj = sch.split(j, factors=[None, tile])
+    sch.reorder(bi, bj, ti, tj)
+    sch.bind(bi, "blockIdx.y")
+    sch.bind(bj, "blockIdx.x")
+    sch.bind(ti, "threadIdx.y")
+    sch.bind(tj, "threadIdx.x")
+    return blk, k
+
+naive = tir.Schedule(matmul(M))
+bind_2d(naive, T)
+print(naive.mod)
+
+# %%
+f_naive = mlc.build(naive.mod, target="cuda-sim")
+kn = f_naive.kernels[0]
+print("grid:", kn.grid, " threads:", kn.threads)
+xm, wm = np.random.rand(M, M).astype("float32"), np.random.rand(M, M).astype("float32")
+ym = np.zeros((M, M), "float32")
+f_naive(xm, wm, ym)
+np.testing.assert_allclose(ym, xm @ wm, rtol=1e-5)
+
+# %% [markdown]
+# ### Who computes what
+# Read the bindings off the loop program: element `(i, j)` is computed by block
+# `(blockIdx.y, blockIdx.x) = (i // T, j // T)`, by its thread
+# `(threadIdx.y, threadIdx.x) = (i % T, j % T)`. Left: one colour per block. Right: the
+# thread number inside the block, `threadIdx.y * T + threadIdx.x`; consecutive threads
+# (a *warp* is 32 of them) touch consecutive columns, so their loads of `W` and stores
+# of `Y` are *coalesced* into few memory transactions.
+
+# %%
+rows, cols = np.indices((M, M))
+grid_x = M // T
+block_id = (rows // T) * grid_x + (cols // T)
+thread_id = (rows % T) * T + (cols % T)
+
+fig = Figure(figsize=(8.4, 3.8))
+ax1, ax2 = fig.subplots(1, 2)
+ax1.imshow(block_id, cmap="tab20", interpolation="nearest")
+for bi in range(M // T):
+    for bj in range(M // T):
+        ax1.text(bj * T + T / 2 - 0.5, bi * T + T / 2 - 0.5, f"({bi},{bj})", ha="center",
+                 va="center", fontsize=8)
+ax1.set_title("blockIdx (y, x) of each element of Y")
+im = ax2.imshow(thread_id, cmap="viridis", interpolation="nearest")
+fig.colorbar(im, ax=ax2, label="threadIdx.y * T + threadIdx.x")
+ax2.set_title("thread inside its block")
+for ax in (ax1, ax2):
+    ax.set_xticks(np.arange(-0.5, M, T), minor=False)
+    ax.set_yticks(np.arange(-0.5, M, T), minor=False)
+    ax.set_xticklabels([])
+    ax.set_yticklabels([])
+    ax.grid(color="white", linewidth=1.5)
+    ax.set_xlabel("j (column)")
+    ax.set_ylabel("i (row)")
+fig.tight_layout()
+fig
+
+# %% [markdown]
+# ## Shared memory: load a tile once, use it T times
+# In the kernel above every thread reads a whole row of `X` and a whole column of `W` from
+# global memory: the threads of one block read the same rows and columns again and again.
+# What one block (block `(0, 0)`) touches, with the shade counting the reads:
+
+# %%
+viz.tile_footprint(naive, "Y", {"i_0": 0, "j_0": 0},
+                   title="one thread block of the naive kernel: reads from global memory")
+
+# %% [markdown]
+# Each element of the block's `T` rows of `X` is read `T` times, once per thread that needs
+# it. The fix is **cooperative fetching**: split `k` into chunks of `T` and move the chunk
+# loop `k_0` outside the thread loops; for each chunk the threads of the block first copy
+# the `T x T` tiles of `X` and `W` into **shared memory** (one element per thread), wait at
+# a barrier, then compute from the fast copy.
+#
+# * `cache_read(block, i, "shared")` makes a copy stage of the block's `i`-th input in
+#   shared memory;
+# * `compute_at(copy, k_0)` moves the copy inside the `k_0` loop: one tile per chunk;
+# * `bind(..., "threadIdx.y")`, `bind(..., "threadIdx.x")` spread the copy's two loops over
+#   the block's threads.
+#
+# mlc inserts the two `__syncthreads()`: after the copy (the tile is complete) and after the
+# compute (every thread is done reading the old tile before the next copy overwrites it).
+
+# %%
+def shared_matmul(n, tile):
+    sch = tir.Schedule(matmul(n))
+    blk = sch.get_block("Y")
+    i, j, k = sch.get_loops(blk)
+    bi, ti = sch.split(i, factors=[None, tile])
+    bj, tj = sch.split(j, factors=[None, tile])
+    ko, ki = sch.split(k, factors=[None, tile])
+    sch.reorder(bi, bj, ko, ti, tj, ki)
+    sch.bind(bi, "blockIdx.y")
+    sch.bind(bj, "blockIdx.x")
+    sch.bind(ti, "threadIdx.y")
+    sch.bind(tj, "threadIdx.x")
+    for index in (0, 1):                      # X, then W
+        copy = sch.cache_read(blk, index, "shared")
+        sch.compute_at(copy, ko)
+        rows, cols = sch.get_loops(copy)[-2:]
+        sch.bind(rows, "threadIdx.y")
+        sch.bind(cols, "threadIdx.x")
+    return sch
+
+shared = shared_matmul(M, T)
+print(shared.mod)
+
+# %% [markdown]
+# In the CUDA C, each thread copies one element of each tile, then all wait, then each
+# computes its element from `X_shared` and `W_shared`. (mlc sizes the shared arrays for
+# everything one block copies over the whole `k_0` loop: `X_shared` shrinks to the block's
+# `T` rows, `W_shared` is not shrunk yet. One `T x T` tile each would be enough.)
+
+# %%
+f_shared = mlc.build(shared.mod, target="cuda-sim")
+ks = f_shared.kernels[0]
+print("shared buffers:", [(b.name, tuple(int(d.value) for d in b.shape)) for b in ks.shared])
+src = f_shared.get_source("cuda")
+print(src[src.index("// grid"):])
+
+# %%
+ys = np.zeros((M, M), "float32")
+f_shared(xm, wm, ys)
+np.testing.assert_allclose(ys, xm @ wm, rtol=1e-5)
+print("shared-memory kernel matches numpy")
+
+# %% [markdown]
+# ### Counting global-memory reads
+# Per block, the naive kernel reads `2 * M` elements per thread, `2 * M * T * T` in all; the
+# shared kernel reads each tile once per block: `2 * M * T`. The reuse factor is `T`: bigger
+# tiles, less traffic, until shared memory (48 KiB per block by default) or the number of
+# threads per block (at most 1024) runs out.
+
+# %%
+per_block = {"naive (global)": 2 * M * T * T, "shared tiles (global)": 2 * M * T}
+fig = Figure(figsize=(5.2, 2.4))
+ax = fig.subplots()
+ax.barh(list(per_block), list(per_block.values()), color=["tab:red", "tab:green"])
+for y_pos, v in enumerate(per_block.values()):
+    ax.text(v, y_pos, f" {v}", va="center")
+ax.set_xlabel("elements read from global memory by one block")
+ax.set_title(f"M = {M}, tile T = {T}: {per_block['naive (global)'] // per_block['shared tiles (global)']}x less traffic")
+ax.set_xlim(0, max(per_block.values()) * 1.25)
+fig.tight_layout()
+fig
+
+# %% [markdown]
+# ### Why the barrier matters
+# Without `__syncthreads()` a thread may read a shared-memory element that another thread
+# has not written yet. The simulator fills shared memory with NaN at the start and runs the
+# threads of a block in lock step only *between* barriers, so it catches the race: build
+# the same kernel with the barriers left out (an internal switch of the lowering, for this
+# demonstration) and look at the result.
+
+# %%
+from mlc.codegen.cuda_sim import simulate
+from mlc.lower.gpu import split_host_device
+from mlc.runtime.module import compile_lowered
+
+lowered = mlc.lower(shared.mod)
+racy = compile_lowered(simulate(split_host_device(lowered, insert_sync=False)), "llvm")
+y_racy = np.zeros((M, M), "float32")
+racy(xm, wm, y_racy)
+wrong = ~np.isclose(y_racy, xm @ wm, rtol=1e-5)
+print(f"without barriers: {wrong.sum()} of {M * M} elements wrong")
+
+# %%
+fig = Figure(figsize=(3.8, 3.4))
+ax = fig.subplots()
+ax.imshow(wrong, cmap="Reds", interpolation="nearest", vmin=0, vmax=1)
+ax.set_title("wrong elements without __syncthreads()")
+ax.set_xlabel("j")
+ax.set_ylabel("i")
+fig.tight_layout()
+fig
+
+# %% [markdown]
+# ## The te facade, as in the seeds
+# The same shared-memory schedule with TVM's classic calls: `s.cache_read(X, "shared", [Y])`,
+# `s[Y].tile`, `s[Y].bind(..., te.thread_axis(...))` and `s[XS].compute_at(s[Y], ko)`.
+
+# %%
+X = te.placeholder((M, M), name="X")
+W = te.placeholder((M, M), name="W")
+k = te.reduce_axis((0, M), name="k")
+Y = te.compute((M, M), lambda i, j: te.sum(X[i, k] * W[k, j], axis=k), name="Y")
+s = te.create_schedule(Y.op)
+XS = s.cache_read(X, "shared", [Y])
+i, j = Y.op.axis
+by, bx, ty, tx = s[Y].tile(i, j, T, T)
+ko, ki = s[Y].split(Y.op.reduce_axis[0], factor=T)
+s[Y].bind(by, te.thread_axis("blockIdx.y"))
+s[Y].bind(bx, te.thread_axis("blockIdx.x"))
+s[Y].bind(ty, te.thread_axis("threadIdx.y"))
+s[Y].bind(tx, te.thread_axis("threadIdx.x"))
+s[XS].compute_at(s[Y], ko)
+f_te = mlc.build(s, [X, W, Y], target="cuda-sim")
+y_te = np.zeros((M, M), "float32")
+f_te(xm, wm, y_te)
+np.testing.assert_allclose(y_te, xm @ wm, rtol=1e-5)
+print("__shared__" in f_te.get_source("cuda"), "__syncthreads" in f_te.get_source("cuda"))
+
+# %% [markdown]
+# ## Timing: the simulator is not a GPU
+# `time_evaluator` works on a cuda-sim module too, but it times the CPU running the
+# simulation: useful to see that a schedule runs, meaningless as GPU performance. On a
+# machine with an NVIDIA GPU, `target="cuda"` runs the kernels on the device (copies
+# included) with the same call.
+
+# %% tags=["nbval-ignore-output"]
+for name, f in [("naive", f_naive), ("shared", f_shared)]:
+    t = f.time_evaluator(number=3, repeat=3)(xm, wm, np.zeros((M, M), "float32"))
+    print(f"{name:7s} simulated on the CPU: {t.median * 1e3:.3f} ms per call")
+
+# %% [markdown]
+# ## Exercises
+# 1. Bind the elementwise kernel with blocks of 128 threads instead of 64. How many blocks
+#    does `n = 1000` need? Check with the launch configuration (`kernels[0].grid`).
+# 2. Build the shared-memory matmul for `M = 64` with tiles of 16: how many threads per
+#    block, how many blocks, and by how much does it cut global reads per block?
+#
+# The cell holds a solution; change it and rerun to test your own.
+
+# %%
+# exercise 1
+s1 = te.create_schedule(y.op)
+o1, i1 = s1[y].split(y.op.axis[0], factor=128)
+s1[y].bind(o1, te.thread_axis("blockIdx.x"))
+s1[y].bind(i1, te.thread_axis("threadIdx.x"))
+f1 = mlc.build(s1, [x0, x1, x2, y], target="cuda-sim", name="fusion128")
+out1 = np.zeros(N, "float32")
+f1(a, b, c, out1)
+blocks_needed = -(-N // 128)
+# exercise 2
+f2 = mlc.build(shared_matmul(64, 16).mod, target="cuda-sim")
+x64, w64 = np.random.rand(64, 64).astype("float32"), np.random.rand(64, 64).astype("float32")
+y64 = np.zeros((64, 64), "float32")
+f2(x64, w64, y64)
+threads_per_block = 16 * 16
+reuse = (2 * 64 * 16 * 16) // (2 * 64 * 16)
+
+assert f1.kernels[0].threads == {"threadIdx.x": 128}
+assert blocks_needed == 8, "ceil(1000 / 128) blocks"
+assert np.allclose(out1, a * b + c), "exercise 1: the kernel should compute x0 * x1 + x2"
+assert np.allclose(y64, x64 @ w64, rtol=1e-4), "exercise 2: the kernel should compute X @ W"
+k2 = f2.kernels[0]
+assert np.prod(list(k2.threads.values())) == threads_per_block == 256
+assert reuse == 16, "each tile element is read once per block instead of once per thread"
+print("both exercises pass:", blocks_needed, "blocks;", threads_per_block, "threads;",
+      reuse, "x less traffic")
