@@ -24,6 +24,7 @@ import json
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -172,12 +173,13 @@ def main() -> None:
                         help="time TVM's build of each step beside mlc's "
                              "(default: when apache-tvm is importable)")
     args = parser.parse_args()
-    tvm_side = None
+    tvm_bench: Any = None  # benchmarks/tvm_side.py, imported (with TVM) only for --tvm
     if args.tvm:
-        import tvm_side  # noqa: E402  (imports TVM; only with --tvm)
+        import tvm_side  # noqa: E402
 
         if not tvm_side.available():
             parser.error("--tvm: apache-tvm is not importable (pip install -e \".[bench]\")")
+        tvm_bench = tvm_side
     n = args.size
     flop = 2.0 * n**3
     rng = np.random.default_rng(0)
@@ -198,12 +200,14 @@ def main() -> None:
         ok = bool(np.allclose(c, want, rtol=1e-3, atol=1e-2))
         slow = name in ("naive", "blocking")
         number = 1 if slow else max(1, int(0.2 / max(flop / 50e9, 1e-4)))
-        contenders: list[Callable[[], object]] = [lambda f=f: f(a, b, c), lambda: np.matmul(a, b)]
-        if tvm_side is not None:
-            tg = tvm_side.build_gemm(name, n)  # its compile_s is tvm_compile_time(name, n)
+        contenders: list[Callable[[], object]] = [partial(f, a, b, c), partial(np.matmul, a, b)]
+        tvm_row: dict[str, Any] = {}
+        if tvm_bench is not None:
+            tg = tvm_bench.build_gemm(name, n)  # its compile_s is tvm_compile_time(name, n)
             tg.set_inputs(a, b)
             tg.kernel()
-            tvm_ok = bool(np.allclose(tg.result(), want, rtol=1e-3, atol=1e-2))
+            tvm_row = {"tvm_compile_s": tg.compile_s,
+                       "tvm_correct": bool(np.allclose(tg.result(), want, rtol=1e-3, atol=1e-2))}
             contenders.append(tg.kernel)
         t_mlc, t_np, *t_tvm = interleaved_all(contenders, args.repeat, number)
         row = {
@@ -214,15 +218,16 @@ def main() -> None:
         if t_tvm:
             row.update({
                 "tvm_gflops": flop / t_tvm[0] / 1e9, "tvm_ratio_to_numpy": t_np / t_tvm[0],
-                "mlc_over_tvm": t_tvm[0] / t_mlc, "tvm_compile_s": tg.compile_s,
-                "tvm_correct": tvm_ok,
+                "mlc_over_tvm": t_tvm[0] / t_mlc, **tvm_row,
             })
         rows.append(row)
     if args.json:
-        print(json.dumps({"size": n, "peak_gflops": peak, "steps": rows}, indent=2))
+        tvm_version = tvm_bench.version() if tvm_bench is not None else None
+        print(json.dumps({"size": n, "peak_gflops": peak, "tvm": tvm_version, "steps": rows},
+                         indent=2))
         return
     print(f"GEMM {n}x{n}x{n} fp32; machine peak (mlc FMA kernel): {peak:.0f} GFLOPS")
-    if tvm_side is not None:
+    if tvm_bench is not None:
         print_with_tvm(rows)
         return
     print(f"{'step':<18}{'GFLOPS':>9}{'numpy':>9}{'x numpy':>9}{'of peak':>9}{'compile':>9}  ok")

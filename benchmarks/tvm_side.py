@@ -25,7 +25,7 @@ for the same micro-architecture) and the core count.
 
 Public functions:
 
-* ``available()`` -- is TVM importable?
+* ``available()`` -- is TVM importable? ``version()`` -- which one (or None);
 * ``STEPS`` -- the GEMM journey of ``benchmarks/gemm.py``, each step ``n -> IRModule``;
 * ``build_gemm(step, n)`` -- a ``TVMGemm``: compiled kernel, compile time, a numpy-in call;
 * ``tvm_compile_time(step, n)`` -- seconds to schedule and compile one step;
@@ -59,6 +59,11 @@ KF = 4  # reduction split (same as gemm.py)
 def available() -> bool:
     """True when ``apache-tvm`` is importable (``pip install -e ".[bench]"``)."""
     return tvm is not None
+
+
+def version() -> str | None:
+    """TVM's version string, or None when it is not installed."""
+    return None if tvm is None else str(tvm.__version__)
 
 
 def _require() -> None:
