@@ -3,7 +3,9 @@
 1. train a small MLP (64-64-32-10) on scikit-learn's ``load_digits`` with plain numpy;
 2. write it as an mlc graph, print it before and after ``graph.optimize`` (constant folding,
    dense weight packing, fusion into dense+bias+relu kernels, memory planning);
-3. build it with LLVM, run it, and report accuracy (equal to numpy's) and speed beside numpy's.
+3. build it with LLVM into ONE native function (every fused kernel spliced in order, the
+   intermediates allocated inside), run it, and report accuracy (equal to numpy's) and speed
+   beside numpy's.
 
 ``python -m mlc.examples.mlp`` runs it; :func:`train_mlp`, :func:`mlp_graph` and
 :func:`numpy_forward` are reused by ``benchmarks/mlp.py`` and the notebooks. A small conv
@@ -134,6 +136,7 @@ def main() -> None:
     t0 = time.perf_counter()
     mod = graph.build(g2, target="llvm")
     print(f"\n== built in {time.perf_counter() - t0:.1f} s ==\n{mod}")
+    print(f"one native function for the whole graph: {mod.module}")
     probs = mod(x=xte)[0]
     ref = numpy_forward(params, xte)
     acc_mlc = float((probs.argmax(1) == yte).mean())

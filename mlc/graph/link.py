@@ -94,7 +94,7 @@ def link_groups(
             base = n.name if isinstance(n, Var) else (getattr(n, "name", "") or f"{role}{k}")
             if role == "out":
                 base = f"out{k}"
-            param = Buffer(unique(base), tuple(n.shape), n.dtype)
+            param = Buffer(unique(base), tuple(n.shape), n.dtype)  # type: ignore[arg-type]
             params.append(param)
             buffers[n] = _flat(param.name, max(n.type.size, 1), n.dtype, param.data)
 

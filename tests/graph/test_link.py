@@ -129,3 +129,20 @@ def test_substitute_buffers_replaces_loads_and_stores_by_data() -> None:
     assert str(got) == str(SeqStmt((BufferStore(out, new[0] + 1.0, (new[1],)),
                                     BufferStore(new, b[2], (new[3],)))))
     assert got.seq[1].buffer is new and got.seq[0].value.a.buffer is new
+
+
+def test_module_bind_checks_once_and_keeps_arrays_alive() -> None:
+    import mlc
+    from mlc import te
+    from mlc.errors import ArgumentError
+
+    a = te.placeholder((4,), name="A")
+    b = te.compute((4,), lambda i: a[i] * 2.0, name="B")
+    f = mlc.build(te.create_schedule(b.op), [a, b])
+    x, y = np.arange(4, dtype="float32"), np.zeros(4, "float32")
+    run = f.bind(x, y)
+    del x
+    run()
+    np.testing.assert_allclose(y, [0, 2, 4, 6])
+    with pytest.raises(ArgumentError):   # the check happens at bind time
+        f.bind(np.zeros(3, "float32"), y)
