@@ -11,7 +11,12 @@ schedule, runs it on the case's inputs and **exports** the result:
   ``mlc.build`` (or runs it with the reference evaluator when no backend is there), runs it on
   the inputs and exports the output;
 * ``grading.check_trace("gemm_speed", sch)``: exports ``sch.trace.as_json()``; the grader
-  replays it on a fresh copy of the reference computation in a separate process.
+  replays it on a fresh copy of the reference computation in a separate process;
+* ``grading.check_graph("fold_mlp", fold_constants)``: rebuilds the case's hidden graph, calls
+  the student's pass ``fold_constants(g) -> Graph`` and exports the graph (as JSON);
+* ``grading.check_groups("fuse_mlp", fuse)``: rebuilds the hidden graph, calls
+  ``fuse(g) -> list of lists of call nodes`` (or a graph with ``groups``) and exports the
+  groups as node numbers.
 
 Two modes:
 
@@ -132,3 +137,30 @@ def check_trace(case_id: str, sch: Any) -> None:
     """Export the schedule's trace (``sch.trace.as_json()``) for replay by the grader."""
     trace = sch.trace.as_json()
     export(case_id, trace if isinstance(trace, str) else json.dumps(trace))
+
+
+def _case_graph(case_id: str) -> tuple[Any, list[Any]]:
+    from autograder.graphio import load_graph
+
+    _, params, _ = inputs(case_id)
+    return load_graph(params["graph"])
+
+
+def check_graph(case_id: str, fn: Callable[[Any], Any]) -> None:
+    """Call the graph pass ``fn(g)`` on the case's graph and export the graph it returns."""
+    from autograder.graphio import dump_graph
+    from mlc.graph import Graph
+
+    g, _ = _case_graph(case_id)
+    out = fn(g)
+    if not isinstance(out, Graph):
+        raise TypeError(f"{case_id}: the pass must return a graph.Graph, got {type(out).__name__}")
+    export(case_id, dump_graph(out)[0])
+
+
+def check_groups(case_id: str, fn: Callable[[Any], Any]) -> None:
+    """Call the fusion rule ``fn(g)`` on the case's graph; export its groups (node numbers)."""
+    from autograder.graphio import dump_groups
+
+    g, nodes = _case_graph(case_id)
+    export(case_id, dump_groups(fn(g), nodes))

@@ -1,0 +1,302 @@
+"""Graphs across the sandbox wall: JSON (de)serialization of ``mlc.graph`` graphs, and the
+trusted checks of graph passes (:class:`GraphCase`).
+
+A graph travels as JSON text: one entry per node in topological order (inputs first), call
+arguments as indices of earlier entries, constants as base64 of their raw bytes (never
+pickles)::
+
+    {"nodes": [{"kind": "var", "name": "x", "shape": [2, 3], "dtype": "float32"},
+               {"kind": "const", "name": "w", "shape": [3], "dtype": "float32", "data": "..."},
+               {"kind": "call", "op": "add", "args": [0, 1], "attrs": {}}],
+     "inputs": [0], "outputs": [2]}
+
+Loading re-makes every call with :func:`mlc.graph.call`, so types are inferred again and an op
+the registry does not know is an error, not code. Loading refuses graphs whose tensors are
+larger than ``MAX_TENSOR_BYTES`` or with more than ``MAX_NODES`` nodes, so a hostile export
+cannot exhaust the grader's memory.
+
+``GraphCase`` (in an assignment's ``grader.py``) names a trusted graph builder and what to
+check: ``kind="graph"`` (the student's pass returns a graph: it must compute the same outputs
+and keep exactly the expected ops) or ``kind="groups"`` (the pass returns fusion groups: they
+must match the reference partition).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import zlib
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+MAX_TENSOR_BYTES = 16 << 20
+MAX_NODES = 5000
+
+
+class GraphFormatError(ValueError):
+    """The JSON text does not describe a valid graph."""
+
+
+def _attr_json(value: Any) -> Any:
+    if isinstance(value, (tuple, list)):
+        return [_attr_json(v) for v in value]
+    if isinstance(value, (np.integer, np.floating)):
+        return value.item()
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    raise GraphFormatError(f"attribute value {value!r} cannot be written as JSON")
+
+
+def dump_graph(g: Any) -> tuple[str, list[Any]]:
+    """``g`` as JSON text, and its nodes in the order the text numbers them."""
+    from mlc.graph import Call, Constant, Var
+
+    nodes = g.topo()
+    index = {n: k for k, n in enumerate(nodes)}
+    entries: list[dict[str, Any]] = []
+    for n in nodes:
+        if isinstance(n, Var):
+            entries.append({"kind": "var", "name": n.name, "shape": list(n.shape),
+                            "dtype": n.dtype})
+        elif isinstance(n, Constant):
+            data = base64.b64encode(np.ascontiguousarray(n.value).tobytes()).decode("ascii")
+            entries.append({"kind": "const", "name": n.name, "shape": list(n.shape),
+                            "dtype": n.dtype, "data": data})
+        elif isinstance(n, Call):
+            entries.append({"kind": "call", "op": n.op.name,
+                            "args": [index[a] for a in n.args],
+                            "attrs": {k: _attr_json(v) for k, v in n.attrs.items()}})
+        else:
+            raise GraphFormatError(f"unknown node type {type(n).__name__}")
+    text = json.dumps({"nodes": entries, "inputs": [index[v] for v in g.inputs],
+                       "outputs": [index[o] for o in g.outputs]})
+    return text, nodes
+
+
+def _shape(entry: dict[str, Any]) -> tuple[int, ...]:
+    shape = entry.get("shape")
+    if not isinstance(shape, list) or not all(isinstance(s, int) and 0 <= s for s in shape):
+        raise GraphFormatError(f"bad shape {shape!r}")
+    return tuple(shape)
+
+
+def _attr_value(value: Any) -> Any:
+    if isinstance(value, list):
+        return tuple(_attr_value(v) for v in value)
+    return value
+
+
+def load_graph(text: str) -> tuple[Any, list[Any]]:
+    """The graph that ``text`` (from :func:`dump_graph`) describes, and its nodes by number."""
+    from mlc import graph
+
+    try:
+        data = json.loads(text)
+        entries = data["nodes"]
+        inputs, outputs = data["inputs"], data["outputs"]
+    except (ValueError, KeyError, TypeError) as err:
+        raise GraphFormatError(f"not a graph: {err}") from None
+    if not isinstance(entries, list) or len(entries) > MAX_NODES:
+        raise GraphFormatError(f"a graph needs a list of at most {MAX_NODES} nodes")
+    nodes: list[Any] = []
+    for k, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            raise GraphFormatError(f"node {k} is not an object")
+        kind = entry.get("kind")
+        try:
+            if kind == "var":
+                shape = _shape(entry)
+                node = graph.var(str(entry["name"]), shape, str(entry["dtype"]))
+            elif kind == "const":
+                shape, dtype = _shape(entry), np.dtype(str(entry["dtype"]))
+                if dtype.kind not in "fiub":
+                    raise GraphFormatError(f"constant dtype {dtype} is not numeric")
+                raw = base64.b64decode(str(entry["data"]), validate=True)
+                if len(raw) != int(np.prod(shape, dtype=np.int64)) * dtype.itemsize:
+                    raise GraphFormatError(f"constant {k}: data does not match its shape")
+                node = graph.const(np.frombuffer(raw, dtype=dtype).reshape(shape),
+                                   name=str(entry.get("name", "")))
+            elif kind == "call":
+                args = entry["args"]
+                if not isinstance(args, list) or not all(
+                        isinstance(a, int) and 0 <= a < k for a in args):
+                    raise GraphFormatError(f"node {k}: arguments must be earlier nodes")
+                attrs = {str(a): _attr_value(v) for a, v in dict(entry["attrs"]).items()}
+                node = graph.call(str(entry["op"]), *[nodes[a] for a in args], **attrs)
+            else:
+                raise GraphFormatError(f"node {k}: unknown kind {kind!r}")
+        except GraphFormatError:
+            raise
+        except Exception as err:  # noqa: BLE001 - bad data of any kind is a format error
+            raise GraphFormatError(f"node {k}: {type(err).__name__}: {err}") from None
+        if node.type.nbytes > MAX_TENSOR_BYTES:
+            raise GraphFormatError(f"node {k} is larger than {MAX_TENSOR_BYTES} bytes")
+        nodes.append(node)
+    try:
+        g = graph.Graph([nodes[i] for i in inputs], [nodes[i] for i in outputs])
+    except Exception as err:  # noqa: BLE001
+        raise GraphFormatError(f"inputs/outputs: {type(err).__name__}: {err}") from None
+    return g, nodes
+
+
+def dump_groups(groups: Any, nodes: list[Any]) -> str:
+    """Fusion groups (lists of call nodes of the graph whose nodes are ``nodes``) as JSON
+    text of node numbers; a node from another graph is an error for the student."""
+    index = {id(n): k for k, n in enumerate(nodes)}
+    if hasattr(groups, "groups") and groups.groups is not None:  # a fused Graph
+        groups = [grp.nodes for grp in groups.groups]
+    out: list[list[int]] = []
+    for grp in groups:
+        members = list(getattr(grp, "nodes", grp))
+        numbers = []
+        for n in members:
+            if id(n) not in index:
+                raise ValueError(f"the group {[getattr(m, 'op', m) for m in members]} holds a "
+                                 f"node that is not in the graph that was passed in: {n!r}")
+            numbers.append(index[id(n)])
+        out.append(numbers)
+    return json.dumps({"groups": out})
+
+
+def partition_message(groups: list[list[int]], nodes: list[Any]) -> str | None:
+    """Why ``groups`` is not a partition of the graph's calls (None when it is)."""
+    from mlc.graph import Call
+
+    calls = {k for k, n in enumerate(nodes) if isinstance(n, Call)}
+    seen: Counter[int] = Counter(k for grp in groups for k in grp)
+    twice = [k for k, c in seen.items() if c > 1]
+    if twice:
+        return f"{len(twice)} op(s) are in more than one group"
+    missing = calls - set(seen)
+    if missing:
+        return f"{len(missing)} op(s) are in no group"
+    if set(seen) - calls:
+        return "a group holds a node that is not an op (an input or a constant)"
+    if any(not grp for grp in groups):
+        return "a group is empty"
+    return None
+
+
+def describe_groups(groups: list[list[int]], nodes: list[Any]) -> str:
+    names = [" -> ".join(nodes[k].op.name for k in sorted(grp)) for grp in groups]
+    return "; ".join(f"[{n}]" for n in sorted(names))
+
+
+@dataclass
+class GraphCase:
+    """A graph-pass check. ``build()`` makes the hidden graph (trusted code); the student's
+    pass receives it (through JSON) and exports a graph or fusion groups.
+
+    * ``kind="graph"``: the student's graph must take the same inputs, compute the same
+      outputs (``graph.evaluate`` on ``trials`` random inputs, ``rtol``/``atol``) and keep
+      exactly the ops ``expected_ops(g)`` names (a multiset of op names), e.g. the ops that
+      depend on an input after constant folding.
+    * ``kind="groups"``: the groups must partition the graph's ops exactly as
+      ``reference_groups(g)`` (lists of call nodes of ``g``) does.
+    """
+
+    id: str
+    build: Callable[[], Any]
+    kind: str = "graph"
+    expected_ops: Callable[[Any], list[str]] | None = None
+    reference_groups: Callable[[Any], list[list[Any]]] | None = None
+    trials: int = 2
+    rtol: float = 1e-4
+    atol: float = 1e-5
+    seed: int = 0
+    show_message: ClassVar[bool] = False  # hidden: students see pass/fail only
+    kernel_inputs: ClassVar[bool] = True  # the grader sends the graph (params) to the kernel
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("graph", "groups"):
+            raise ValueError(f"GraphCase {self.id!r}: kind must be 'graph' or 'groups'")
+
+    # what the kernel receives: no arrays, the graph's JSON as a parameter
+    @property
+    def params(self) -> dict[str, Any]:
+        if not hasattr(self, "_text"):
+            self._text = dump_graph(self.build())[0]
+        return {"graph": self._text}
+
+    def make_inputs(self) -> dict[str, np.ndarray]:
+        return {}
+
+    def _check(self, text: Any) -> tuple[float, str]:
+        from mlc import graph
+
+        g, nodes = load_graph(self.params["graph"])
+        if not isinstance(text, str):
+            return 0.0, f"expected exported JSON text, got {type(text).__name__}"
+        if self.kind == "groups":
+            return self._check_groups(g, nodes, text)
+        try:
+            got, _ = load_graph(text)
+        except GraphFormatError as err:
+            return 0.0, f"the returned graph cannot be read back: {err}"
+        want = [(v.name, v.shape, v.dtype) for v in g.inputs]
+        have = [(v.name, v.shape, v.dtype) for v in got.inputs]
+        if want != have:
+            return 0.0, f"the graph's inputs changed: expected {want}, got {have}"
+        if len(got.outputs) != len(g.outputs):
+            return 0.0, f"expected {len(g.outputs)} outputs, got {len(got.outputs)}"
+        rng = np.random.default_rng(self.seed + zlib.crc32(self.id.encode()))
+        for _ in range(self.trials):
+            feed = {v.name: rng.uniform(-1, 1, v.shape).astype(v.dtype) for v in g.inputs}
+            expected = graph.evaluate(g, feed)
+            try:
+                values = graph.evaluate(got, feed)
+            except Exception as err:  # noqa: BLE001 - the student's graph failed to run
+                return 0.0, f"the returned graph does not run: {type(err).__name__}: {err}"
+            from autograder.cases import compare
+
+            for k, (e, v) in enumerate(zip(expected, values)):
+                ok, message = compare(np.asarray(e), np.asarray(v), self.rtol, self.atol)
+                if not ok:
+                    return 0.0, f"output {k} differs from the original graph's: {message}"
+        if self.expected_ops is not None:
+            want_ops = Counter(self.expected_ops(g))
+            have_ops = Counter(n.op.name for n in got.calls())
+            if want_ops != have_ops:
+                return 0.0, (f"same values, but the ops left are {sorted(have_ops.elements())}; "
+                             f"expected {sorted(want_ops.elements())}")
+        return 1.0, "equivalent graph with the expected ops"
+
+    def _check_groups(self, g: Any, nodes: list[Any], text: str) -> tuple[float, str]:
+        try:
+            groups = json.loads(text)["groups"]
+            groups = [[int(k) for k in grp] for grp in groups]
+        except (ValueError, KeyError, TypeError) as err:
+            return 0.0, f"the exported groups cannot be read: {err}"
+        problem = partition_message(groups, nodes)
+        if problem:
+            return 0.0, f"not a partition of the graph's ops: {problem}"
+        assert self.reference_groups is not None
+        index = {id(n): k for k, n in enumerate(nodes)}
+        ref = [[index[id(n)] for n in grp] for grp in self.reference_groups(g)]
+        if {frozenset(x) for x in ref} != {frozenset(x) for x in groups}:
+            return 0.0, (f"groups {describe_groups(groups, nodes)}; expected "
+                         f"{describe_groups(ref, nodes)}")
+        return 1.0, f"the expected {len(ref)} group(s)"
+
+    def check_local(self, value: Any) -> tuple[float, str]:
+        return self._check(value)
+
+    def check_export(self, exports: Path, **_: Any) -> tuple[float, str]:
+        path = exports / f"{self.id}.json"
+        if not path.is_file():
+            return 0.0, "no result was produced (the cell failed or never ran)"
+        if path.stat().st_size > 64 * MAX_TENSOR_BYTES:
+            return 0.0, "the exported result is too large"
+        try:
+            text = json.loads(path.read_text())["text"]
+        except (ValueError, KeyError, TypeError, OSError) as err:
+            return 0.0, f"the exported result cannot be read: {err}"
+        try:
+            return self._check(text)
+        except GraphFormatError as err:
+            return 0.0, f"the exported result is not valid: {err}"
