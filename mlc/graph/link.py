@@ -119,7 +119,7 @@ def link_groups(
         mapping = {p.data: buffers[n] for p, n in zip(func.params, [*ins, out])}
         bodies.append(substitute_buffers(func.body, mapping))
     body = seq(*bodies)
-    for buf in storages.values():
+    for buf in reversed(list(storages.values())):  # storage0 outermost, printed first
         body = Allocate(buf, body)
     linked = PrimFunc(tuple(params), body, name)
     return LinkedGraph(linked, list(g.inputs), constants, outputs)

@@ -78,7 +78,8 @@ def _convert(op: str, xs: list[Any], a: dict[str, Any]) -> Any:
     if op == "GlobalAveragePool":
         return gnn.global_avg_pool2d(xs[0])
     if op == "BatchNormalization":
-        return gnn.batch_norm(*xs[:5], epsilon=a.get("epsilon", 1e-5))
+        x, gamma, beta, mean, var = xs[:5]
+        return gnn.batch_norm(x, gamma, beta, mean, var, epsilon=a.get("epsilon", 1e-5))
     if op == "Flatten":
         axis = a.get("axis", 1)
         return gt.reshape(xs[0], (int(np.prod(xs[0].shape[:axis])), -1))
