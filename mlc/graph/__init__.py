@@ -4,8 +4,9 @@
     x = graph.var("x", shape=(1, 784))
     y = graph.nn.relu(graph.nn.dense(x, graph.const(W1)) + graph.const(b1))
     g = graph.optimize(graph.Graph([x], [y]))
-    mod = graph.build(g, target="llvm")
+    mod = graph.build(g, target="llvm")      # the whole graph as ONE native function
     mod.set_input(x=batch); mod.run(); out = mod.get_output(0)
+    out = mod(x=batch)[0]; print(mod.prim_func); mod.debug_run(x=batch)
 """
 
 from mlc.graph import nn  # noqa: F401

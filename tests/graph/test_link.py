@@ -58,6 +58,8 @@ def test_mlp_is_one_function_with_one_entry(batch: int) -> None:
     mod.run()
     want = np.maximum((xv + 1) @ w1.T + b1, 0) @ w2.T + b2
     np.testing.assert_allclose(mod.get_output(0), want, rtol=1e-4, atol=1e-4)
+    # float64 input is converted on the way in (the slow path of the same call)
+    np.testing.assert_allclose(mod(x=xv.astype("float64") + 1)[0], want, rtol=1e-4, atol=1e-4)
     # the per-group path still works and agrees
     report = mod.debug_run(x=xv)
     assert [name.split()[2] for name, _ in report] == [k.name for k in mod.kernels]
