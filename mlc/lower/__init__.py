@@ -24,6 +24,7 @@ Import the passes from here (``from mlc.lower import lower, PASSES``); ``mlc.low
 is also the driver function in ``mlc/__init__.py``.
 """
 
+from mlc.lower.check_bounds import check_bounds
 from mlc.lower.compact_buffers import compact_buffers
 from mlc.lower.flatten_buffers import flatten_buffers
 from mlc.lower.lower_blocks import lower_blocks
@@ -36,6 +37,7 @@ convert_blocks_to_loops = lower_blocks
 
 __all__ = [
     "PASSES",
+    "check_bounds",
     "compact_buffers",
     "convert_blocks_to_loops",
     "flatten_buffers",

@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 from mlc import config
 from mlc.errors import LoweringError
+from mlc.lower.check_bounds import check_bounds
 from mlc.lower.compact_buffers import compact_buffers
 from mlc.lower.flatten_buffers import flatten_buffers
 from mlc.lower.lower_blocks import lower_blocks
@@ -21,6 +22,7 @@ from mlc.tir.stmt import PrimFunc
 Pass = Callable[[PrimFunc], PrimFunc]
 
 PASSES: list[tuple[str, Pass]] = [
+    ("check_bounds", check_bounds),          # refuse accesses outside an array (no crash)
     ("lower_blocks", lower_blocks),          # blocks -> loops, ifs, allocations
     ("compact_buffers", compact_buffers),    # allocate intermediates small, where used
     ("flatten_buffers", flatten_buffers),    # A[i, j] -> A[i * m + j]
