@@ -14,6 +14,7 @@
 
 # %%
 import numpy as np
+%matplotlib inline
 import matplotlib
 matplotlib.rcParams["figure.dpi"] = 80
 import mlc

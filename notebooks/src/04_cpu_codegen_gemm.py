@@ -15,6 +15,7 @@
 # %%
 import time
 import numpy as np
+%matplotlib inline
 import matplotlib
 matplotlib.rcParams["figure.dpi"] = 80
 import mlc

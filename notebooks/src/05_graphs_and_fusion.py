@@ -15,6 +15,7 @@
 
 # %%
 import numpy as np
+%matplotlib inline
 import matplotlib
 matplotlib.rcParams["figure.dpi"] = 80
 from mlc import graph, viz

@@ -12,6 +12,7 @@
 # %%
 import time
 import numpy as np
+%matplotlib inline
 import matplotlib
 matplotlib.rcParams["figure.dpi"] = 80
 from mlc import graph, viz

@@ -12,6 +12,7 @@
 
 # %%
 import numpy as np
+%matplotlib inline
 import matplotlib
 matplotlib.rcParams["figure.dpi"] = 80
 from matplotlib.figure import Figure
