@@ -24,6 +24,7 @@
 # goes wrong without a barrier.
 
 # %%
+%matplotlib inline
 import numpy as np
 import matplotlib
 matplotlib.rcParams["figure.dpi"] = 80
