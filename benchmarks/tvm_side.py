@@ -248,11 +248,12 @@ def build_gemm(step: str, n: int) -> TVMGemm:
 # --- an MLP forward pass, for benchmarks/mlp.py -------------------------------------------
 
 
-def _dense(h: Any, w: Any, name: str) -> Any:
-    """``h @ w.T`` with ``w`` of shape (out, in), as a te reduction."""
-    (batch, in_f), out_f = h.shape, w.shape[0]
+def _dense(h: Any, wt: Any, name: str) -> Any:
+    """``h @ wt`` with ``wt`` the transposed weight, shape (in, out): rows of it are contiguous
+    along the output features, which is the loop the schedule vectorizes."""
+    (batch, in_f), out_f = h.shape, wt.shape[1]
     k = te.reduce_axis((0, in_f), name=f"k_{name}")
-    return te.compute((batch, out_f), lambda i, j: te.sum(h[i, k] * w[j, k], axis=k), name=name)
+    return te.compute((batch, out_f), lambda i, j: te.sum(h[i, k] * wt[k, j], axis=k), name=name)
 
 
 def _bias(d: Any, b: Any, relu: bool, name: str) -> Any:
@@ -277,7 +278,7 @@ def _mlp_func(shapes: list[tuple[int, int]], batch: int) -> Any:
     x = te.placeholder((batch, shapes[0][1]), name="x")
     h, params = x, []
     for li, (out_f, in_f) in enumerate(shapes):
-        w = te.placeholder((out_f, in_f), name=f"w{li}")
+        w = te.placeholder((in_f, out_f), name=f"wt{li}")
         b = te.placeholder((out_f,), name=f"b{li}")
         params += [w, b]
         last = li == len(shapes) - 1
@@ -285,18 +286,20 @@ def _mlp_func(shapes: list[tuple[int, int]], batch: int) -> Any:
     return te.create_prim_func([x, *params, _softmax(h)])
 
 
-def _schedule_mlp(func: Any, layers: int, batch: int) -> Any:
-    """A plain schedule: each dense's rows on all cores for big batches, nothing else.
+def _schedule_mlp(func: Any, layers: int) -> Any:
+    """A plain schedule for each dense: ``for i: for k: C[i, :] += h[i, k] * wt[k, :]`` with
+    the output-feature loop vectorized, on one thread.
 
-    Deliberately modest (no tiling; TVM cannot reverse_compute_inline bias+relu into a
-    reduction block): it is a reference point for mlp.py, not a tuned kernel.
+    Deliberately modest (no tiling, no register blocking; TVM cannot reverse_compute_inline
+    bias+relu into a reduction block): a reference point for mlp.py, not a tuned kernel.
+    No parallel loop: at these sizes TVM's spinning thread pool costs more than it saves,
+    and on a shared 2-core machine it can cost 100x.
     """
     sch = s_tir.Schedule(func)
     for li in range(layers):
-        dense = sch.get_sblock(f"dense{li}")
-        if batch >= 16:
-            i = sch.get_loops(dense)[0]
-            sch.parallel(i)
+        i, j, k = sch.get_loops(sch.get_sblock(f"dense{li}"))
+        sch.reorder(i, k, j)
+        sch.vectorize(j)
     return sch.mod
 
 
@@ -306,23 +309,34 @@ def tvm_mlp(params: list[tuple[np.ndarray, np.ndarray]],
 
     ``params`` is ``[(W, b), ...]`` with ``W`` of shape (out, in), as in ``mlc.examples.mlp``.
     The returned function takes ``x`` of shape (batch, in) and returns the softmax
-    probabilities as numpy; weights are copied to TVM once, here. Same call shape as
+    probabilities as numpy (one buffer, overwritten by the next call); the weights are
+    transposed once, here. Same call shape as
     ``torch_forward`` in ``benchmarks/mlp.py``, so it can join its contenders.
     """
     if tvm is None:
         return None
-    shapes = [tuple(w.shape) for w, _ in params]
+    shapes = [(w.shape[0], w.shape[1]) for w, _ in params]
     func = _mlp_func(shapes, batch)
-    f = tvm.compile(_schedule_mlp(func, len(shapes), batch), target=host_target())["main"]
-    dev = tvm.cpu()
-    weights = [tvm.runtime.tensor(np.ascontiguousarray(a, "float32"), dev)
-               for wb in params for a in wb]
-    x_dev = tvm.runtime.tensor(np.zeros((batch, shapes[0][1]), "float32"), dev)
-    y_dev = tvm.runtime.tensor(np.zeros((batch, shapes[-1][0]), "float32"), dev)
+    f = tvm.compile(_schedule_mlp(func, len(shapes)), target=host_target())["main"]
+    # TVM's functions take numpy arrays directly (DLPack, no copy), but its code assumes
+    # 64-byte aligned buffers, which numpy does not promise: unaligned ones can crash.
+    weights = [_aligned(a) for w, b in params for a in (w.T, b)]
+    x_buf = _aligned(np.zeros((batch, shapes[0][1]), "float32"))
+    y = _aligned(np.zeros((batch, shapes[-1][0]), "float32"))
 
     def run(x: np.ndarray) -> np.ndarray:
-        x_dev.copyfrom(np.ascontiguousarray(x, "float32"))
-        f(x_dev, *weights, y_dev)
-        return y_dev.numpy()
+        np.copyto(x_buf, x)
+        f(x_buf, *weights, y)
+        return y
 
     return run
+
+
+def _aligned(a: np.ndarray, align: int = 64) -> np.ndarray:
+    """A C-contiguous float32 copy of ``a`` whose data starts on an ``align``-byte boundary."""
+    a = np.asarray(a, "float32")
+    raw = np.empty(a.nbytes + align, dtype=np.uint8)
+    start = -raw.ctypes.data % align
+    out = raw[start:start + a.nbytes].view(np.float32).reshape(a.shape)
+    out[...] = a
+    return out
