@@ -8,6 +8,11 @@ Models: the digits MLP (64-64-32-10, trained in numpy in a second) at batch 1 an
 ratio numpy / mlc (above 1: mlc is faster). mlc is timed as ``mod(x=x)``: the input copied in,
 ONE native call for the whole graph, the output returned, as numpy and torch are timed from
 the array to the result.
+
+Threads: mlc's parallel loops use ``MLC_NUM_THREADS`` (default: every core), numpy's BLAS and
+torch use ``OMP_NUM_THREADS``/``OPENBLAS_NUM_THREADS``. On a loaded or shared machine, spinning
+thread pools make every contender erratic; for stable figures run all on one thread:
+``MLC_NUM_THREADS=1 OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python benchmarks/mlp.py``.
 """
 
 from __future__ import annotations
@@ -96,6 +101,12 @@ def main() -> None:
     if args.json:
         print(json.dumps(rows, indent=1))
         return
+    import os
+
+    env = ", ".join(f"{k}={os.environ.get(k, '-')}" for k in
+                    ("MLC_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"))
+    print(f"threads: {env}; {os.cpu_count()} cores, load average "
+          f"{os.getloadavg()[0]:.1f}")
     for r in rows:
         extra = f"  torch {r['torch_us']:8.1f} us ({r['torch/mlc']:.2f}x)" if "torch_us" in r \
             else ""
