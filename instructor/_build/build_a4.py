@@ -50,7 +50,9 @@ with sampled factors, e.g.
 i0, i1 = sch.split(i, factors=sch.sample_perfect_tile(i, n=2, max_innermost_factor=8))
 ```
 
-then reorder, vectorize the innermost loop over `j`, parallelize the outermost loop.
+then reorder (the reduction between the tile loops), vectorize the innermost loop over `j`,
+unroll a small loop over `i`. `sch.parallel` on the outermost loop pays on an idle machine,
+but the grader may share its cores with other work: measure before you rely on it.
 `tune.SampledSpace(func, space).size` tells how many points your space has.
 """),
 code("""
@@ -62,7 +64,7 @@ def space(sch):
     k0, k1 = sch.split(k, factors=sch.sample_perfect_tile(k, n=2, max_innermost_factor=8))
     sch.reorder(i0, j0, k0, k1, i1, j1)
     sch.vectorize(j1)
-    sch.parallel(i0)
+    sch.unroll(i1)  # i1 rows of C accumulate in registers
     ### END SOLUTION
 
 
