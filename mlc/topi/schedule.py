@@ -43,8 +43,10 @@ from mlc import te, tir
 from mlc.errors import MLCError
 from mlc.tir.expr import as_int
 
-#: kernels with fewer multiply-adds than this run on one thread (thread start-up dominates)
-PARALLEL_MIN_WORK = 1 << 18
+#: kernels with fewer multiply-adds than this run on one thread: waking the other threads
+#: costs microseconds on an idle machine and far more on a busy one, so only kernels of
+#: about 100 us of serial work or more go parallel (the digits MLP at batch 64 stays serial)
+PARALLEL_MIN_WORK = 1 << 20
 
 ANCHOR_TAGS = ("dense", "dense_pack", "conv2d")
 
