@@ -1,0 +1,323 @@
+# %% [markdown]
+# # 09 · Hardware acceleration: blockize, tensor intrinsics, tensorize
+#
+# Processors keep growing more specialised units. A **scalar** unit adds one pair of
+# numbers per instruction; a **vector** unit (AVX, NEON) adds 8 or 16 pairs; the newest
+# machine-learning accelerators (TPUs, GPU tensor cores, the seeds' "VDLA") have **tensor**
+# instructions that multiply whole `16 x 16` tiles and copy 2-D blocks of data at once.
+#
+# A compiler for such hardware must find, in the loop program, the pieces that compute
+# exactly what an instruction computes, and call the instruction there. TensorIR does it in
+# two steps:
+#
+# 1. **`blockize`** groups the loops of a tile into one *tensorized block*, a block that reads
+#    and writes whole sub-regions of tensors (the lecture's `tmm-16x16` block);
+# 2. **`tensorize`** checks that the block's body computes what a registered
+#    **`TensorIntrin`** *describes*, and replaces it by the intrinsic's *implementation*.
+#
+# This machine has no tensor unit, so the implementations here are CPU micro-kernels (loops
+# unrolled and vectorized); on an accelerator the implementation would be the instruction
+# call. The matching, the rewriting and the schedule around them are the same.
+#
+# **You will:** blockize a matmul into `16 x 16` tiles, look at one tile's regions, register
+# and inspect an intrinsic, tensorize, see a mismatch refused, port the seeds'
+# `s[CL].tensorize(yi, vdla.gemm8x8)`, and time the result.
+
+# %%
+%matplotlib inline
+import numpy as np
+import matplotlib
+matplotlib.rcParams["figure.dpi"] = 80
+from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
+import mlc
+from mlc import te, tir, viz
+from mlc.errors import ScheduleError
+from mlc.tir.tensor_intrin import register_cpu_gemm
+
+np.random.seed(0)
+
+# %% [markdown]
+# ## The matmul of the lecture, tiled by 16
+# Seed 004 writes `C[vi, vj] += A[vi, vk] * B[vj, vk]` (B indexed by column first). Split
+# each of `i, j, k` by 16 and move the three outer loops out: the three inner loops now walk
+# one `16 x 16 x 16` tile.
+
+# %%
+N, T = 64, 16
+
+def matmul_tb(n):
+    A = te.placeholder((n, n), name="A")
+    B = te.placeholder((n, n), name="B")
+    k = te.reduce_axis((0, n), name="k")
+    C = te.compute((n, n), lambda i, j: te.sum(A[i, k] * B[j, k], axis=k), name="C")
+    return te.create_prim_func([A, B, C])
+
+def tiled(func, t=T):
+    sch = tir.Schedule(func)
+    i, j, k = sch.get_loops(sch.get_block("C"))
+    i0, i1 = sch.split(i, factors=[None, t])
+    j0, j1 = sch.split(j, factors=[None, t])
+    k0, k1 = sch.split(k, factors=[None, t])
+    sch.reorder(i0, j0, k0, i1, j1, k1)
+    return sch, i1
+
+sch, i1 = tiled(matmul_tb(N))
+print(sch.mod)
+
+# %% [markdown]
+# ## blockize: a block that computes a tile
+# `sch.blockize(i1)` wraps everything from `i_1` inwards into a new outer block `C_o`, the
+# tensorized block. Its iteration variables `vi0, vj0, vk0` count *tiles*, and its
+# `reads`/`writes` are whole `16 x 16` regions: exactly the seed's
+#
+# ```python
+# with T.block("tmm-16x16"):
+#     T.reads(A[vi0 * 16 : vi0 * 16 + 16, vk0 * 16 : vk0 * 16 + 16], B[vj0 * 16 : vj0 * 16 + 16, vk0 * 16 : vk0 * 16 + 16])
+#     T.writes(C[vi0 * 16 : vi0 * 16 + 16, vj0 * 16 : vj0 * 16 + 16])
+# ```
+#
+# The reduction's init moves to the outer block and zeroes the whole tile of `C`.
+
+# %%
+blocked = sch.blockize(i1)
+print(sch.mod)
+
+# %% [markdown]
+# One instance of `C_o` (`vi0, vj0, vk0 = 1, 2, 3`): evaluate the block's `reads` and
+# `writes` regions there and draw them on the full matrices. A tensor instruction would
+# receive exactly these three tiles.
+
+# %%
+from mlc.tir.arith import evaluate_int
+
+def tile_regions(block, values):
+    """{buffer: (row, col, rows, cols)} of the block's read and written regions."""
+    env = {iv.var: v for iv, v in zip(block.iter_vars, values)}
+    regions = {}
+    for region in (*block.reads, *block.writes):
+        (r, c) = (evaluate_int(rng.min, env) for rng in region.region)
+        (h, w) = (evaluate_int(rng.extent, env) for rng in region.region)
+        regions[region.buffer.name] = (int(r), int(c), int(h), int(w))
+    return regions
+
+regions = tile_regions(sch.get(blocked), (1, 2, 3))
+regions
+
+# %%
+fig = Figure(figsize=(9, 3.2))
+axes = fig.subplots(1, 3)
+for ax, (name, (r, c, h, w)) in zip(axes, regions.items()):
+    ax.add_patch(Rectangle((0, 0), N, N, facecolor="whitesmoke", edgecolor="black"))
+    ax.add_patch(Rectangle((c, r), w, h, facecolor="tab:orange" if name != "C" else "tab:blue"))
+    for g in range(0, N + 1, T):
+        ax.axhline(g, color="lightgray", linewidth=0.6)
+        ax.axvline(g, color="lightgray", linewidth=0.6)
+    ax.set_xlim(0, N)
+    ax.set_ylim(N, 0)
+    ax.set_aspect("equal")
+    ax.set_title(f"{name}[{r}:{r + h}, {c}:{c + w}]" + (" (written)" if name == "C" else " (read)"))
+    ax.set_xticks(range(0, N + 1, T))
+    ax.set_yticks(range(0, N + 1, T))
+fig.suptitle("one tensorized block C_o: vi0=1, vj0=2, vk0=3")
+fig.tight_layout()
+fig
+
+# %% [markdown]
+# ## TensorIntrin: what an instruction computes, and how
+# A tensor intrinsic has two programs with the same parameters:
+#
+# * the **description**: what it computes, on small buffers (here `C[i, j] += A[i, k] *
+#   B[j, k]` on `16 x 16` tiles, without init: the update part of a reduction);
+# * the **implementation**: how the hardware does it. On an accelerator, one instruction; here
+#   a CPU micro-kernel: `k` unrolled, `j` vectorized, each step a 16-wide multiply-add.
+#
+# `register_cpu_gemm` registers a ready-made one (`transpose_b=True` for seed 004's `B[j, k]`
+# layout); `tir.TensorIntrin.register(name, desc, impl)` registers your own.
+
+# %%
+name_tb = register_cpu_gemm(16, 16, 16, transpose_b=True)
+print(tir.TensorIntrin.get(name_tb))
+
+# %% [markdown]
+# ## tensorize
+# `sch.tensorize(block, name)` compares the block's body with the description, up to the
+# names of variables and the position of the tile inside the big buffers, and swaps in the
+# implementation. The init stays: the accelerator's `fill_zero`.
+
+# %%
+sch.tensorize(blocked, name_tb)
+print(sch.mod)
+
+# %%
+f_tb = mlc.build(sch.mod, name="matmul_tensorized")
+a, b = np.random.rand(N, N).astype("float32"), np.random.rand(N, N).astype("float32")
+c = np.zeros((N, N), "float32")
+f_tb(a, b, c)
+np.testing.assert_allclose(c, a @ b.T, rtol=1e-4)
+print("tensorized matmul matches numpy; the trace:")
+print(sch.trace)
+
+# %% [markdown]
+# ### A mismatch is refused
+# An intrinsic for the other layout, `C[i, j] += A[i, k] * B[k, j]`, computes something else
+# on these tiles. `tensorize` says so, prints both programs, and leaves the schedule as it was.
+
+# %%
+name_nn = register_cpu_gemm(16, 16, 16)
+wrong, wrong_i1 = tiled(matmul_tb(N))
+try:
+    wrong.tensorize(wrong_i1, name_nn)
+    message = ""
+except ScheduleError as err:
+    message = str(err)
+print("\n".join(message.splitlines()[:3]))
+
+# %% [markdown]
+# ## The seeds' accelerator, in the te style
+# Seed 003 schedules a matmul for "VDLA", a TPU-like accelerator with an accumulator buffer
+# and an `8 x 8` matrix instruction:
+#
+# ```python
+# CL = s.cache_write(C, vdla.acc_buffer)
+# s[CL].tensorize(yi, vdla.gemm8x8)
+# ```
+#
+# ```
+# for yo in range(128):
+#     for xo in range(128):
+#         vdla.fill_zero(CL)
+#         for ko in range(128):
+#             vdla.fused_gemm8x8_add(CL, AL, BL)
+#         vdla.dma_copy2d(C[yo*8:yo*8+8, xo*8:xo*8+8], CL)
+# ```
+#
+# `te.decl_tensor_intrin(c.op, impl, name=...)` declares the instruction from a te compute on
+# `8 x 8` placeholders (the seed's `y = t.compute((8, 8), ...)`); the implementation is a
+# schedule of that small computation. The accumulator buffer is a `"local"` write cache.
+
+# %%
+def decl_gemm8x8():
+    a = te.placeholder((8, 8), name="a")
+    b = te.placeholder((8, 8), name="b")
+    k = te.reduce_axis((0, 8), name="k")
+    c = te.compute((8, 8), lambda y, x: te.sum(a[k, y] * b[k, x], axis=k), name="c")
+
+    def impl(sch):                      # how the "hardware" computes an 8x8x8 tile
+        y, x, r = sch.get_loops(sch.get_block("c"))
+        sch.reorder(y, r, x)
+        sch.unroll(r)
+        sch.vectorize(x)
+
+    return te.decl_tensor_intrin(c.op, impl, name="vdla.gemm8x8")
+
+gemm8x8 = decl_gemm8x8()
+
+A = te.placeholder((N, N), name="A")
+B = te.placeholder((N, N), name="B")
+k = te.reduce_axis((0, N), name="k")
+C = te.compute((N, N), lambda y, x: te.sum(A[k, y] * B[k, x], axis=k), name="C")
+s = te.create_schedule(C.op)
+CL = s.cache_write(C, "local")            # the accumulator buffer
+y, x = C.op.axis
+yo, yi = s[C].split(y, factor=8)
+xo, xi = s[C].split(x, factor=8)
+s[C].reorder(yo, xo, yi, xi)
+s[CL].compute_at(s[C], xo)                # one 8x8 accumulator tile per (yo, xo)
+yc, xc = CL.op.axis
+ko, ki = s[CL].split(CL.op.reduce_axis[0], factor=8)
+s[CL].reorder(ko, yc, xc, ki)
+s[CL].tensorize(yc, gemm8x8)              # the seed's line
+print(mlc.lower(s, [A, B, C]))
+
+# %% [markdown]
+# Read it against the seed's pseudo-code: per `(yo, xo)` tile, zero the 64-float accumulator
+# (`fill_zero`), then for each `k_0` the unrolled, vectorized 8x8x8 update
+# (`fused_gemm8x8_add`), then copy the tile out (`dma_copy2d`).
+
+# %%
+f_vdla = mlc.build(s, [A, B, C])
+c2 = np.zeros((N, N), "float32")
+f_vdla(a, b, c2)
+np.testing.assert_allclose(c2, a.T @ b, rtol=1e-4)
+print("vdla-style schedule matches numpy")
+
+# %% [markdown]
+# ## Does the micro-kernel pay?
+# Time, on `256 x 256` matrices in the plain `B[k, j]` layout: the untouched loop nest, the
+# tiled loop nest, and the same tiling tensorized with the 16x16x16 micro-kernel (timings
+# vary by machine and run).
+
+# %%
+def matmul_nn(n):
+    A = te.placeholder((n, n), name="A")
+    B = te.placeholder((n, n), name="B")
+    k = te.reduce_axis((0, n), name="k")
+    C = te.compute((n, n), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+    return te.create_prim_func([A, B, C])
+
+NT = 256
+plain = tir.Schedule(matmul_nn(NT))
+tiled_only, _ = tiled(matmul_nn(NT))
+tensorized, t_i1 = tiled(matmul_nn(NT))
+tensorized.tensorize(t_i1, name_nn)
+versions = {"naive": plain, "tiled": tiled_only, "tensorized": tensorized}
+a2, b2 = np.random.rand(NT, NT).astype("float32"), np.random.rand(NT, NT).astype("float32")
+modules = {}
+for label, version in versions.items():
+    modules[label] = mlc.build(version.mod)
+    out = np.zeros((NT, NT), "float32")
+    modules[label](a2, b2, out)
+    np.testing.assert_allclose(out, a2 @ b2, rtol=1e-3)
+print("all three match numpy")
+
+# %% tags=["nbval-ignore-output"]
+flop = 2.0 * NT ** 3
+gflops = {label: viz.measure_gflops(m, [a2, b2, np.zeros((NT, NT), "float32")], flop,
+                                    number=2, repeat=3)
+          for label, m in modules.items()}
+numpy_gflops = flop / viz.seconds_per_call(lambda: a2 @ b2, number=5, repeat=3) / 1e9
+for label, g in gflops.items():
+    print(f"{label:11s} {g:7.1f} GFLOPS")
+print(f"{'numpy':11s} {numpy_gflops:7.1f} GFLOPS")
+
+# %% tags=["nbval-ignore-output"]
+viz.gflops_bars(gflops, reference={"numpy": numpy_gflops},
+                title=f"matmul {NT}^3: tensorizing the 16x16x16 tile")
+
+# %% [markdown]
+# Both scheduled versions leave the naive loop far behind: the tiling does most of the work.
+# On a CPU, LLVM often vectorizes the tiled loop nest by itself, so the hand-written
+# micro-kernel gains little or nothing over it; the win of tensorize is that the tile's
+# computation becomes *one unit* the backend can replace, by a better kernel or by an
+# accelerator's instruction (where there is no other way to use the hardware at all).
+#
+# ## Exercises
+# 1. Register an `8 x 8 x 8` CPU gemm (`register_cpu_gemm(8, 8, 8)`) and tensorize a
+#    `32 x 32` matmul (in the `B[k, j]` layout) tiled by 8. Check it against numpy.
+# 2. Try to tensorize the same program tiled by **16** with the 8x8x8 intrinsic. What does
+#    the error say?
+#
+# The cell holds a solution; change it and rerun to test your own.
+
+# %%
+# exercise 1
+name8 = register_cpu_gemm(8, 8, 8)
+ex, ex_i1 = tiled(matmul_nn(32), t=8)
+ex_block = ex.tensorize(ex_i1, name8)
+x32, w32 = np.random.rand(32, 32).astype("float32"), np.random.rand(32, 32).astype("float32")
+y32 = np.zeros((32, 32), "float32")
+mlc.build(ex.mod)(x32, w32, y32)
+# exercise 2
+bad, bad_i1 = tiled(matmul_nn(32), t=16)
+try:
+    bad.tensorize(bad_i1, name8)
+    error = ""
+except ScheduleError as err:
+    error = str(err)
+
+assert np.allclose(y32, x32 @ w32, rtol=1e-4), "exercise 1: the tensorized matmul is X @ W"
+assert ex.get(ex_block).name == "C_o", "tensorize returns the tensorized block"
+assert "runs over 0..+16" in error, "exercise 2: the tile (16) is bigger than the intrinsic (8)"
+assert message and "does not match" in message, "the wrong layout is refused"
+print("both exercises pass;", error.splitlines()[0])
