@@ -61,12 +61,13 @@ def main() -> None:
     cores = config.num_threads()
     print(f"parallel scaling, 1 thread vs {cores} (median of {args.rounds} alternating rounds)")
     func = peak.peak_func()
-    x = np.random.rand(peak.T, peak.ACC, peak.LANES).astype("float32")
-    y = (np.random.rand(peak.K).astype("float32") - 0.5) * 1e-3
+    shape = peak.PEAK_SHAPE
+    x = np.random.rand(shape["tasks"], shape["acc"], shape["lanes"]).astype("float32")
+    y = (np.random.rand(shape["k_len"]).astype("float32") - 0.5) * 1e-3
     out = np.zeros_like(x)
     one, many = build_with_threads(func, 1), build_with_threads(func, None)
     t1, tn = alternate(one, many, (x, y, out), args.rounds, 20)
-    flop = 2.0 * peak.T * peak.ACC * peak.LANES * peak.K
+    flop = 2.0 * x.size * shape["k_len"]
     print(f"FMA kernel   1 thread {flop / t1 / 1e9:7.1f} GFLOPS   {cores} threads "
           f"{flop / tn / 1e9:7.1f} GFLOPS   speedup {t1 / tn:.2f}x")
     n = 1024

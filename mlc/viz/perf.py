@@ -45,13 +45,15 @@ def measure_bandwidth(nbytes: int = 64 << 20, repeat: int = 5) -> float:
     return 2 * nbytes / t / 1e9
 
 
-def measure_peak(seconds: float = 0.2) -> float:
-    """Peak fp32 GFLOPS on all cores, from independent fused multiply-adds in a kernel built
-    with mlc itself (16-lane vectors, eight accumulators kept in registers)."""
-    import mlc
+PEAK_SHAPE = {"tasks": 64, "acc": 8, "lanes": 16, "k_len": 1024}
+
+
+def peak_func(tasks: int = 64, acc: int = 8, lanes: int = 16, k_len: int = 1024) -> Any:
+    """The FMA kernel that measures the peak: ``acc`` independent accumulators of ``lanes``
+    lanes, each updated ``k_len`` times with ``acc += x * y[k]``, ``tasks`` of them spread
+    over the cores. Returns the scheduled PrimFunc (inputs X, Y; output out)."""
     from mlc import te, tir
 
-    acc, lanes, k_len, tasks = 8, 16, 1024, 64
     X = te.placeholder((tasks, acc, lanes), name="X")
     Y = te.placeholder((k_len,), name="Y")
     k = te.reduce_axis((0, k_len), name="k")
@@ -67,7 +69,18 @@ def measure_peak(seconds: float = 0.2) -> float:
     sch.unroll(c)
     sch.vectorize(v)
     sch.parallel(t)
-    f = mlc.build(sch.mod)
+    return sch.mod
+
+
+def measure_peak(seconds: float = 0.2, module: Any = None) -> float:
+    """Peak fp32 GFLOPS on all cores, from independent fused multiply-adds in a kernel built
+    with mlc itself (:func:`peak_func`: 16-lane vectors, eight accumulators kept in
+    registers). ``module`` may be a build of ``peak_func()`` made elsewhere (e.g. with a
+    different ``MLC_NUM_THREADS``)."""
+    import mlc
+
+    tasks, acc, lanes, k_len = (PEAK_SHAPE[k] for k in ("tasks", "acc", "lanes", "k_len"))
+    f = module if module is not None else mlc.build(peak_func())
     x = np.random.rand(tasks, acc, lanes).astype("float32")
     y = (np.random.rand(k_len).astype("float32") - 0.5) * 1e-3
     o = np.zeros((tasks, acc, lanes), "float32")
