@@ -24,15 +24,21 @@
 # goes wrong without a barrier.
 
 # %%
-%matplotlib inline
-import numpy as np
 import matplotlib
-matplotlib.rcParams["figure.dpi"] = 80
+import numpy as np
+from IPython import get_ipython
 from matplotlib.figure import Figure
+
 import mlc
 from mlc import te, tir, viz
 from mlc.codegen import cuda_nvrtc
+from mlc.codegen.cuda_sim import simulate  # internals, for the missing-barrier demonstration
+from mlc.lower.gpu import split_host_device
+from mlc.runtime.module import compile_lowered
 
+if get_ipython() is not None:  # in Jupyter, draw figures as pictures: %matplotlib inline
+    get_ipython().run_line_magic("matplotlib", "inline")
+matplotlib.rcParams["figure.dpi"] = 80
 np.random.seed(0)
 
 # %% [markdown]
@@ -269,7 +275,8 @@ ax.barh(list(per_block), list(per_block.values()), color=["tab:red", "tab:green"
 for y_pos, v in enumerate(per_block.values()):
     ax.text(v, y_pos, f" {v}", va="center")
 ax.set_xlabel("elements read from global memory by one block")
-ax.set_title(f"M = {M}, tile T = {T}: {per_block['naive (global)'] // per_block['shared tiles (global)']}x less traffic")
+ratio = per_block["naive (global)"] // per_block["shared tiles (global)"]
+ax.set_title(f"M = {M}, tile T = {T}: {ratio}x less traffic")
 ax.set_xlim(0, max(per_block.values()) * 1.25)
 fig.tight_layout()
 fig
@@ -279,14 +286,10 @@ fig
 # Without `__syncthreads()` a thread may read a shared-memory element that another thread
 # has not written yet. The simulator fills shared memory with NaN at the start and runs the
 # threads of a block in lock step only *between* barriers, so it catches the race: build
-# the same kernel with the barriers left out (an internal switch of the lowering, for this
-# demonstration) and look at the result.
+# the same kernel with the barriers left out (an internal switch of the lowering, imported
+# at the top for this demonstration) and look at the result.
 
 # %%
-from mlc.codegen.cuda_sim import simulate
-from mlc.lower.gpu import split_host_device
-from mlc.runtime.module import compile_lowered
-
 lowered = mlc.lower(shared.mod)
 racy = compile_lowered(simulate(split_host_device(lowered, insert_sync=False)), "llvm")
 y_racy = np.zeros((M, M), "float32")

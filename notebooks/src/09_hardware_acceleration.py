@@ -24,17 +24,21 @@
 # `s[CL].tensorize(yi, vdla.gemm8x8)`, and time the result.
 
 # %%
-%matplotlib inline
-import numpy as np
 import matplotlib
-matplotlib.rcParams["figure.dpi"] = 80
+import numpy as np
+from IPython import get_ipython
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
+
 import mlc
 from mlc import te, tir, viz
 from mlc.errors import ScheduleError
+from mlc.tir.arith import evaluate_int
 from mlc.tir.tensor_intrin import register_cpu_gemm
 
+if get_ipython() is not None:  # in Jupyter, draw figures as pictures: %matplotlib inline
+    get_ipython().run_line_magic("matplotlib", "inline")
+matplotlib.rcParams["figure.dpi"] = 80
 np.random.seed(0)
 
 # %% [markdown]
@@ -73,7 +77,8 @@ print(sch.mod)
 #
 # ```python
 # with T.block("tmm-16x16"):
-#     T.reads(A[vi0 * 16 : vi0 * 16 + 16, vk0 * 16 : vk0 * 16 + 16], B[vj0 * 16 : vj0 * 16 + 16, vk0 * 16 : vk0 * 16 + 16])
+#     T.reads(A[vi0 * 16 : vi0 * 16 + 16, vk0 * 16 : vk0 * 16 + 16],
+#             B[vj0 * 16 : vj0 * 16 + 16, vk0 * 16 : vk0 * 16 + 16])
 #     T.writes(C[vi0 * 16 : vi0 * 16 + 16, vj0 * 16 : vj0 * 16 + 16])
 # ```
 #
@@ -89,8 +94,6 @@ print(sch.mod)
 # receive exactly these three tiles.
 
 # %%
-from mlc.tir.arith import evaluate_int
-
 def tile_regions(block, values):
     """{buffer: (row, col, rows, cols)} of the block's read and written regions."""
     env = {iv.var: v for iv, v in zip(block.iter_vars, values)}
@@ -116,7 +119,8 @@ for ax, (name, (r, c, h, w)) in zip(axes, regions.items()):
     ax.set_xlim(0, N)
     ax.set_ylim(N, 0)
     ax.set_aspect("equal")
-    ax.set_title(f"{name}[{r}:{r + h}, {c}:{c + w}]" + (" (written)" if name == "C" else " (read)"))
+    role = "written" if name == "C" else "read"
+    ax.set_title(f"{name}[{r}:{r + h}, {c}:{c + w}] ({role})")
     ax.set_xticks(range(0, N + 1, T))
     ax.set_yticks(range(0, N + 1, T))
 fig.suptitle("one tensorized block C_o: vi0=1, vj0=2, vk0=3")
