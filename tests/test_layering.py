@@ -61,7 +61,8 @@ def test_imports_point_upstream(path: Path) -> None:
     rel = path.relative_to(ROOT)
     home = rel.parts[0].removesuffix(".py") if len(rel.parts) > 1 else rel.stem
     if home not in RANK:
-        pytest.fail(f"mlc/{rel}: folder {home!r} has no place in the data-flow order; add it to RANK")
+        pytest.fail(f"mlc/{rel}: folder {home!r} has no place in the data-flow order; "
+                    "add it to RANK")
     for lineno, module in _imports(path):
         target = _part(module)
         if target is None or target == home:

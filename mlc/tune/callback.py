@@ -18,7 +18,9 @@ class progress_bar:  # noqa: N801 - AutoTVM's name
         self.prefix = prefix
         self._bar: Any = None
 
-    def __call__(self, tuner: Any, indexes: Sequence[int], results: Sequence[MeasureResult]) -> None:
+    def __call__(
+        self, tuner: Any, indexes: Sequence[int], results: Sequence[MeasureResult]
+    ) -> None:
         if self._bar is None:
             from tqdm.auto import tqdm
 
@@ -38,7 +40,9 @@ class log_to_file:  # noqa: N801 - AutoTVM's name
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
 
-    def __call__(self, tuner: Any, indexes: Sequence[int], results: Sequence[MeasureResult]) -> None:
+    def __call__(
+        self, tuner: Any, indexes: Sequence[int], results: Sequence[MeasureResult]
+    ) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.path.open("a") as f:
             for i, r in zip(indexes, results):

@@ -17,8 +17,7 @@ from __future__ import annotations
 from mlc.errors import ScheduleError
 from mlc.tir.expr import IntImm, IterKind, Var
 from mlc.tir.functor import post_order_visit
-from mlc.tir.schedule import Schedule
-from mlc.tir.schedule import state
+from mlc.tir.schedule import Schedule, state
 from mlc.tir.schedule.trace import BlockRV, LoopRV
 from mlc.tir.stmt import BlockRealize, For
 
@@ -36,7 +35,9 @@ def _vars_in(expr: object) -> set[Var]:
     return found
 
 
-def _classify(sch: Schedule, block: BlockRV, loops: list[LoopRV]) -> tuple[list[LoopRV], list[LoopRV]]:
+def _classify(
+    sch: Schedule, block: BlockRV, loops: list[LoopRV]
+) -> tuple[list[LoopRV], list[LoopRV]]:
     """Split the loops around a block into spatial and reduce ones (by the block's bindings)."""
     loc = state.find_block(sch.mod, sch.get(block).name)
     assert loc is not None

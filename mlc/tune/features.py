@@ -22,7 +22,15 @@ from dataclasses import dataclass
 from mlc.tir import dtype as dt
 from mlc.tir.arith import evaluate_int
 from mlc.tir.expr import (
-    Add, BufferLoad, Call, Div, IntImm, Mul, PrimExpr, Sub, Var,
+    Add,
+    BufferLoad,
+    Call,
+    Div,
+    IntImm,
+    Mul,
+    PrimExpr,
+    Sub,
+    Var,
 )
 from mlc.tir.functor import post_order_visit, substitute
 from mlc.tir.stmt import BlockRealize, Buffer, BufferStore, For, ForKind, PrimFunc, Stmt

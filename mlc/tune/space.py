@@ -192,7 +192,9 @@ class ConfigSpace:
         elif policy == "candidate" and candidate:
             perms = [tuple(c) for c in candidate]
         else:
-            raise TuneError("define_reorder: use policy='all' or policy='candidate' with candidate=")
+            raise TuneError(
+                "define_reorder: use policy='all' or policy='candidate' with candidate="
+            )
         self._add(Knob(name, "reorder", tuple(ReorderEntity(tuple(p)) for p in perms)))
 
     def define_annotate(self, name: str, axes: Sequence[Any], policy: str = "try_unroll") -> None:
@@ -289,7 +291,7 @@ class ConfigEntity:
     def knob_features(self) -> list[float]:
         """The choice of each knob as numbers (the ``feature="knob"`` input of the model)."""
         out: list[float] = []
-        for (name, knob), c in zip(self.space.knobs.items(), self.choices):
+        for knob, c in zip(self.space.knobs.values(), self.choices):
             entity = knob.entities[c]
             if isinstance(entity, SplitEntity):
                 out += [math.log2(abs(f)) if f > 0 else 0.0 for f in entity.size[1:]]

@@ -120,7 +120,8 @@ class Task:
     def __init__(self, name: str, args: tuple[Any, ...], target: Any = "llvm") -> None:
         if name not in _TEMPLATES:
             raise TuneError(
-                f"no template named {name!r}; decorate a function with @mlc.tune.template({name!r}) "
+                f"no template named {name!r}; decorate a function with "
+                f"@mlc.tune.template({name!r}) "
                 f"(known: {sorted(_TEMPLATES)})"
             )
         self.name = name

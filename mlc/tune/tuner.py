@@ -2,7 +2,8 @@
 
     tuner = mlc.tune.XGBTuner(task)
     tuner.tune(n_trial=64, measure_option=mlc.tune.measure_option(number=5),
-               callbacks=[mlc.tune.callback.progress_bar(), mlc.tune.callback.log_to_file("mm.json")])
+               callbacks=[mlc.tune.callback.progress_bar(),
+                          mlc.tune.callback.log_to_file("mm.json")])
     tuner.best_config, tuner.best_flops
 
 A tuner works on any *space*: something with ``dims`` (choices per decision), ``size``,
@@ -75,7 +76,8 @@ class Tuner:
     """Base class: the measure-update loop, records, callbacks, early stopping."""
 
     def __init__(self, task_or_space: Any, seed: int | None = None) -> None:
-        self.space = task_or_space if hasattr(task_or_space, "dims") else TemplateSpace(task_or_space)
+        is_space = hasattr(task_or_space, "dims")
+        self.space = task_or_space if is_space else TemplateSpace(task_or_space)
         self.task = getattr(self.space, "task", None)
         self.rng = random.Random(seed)
         self.seed = seed
