@@ -9,15 +9,50 @@
 """
 
 from mlc.te.intrin import (
-    abs, all, any, ceil, const, cos, erf, exp, exp2, floor, floordiv, floormod, if_then_else,
-    log, log2, log10, max_value, min_value, pow, round, rsqrt, sigmoid, sin, sqrt, tanh,
-    truncdiv, truncmod,
+    abs,
+    all,
+    any,
+    ceil,
+    const,
+    cos,
+    erf,
+    exp,
+    exp2,
+    floor,
+    floordiv,
+    floormod,
+    if_then_else,
+    log,
+    log2,
+    log10,
+    max_value,
+    min_value,
+    pow,
+    round,
+    rsqrt,
+    sigmoid,
+    sin,
+    sqrt,
+    tanh,
+    truncdiv,
+    truncmod,
 )
 from mlc.te.prim_func import create_prim_func
 from mlc.te.reduce import comm_reducer, max, min, sum
 from mlc.te.tensor import (
-    ComputeOp, Operation, PlaceholderOp, ScanOp, Tensor, ThreadAxis, compute, placeholder,
-    reduce_axis, scan, size_var, thread_axis, var,
+    ComputeOp,
+    Operation,
+    PlaceholderOp,
+    ScanOp,
+    Tensor,
+    ThreadAxis,
+    compute,
+    placeholder,
+    reduce_axis,
+    scan,
+    size_var,
+    thread_axis,
+    var,
 )
 
 __all__ = [

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from mlc.tir.expr import IterVar, PrimExpr, Range, Var
 
-
 if TYPE_CHECKING:
     from typing_extensions import dataclass_transform
 else:
