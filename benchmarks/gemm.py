@@ -148,13 +148,21 @@ def interleaved(kernel: Callable[[], object], reference: Callable[[], object], r
     return t_kernel, t_reference
 
 
-def interleaved_all(fns: list[Callable[[], object]], rounds: int, number: int) -> list[float]:
-    """Median seconds per call of each of ``fns``; every round times each once, in turn."""
+def interleaved_all(fns: list[Callable[[], object]], rounds: int, number: int,
+                    settle_s: float = 0.2) -> list[float]:
+    """Median seconds per call of each of ``fns``; every round times each once, in turn.
+
+    Before each timed batch the machine idles ``settle_s`` (not timed): thread pools that
+    spin after a call (OpenBLAS's for about 0.1 s, TVM's briefly) would otherwise steal the
+    cores from whichever contender runs next -- measured here, TVM's parallel GEMM right
+    after ``np.matmul`` ran at 0.4x of its speed.
+    """
     times: list[list[float]] = [[] for _ in fns]
     for fn in fns:  # warm up
         fn()
     for _ in range(rounds):
         for fn, ts in zip(fns, times):
+            time.sleep(settle_s)
             t0 = time.perf_counter()
             for _ in range(number):
                 fn()
