@@ -118,10 +118,13 @@ def interleaved_ratio(func, n: int, rounds: int = 5) -> tuple[float, float]:
     number = max(1, int(0.1 / (2.0 * n**3 / 100e9)))
     tm, tn = [], []
     for _ in range(rounds):
+        # OpenBLAS's threads spin for a while after a call: let them settle before timing
+        time.sleep(0.2)
         t0 = time.perf_counter()
         for _ in range(number):
             f(a, b, c)
         tm.append((time.perf_counter() - t0) / number)
+        time.sleep(0.2)
         t0 = time.perf_counter()
         for _ in range(number):
             a @ b
