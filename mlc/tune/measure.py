@@ -11,8 +11,10 @@ per task in the worker and run on seeded random inputs.
 
 from __future__ import annotations
 
-import multiprocessing as mp
+import os
 import pickle
+import subprocess
+import sys
 import time
 import traceback
 from dataclasses import dataclass
@@ -86,7 +88,7 @@ def _random_inputs(func: PrimFunc, seed: int) -> list[Any]:
     return arrays
 
 
-def _worker_main(conn: Connection) -> None:
+def _worker_main(conn: Any) -> None:
     import numpy as np
 
     import mlc
@@ -144,21 +146,62 @@ class _WrongAnswer(Exception):
 # the tuner side
 
 
+class _Duplex:
+    """Two one-way pipes used as one connection (``send``, ``recv``, ``poll``)."""
+
+    def __init__(self, inbox: Connection, outbox: Connection) -> None:
+        self.inbox, self.outbox = inbox, outbox
+
+    def send(self, obj: Any) -> None:
+        self.outbox.send(obj)
+
+    def recv(self) -> Any:
+        return self.inbox.recv()
+
+    def poll(self, timeout: float) -> bool:
+        return self.inbox.poll(timeout)
+
+    def close(self) -> None:
+        self.inbox.close()
+        self.outbox.close()
+
+
+def _serve(read_fd: int, write_fd: int) -> None:
+    """Entry point of a worker process (started with ``python -c``)."""
+    _worker_main(_Duplex(Connection(read_fd, writable=False), Connection(write_fd, readable=False)))
+
+
 class _Worker:
+    """A worker: a fresh ``python`` running :func:`_serve`. Started as a plain subprocess
+    rather than through ``multiprocessing`` so that a user's script is never re-imported in
+    the worker (no ``if __name__ == "__main__":`` needed around tuning code)."""
+
     def __init__(self) -> None:
-        ctx = mp.get_context("spawn")
-        self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_worker_main, args=(child,), daemon=True)
-        self.proc.start()
-        child.close()
+        to_child_r, to_child_w = os.pipe()
+        to_parent_r, to_parent_w = os.pipe()
+        code = f"from mlc.tune.measure import _serve; _serve({to_child_r}, {to_parent_w})"
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", code], pass_fds=(to_child_r, to_parent_w), close_fds=True
+        )
+        os.close(to_child_r)
+        os.close(to_parent_w)
+        self.conn = _Duplex(
+            Connection(to_parent_r, writable=False), Connection(to_child_w, readable=False)
+        )
 
     def alive(self) -> bool:
-        return self.proc.is_alive()
+        return self.proc.poll() is None
+
+    def exitcode(self) -> int | None:
+        return self.proc.poll()
 
     def kill(self) -> None:
-        if self.proc.is_alive():
+        if self.alive():
             self.proc.kill()
-        self.proc.join(timeout=5)
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:  # pragma: no cover
+            pass
         self.conn.close()
 
 
@@ -231,7 +274,8 @@ class Measurer:
             self._restart(slot)
             return MeasureResult([], f"timeout: no result within {self.option.timeout:g} s")
         except (EOFError, ConnectionResetError, BrokenPipeError):
-            code = w.proc.exitcode
+            w.proc.wait(timeout=5)
+            code = w.exitcode()
             self._restart(slot)
             why = f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
             return MeasureResult([], f"crash: the worker process died ({why})")

@@ -75,3 +75,22 @@ def test_tuning_resumes_from_its_log_without_measuring_twice(matmul_task, tmp_pa
     c = np.zeros((16, 16), "float32")
     mlc.build(s, args)(a, b, c)
     np.testing.assert_allclose(c, a @ b, rtol=1e-5)
+
+
+def test_a_plain_script_can_tune_without_a_main_guard(tmp_path):
+    """Workers are fresh interpreters that never re-import the user's script."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "tune_me.py"
+    script.write_text(
+        "from mlc import te, tune\n"
+        "A = te.placeholder((64,), name='A')\n"
+        "B = te.compute((64,), lambda i: A[i] * 2.0, name='B')\n"
+        "best = tune.tune_tir(te.create_prim_func([A, B]), max_trials=2, progress=False)\n"
+        "print('best', best.tuner.best_index is not None)\n"
+    )
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=240)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "best True" in out.stdout
