@@ -2,7 +2,6 @@
 measurement (TVM's AutoTVM and MetaSchedule, small enough to read)."""
 
 from mlc.tune import callback
-from mlc.tune.default_space import default_space
 from mlc.tune.features import flop_count, itervar_features
 from mlc.tune.measure import MeasureOption, Measurer, measure_option
 from mlc.tune.model import XGBoostCostModel, rank_correlation
@@ -10,6 +9,7 @@ from mlc.tune.record import MeasureResult, apply_history_best, load
 from mlc.tune.sampled import SampledSpace, tune_tir
 from mlc.tune.space import ConfigEntity, ConfigSpace, TuneError
 from mlc.tune.task import Task, create_task, get_config, template
+from mlc.tune.tiling import default_space
 from mlc.tune.tuner import GridSearchTuner, RandomTuner, Tuner, XGBTuner
 
 __all__ = [

@@ -12,7 +12,7 @@ replaying the trace with other decisions::
     best = mlc.tune.tune_tir(func, max_trials=64, space=space)
     print(best.trace); mlc.build(best.mod)
 
-Without ``space`` the default one (:func:`mlc.tune.default_space.default_space`) is used.
+Without ``space`` the default one (:func:`mlc.tune.tiling.default_space`) is used.
 """
 
 from __future__ import annotations
@@ -158,7 +158,7 @@ def tune_tir(
     ``feature="itervar"`` learns from the loop program of every candidate, which replays the
     trace for each point the annealer visits (slower in Python, sometimes better)."""
     from mlc.tune import callback as cb
-    from mlc.tune.default_space import default_space
+    from mlc.tune.tiling import default_space
     from mlc.tune.tuner import RandomTuner, XGBTuner
 
     sampled = SampledSpace(mod, space or default_space, target=target, seed=seed)
