@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 PORT   ?= 8888
 STAMP  := $(VENV)/.installed
 
-.PHONY: lab test setup dot clean
+.PHONY: lab test setup dot browser clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,11 +33,21 @@ dot:
 		echo "Drawings fall back to DOT text until then."; \
 	fi
 
+# tests/browser drives JupyterLab in Debian's Chromium; never `playwright install` (no downloads).
+browser:
+	@if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "installing chromium (for tests/browser) with apt-get"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	else \
+		echo "chromium is missing, so tests/browser is skipped (Debian: sudo apt-get install chromium)."; \
+	fi
+
 lab: setup
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks --port=$(PORT) --ip=0.0.0.0 --no-browser \
 		$$( [ "$$(id -u)" = "0" ] && echo --allow-root )
 
-test: setup $(FRONTENDS)
+test: setup browser $(FRONTENDS)
 	$(PY) -m pytest -q -n 2 tests
 
 clean:
