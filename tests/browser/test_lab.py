@@ -25,7 +25,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +37,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 
 HERE = Path(__file__).resolve().parent
 FIXTURE = HERE / "fixture_tiling.ipynb"
+COURSE_NOTEBOOK = HERE.parents[1] / "notebooks" / "02_schedule_primitives.ipynb"
 
 CHROMIUM_ARGS = [
     "--headless",
@@ -118,6 +119,16 @@ def _write_settings(settings_dir: Path) -> None:
         path.write_text(json.dumps(value))
 
 
+def _copy_without_outputs(src: Path, dst: Path) -> None:
+    """Copy a notebook with its outputs cleared, so everything the browser shows was made now."""
+    nb = json.loads(src.read_text())
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "code":
+            cell["outputs"], cell["execution_count"] = [], None
+    nb.get("metadata", {}).pop("widgets", None)
+    dst.write_text(json.dumps(nb, indent=1))
+
+
 @contextmanager
 def running_lab(base: Path, notebook: Path) -> Iterator[Lab]:
     """Start ``jupyter lab`` on a free port with everything under ``base``; stop it after."""
@@ -126,7 +137,7 @@ def running_lab(base: Path, notebook: Path) -> Iterator[Lab]:
         d.mkdir(parents=True, exist_ok=True)
     settings = base / "settings"
     _write_settings(settings)
-    shutil.copy(notebook, dirs["root"] / notebook.name)
+    _copy_without_outputs(notebook, dirs["root"] / notebook.name)
 
     port, token = _free_port(), secrets.token_hex(16)
     env = dict(os.environ)
@@ -210,16 +221,19 @@ def _wait_kernel_idle(page: Any, timeout_ms: int) -> None:
     )
 
 
-def _drive_notebook(page: Any, lab: Lab) -> dict[str, str]:
-    """Open the fixture, run it, move the slider; return what the student saw."""
-    page.goto(lab.notebook_url(FIXTURE.name), timeout=UI_TIMEOUT_MS)
+def _open_and_run_all(page: Any, lab: Lab, name: str) -> Any:
+    """Open notebook ``name``, wait for its kernel, Run All Cells; return the notebook locator."""
+    page.goto(lab.notebook_url(name), timeout=UI_TIMEOUT_MS)
     notebook = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook")
     notebook.wait_for(state="visible", timeout=UI_TIMEOUT_MS)
-    # The kernel must be up before we run: the indicator says "idle" only once it has started.
-    _wait_kernel_idle(page, UI_TIMEOUT_MS)
-
+    _wait_kernel_idle(page, UI_TIMEOUT_MS)  # the kernel is up: running now loses nothing
     _run_all_cells(page)
+    return notebook
 
+
+def _drive_fixture(page: Any, lab: Lab) -> dict[str, str]:
+    """The fixture: a graphviz loop nest, an IntSlider (8) printing code into an Output."""
+    notebook = _open_and_run_all(page, lab, FIXTURE.name)
     # The loop nest, drawn by graphviz, rendered by JupyterLab as an SVG image.
     drawing = notebook.locator(".jp-RenderedSVG img, .jp-RenderedSVG svg").first
     drawing.wait_for(state="visible", timeout=KERNEL_RUN_MS)
@@ -229,58 +243,100 @@ def _drive_notebook(page: Any, lab: Lab) -> dict[str, str]:
     code = notebook.locator(".widget-output").first
     code.get_by_text("tile = 8").wait_for(timeout=WIDGET_MS)
     _wait_kernel_idle(page, KERNEL_RUN_MS)
-
+    readout = notebook.locator(".widget-readout").first
     seen = {
         "drawing": drawing.get_attribute("src") or drawing.inner_html(),
         "code_before": code.inner_text(),
-        "readout_before": notebook.locator(".widget-readout").first.inner_text(),
+        "readout_before": readout.inner_text(),
     }
-
     handle.focus()
-    handle.press("ArrowRight")
+    handle.press("ArrowRight")  # one step: 8 -> 16
     code.get_by_text("tile = 16").wait_for(timeout=WIDGET_MS)
     seen["code_after"] = code.inner_text()
-    seen["readout_after"] = notebook.locator(".widget-readout").first.inner_text()
+    seen["readout_after"] = readout.inner_text()
     return seen
 
 
-def _one_attempt(playwright: Any, chromium: str, base: Path) -> dict[str, str]:
-    with running_lab(base, FIXTURE) as lab:
+def _drive_course_explorer(page: Any, lab: Lab) -> dict[str, str]:
+    """Notebook 02: ``viz.matmul_explorer`` (tile_i/tile_j sliders 32, 16, ... and the code).
+
+    Relies on the explorer's documented classes: ``.mlc-explorer``, ``.mlc-control-<knob>``,
+    ``.mlc-status`` and ``.mlc-code`` (see mlc/viz/widgets.py)."""
+    notebook = _open_and_run_all(page, lab, COURSE_NOTEBOOK.name)
+    explorer = notebook.locator(".mlc-explorer").first
+    explorer.wait_for(state="visible", timeout=KERNEL_RUN_MS)
+    handle = explorer.locator(".mlc-control-tile_i .noUi-handle").first
+    handle.wait_for(state="visible", timeout=WIDGET_MS)
+    status = explorer.locator(".mlc-status").first
+    status.get_by_text("tile_i=32").wait_for(timeout=WIDGET_MS)
+    _wait_kernel_idle(page, KERNEL_RUN_MS)
+    code = explorer.locator(".mlc-code").first
+    readout = explorer.locator(".mlc-control-tile_i .widget-readout").first
+    seen = {
+        "code_before": code.inner_text(),
+        "readout_before": readout.inner_text(),
+    }
+    handle.focus()
+    handle.press("ArrowRight")  # one step along the choices: 32 -> 16
+    status.get_by_text("tile_i=16").wait_for(timeout=WIDGET_MS)
+    seen["code_after"] = code.inner_text()
+    seen["readout_after"] = readout.inner_text()
+    seen["status_after"] = status.inner_text()
+    return seen
+
+
+Drive = Callable[[Any, Lab], dict[str, str]]
+
+
+def _one_attempt(
+    playwright: Any, chromium: str, base: Path, notebook: Path, drive: Drive
+) -> dict[str, str]:
+    with running_lab(base, notebook) as lab:
         browser = playwright.chromium.launch(
             executable_path=chromium, headless=True, args=CHROMIUM_ARGS, timeout=UI_TIMEOUT_MS
         )
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 2400})
             try:
-                return _drive_notebook(page, lab)
+                return drive(page, lab)
             except Exception:
                 shot = base / "failure.png"
-                page.screenshot(path=str(shot), full_page=True)
+                try:
+                    page.screenshot(path=str(shot), full_page=True)
+                except Exception as err:  # keep the original failure, not the screenshot's
+                    print(f"no screenshot: {err}")
                 print(f"screenshot: {shot}\nserver log:\n{lab.log_tail()}")
                 raise
         finally:
             browser.close()
 
 
-def test_tile_slider_changes_printed_code_in_jupyterlab(tmp_path: Path) -> None:
+def _in_browser(tmp_path: Path, notebook: Path, drive: Drive) -> dict[str, str]:
+    """Skip where the browser parts are missing; else drive ``notebook``, one retry if cold."""
     chromium = _find_chromium()
     if chromium is None:
-        pytest.skip(
-            "Chromium is not installed (Debian: apt-get install chromium; `make test` does it)"
-        )
-    sync_api = pytest.importorskip(
-        "playwright.sync_api", reason="the playwright package is missing (pip install -e '.[dev]')"
-    )
-    pytest.importorskip("jupyterlab", reason="JupyterLab is missing (pip install -e '.[notebook]')")
-    _require("dot", "graphviz's `dot` is missing, so the loop nest cannot be drawn (make setup)")
+        pytest.skip("Chromium is not installed (Debian: apt-get install chromium; make test does)")
+    try:
+        from playwright import sync_api
+    except ImportError as err:
+        pytest.skip(f"the playwright package is missing (pip install -e '.[dev]'): {err}")
+    try:
+        import jupyterlab  # noqa: F401
+    except ImportError as err:
+        pytest.skip(f"JupyterLab is missing (pip install -e '.[notebook]'): {err}")
 
     with sync_api.sync_playwright() as playwright:
         try:
-            seen = _one_attempt(playwright, chromium, tmp_path / "first")
+            return _one_attempt(playwright, chromium, tmp_path / "first", notebook, drive)
         except (sync_api.Error, LabDidNotStart) as cold_start:
             # A cold JupyterLab (first build of its caches, a slow neighbour) gets one retry.
             print(f"first attempt failed, retrying once: {cold_start}")
-            seen = _one_attempt(playwright, chromium, tmp_path / "second")
+            return _one_attempt(playwright, chromium, tmp_path / "second", notebook, drive)
+
+
+def test_tile_slider_changes_printed_code_in_jupyterlab(tmp_path: Path) -> None:
+    _require("dot", "graphviz's `dot` is missing, so the loop nest cannot be drawn (make setup)")
+    seen = _in_browser(tmp_path, FIXTURE, _drive_fixture)
 
     assert "loop_i_0" in seen["drawing"] or "for i_0" in seen["drawing"], seen["drawing"][:300]
     assert seen["readout_before"].strip() == "8"
@@ -288,3 +344,16 @@ def test_tile_slider_changes_printed_code_in_jupyterlab(tmp_path: Path) -> None:
     assert seen["readout_after"].strip() == "16"
     assert "range(16)" in seen["code_after"] and "range(4)" in seen["code_after"]
     assert "i_0 * 16 + i_1" in seen["code_after"]
+
+
+def test_course_notebook_tile_explorer_in_jupyterlab(tmp_path: Path) -> None:
+    if not COURSE_NOTEBOOK.exists() or "matmul_explorer" not in COURSE_NOTEBOOK.read_text():
+        pytest.skip(f"{COURSE_NOTEBOOK.name} has no viz.matmul_explorer cell")
+    seen = _in_browser(tmp_path, COURSE_NOTEBOOK, _drive_course_explorer)
+
+    assert seen["readout_before"].strip() == "32"
+    assert "range(32)" in seen["code_before"] and "range(16)" not in seen["code_before"]
+    assert seen["readout_after"].strip() == "16"
+    assert "i_0 * 16 + i_1" in seen["code_after"], seen["code_after"]
+    assert "range(16)" in seen["code_after"] and "range(4)" in seen["code_after"]
+    assert "this choice does not work" not in seen["status_after"]
