@@ -21,7 +21,7 @@ from mlc.tir.schedule import Schedule, state
 from mlc.tir.schedule.trace import BlockRV, LoopRV
 from mlc.tir.stmt import BlockRealize, For
 
-VECTOR_LANES = 16
+VECTOR_LANES = 64  # up to four 16-lane AVX-512 vectors per row of the register tile
 
 
 def _vars_in(expr: object) -> set[Var]:
