@@ -16,7 +16,7 @@ PIP_TO_CONDA = {"xgboost-cpu": "py-xgboost-cpu", "xgboost": "py-xgboost-cpu",
 CONDA_ONLY = {"python", "graphviz", "pip"}
 # pip-only developer tools that the course environment does not need
 COURSE_EXTRAS = ("dev", "notebook")
-PIP_ONLY = {"ruff", "mypy", "pytest-xdist", "pytest-timeout"}
+PIP_ONLY = {"ruff", "mypy", "pytest-xdist", "pytest-timeout", "playwright"}
 
 
 def _pip_names() -> set[str]:
