@@ -31,6 +31,7 @@ from mlc.tir.expr import (
     NE,
     Add,
     And,
+    BinaryOp,
     Broadcast,
     BufferLoad,
     Call,
@@ -264,8 +265,8 @@ class CodeGenC:
             return f"(_Float16){text}"
         return text
 
-    def _binary(self, e: PrimExpr, lane: str | None) -> str:
-        return f"({self.expr(e.a, lane)} {_BINARY[type(e)]} {self.expr(e.b, lane)})"  # type: ignore[attr-defined]
+    def _binary(self, e: BinaryOp, lane: str | None) -> str:
+        return f"({self.expr(e.a, lane)} {_BINARY[type(e)]} {self.expr(e.b, lane)})"
 
     expr_Add = expr_Sub = expr_Mul = expr_Div = expr_Mod = _binary
     expr_And = expr_Or = expr_LT = expr_LE = expr_GT = expr_GE = expr_EQ = expr_NE = _binary

@@ -101,7 +101,8 @@ def convnet_graph(batch: int, seed: int = 0) -> tuple[graph.Graph, dict[str, Any
          "fc": w(10, 16), "fb": np.zeros(10, "float32")}
     x = graph.var("x", (batch, 1, 8, 8))
     h = graph.nn.conv2d(x, graph.const(p["c1"], name="c1"), padding=1)
-    h = graph.nn.batch_norm(h, *(graph.const(p[k], name=k) for k in ("g", "be", "mu", "var")))
+    g, be, mu, var = (graph.const(p[k], name=k) for k in ("g", "be", "mu", "var"))
+    h = graph.nn.batch_norm(h, g, be, mu, var)
     h = graph.nn.max_pool2d(graph.nn.relu(h), 2)
     h = graph.nn.relu(graph.nn.conv2d(h, graph.const(p["c2"], name="c2"), padding=1))
     h = graph.nn.batch_flatten(graph.nn.global_avg_pool2d(h))

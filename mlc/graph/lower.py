@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from mlc.errors import GraphError
 from mlc.graph.ir import Call, Constant, FusedGroup, Node, Var
@@ -76,5 +76,5 @@ def lower_group(group: FusedGroup) -> LoweredGroup:
     return LoweredGroup(group, inputs, params, tensors[group.root], tensors)
 
 
-def _is_scalar_const(n: Node) -> bool:
+def _is_scalar_const(n: Node) -> TypeGuard[Constant]:
     return isinstance(n, Constant) and n.value.ndim == 0 and n.dtype.startswith("float")

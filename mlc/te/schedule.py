@@ -17,7 +17,7 @@ loop handles, so ``s[C].op.axis`` keeps naming the right loops after ``cache_wri
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from mlc.errors import ScheduleError
 from mlc.te.prim_func import create_prim_func
@@ -313,7 +313,7 @@ class Schedule:
         spatial, reduce = [], []
         for lp in loops:
             var = self.sch._loop_var(lp)
-            if any(uses_var(v, lambda x, var=var: x is var) for v in reduce_vars):
+            if any(uses_var(v, lambda x, var=var: x is var) for v in reduce_vars):  # type: ignore[misc]
                 reduce.append(lp)
             else:
                 spatial.append(lp)
@@ -340,7 +340,10 @@ class Schedule:
     def cache_read(self, tensor: Tensor, scope: str, readers: Sequence[Any]) -> Tensor:
         """A copy of ``tensor`` in ``scope`` that ``readers`` read instead of it. Returns the
         cache tensor; schedule it with ``s[AA]``."""
-        stages = [self[r] for r in (readers if isinstance(readers, (list, tuple)) else [readers])]
+        stages = [
+            self[r]
+            for r in cast("list[Any]", readers if isinstance(readers, (list, tuple)) else [readers])
+        ]
         if not stages:
             raise ScheduleError("cache_read needs at least one reader")
         first = self.sch._get_block(stages[0].block_name).stmt.block  # type: ignore[attr-defined]
@@ -403,5 +406,5 @@ class Schedule:
 
 def create_schedule(ops: Operation | Tensor | Sequence[Operation | Tensor]) -> Schedule:
     """A schedule for the operations that compute ``ops`` (an op, a tensor, or a list)."""
-    items = list(ops) if isinstance(ops, (list, tuple)) else [ops]
+    items = cast("list[Operation | Tensor]", list(ops) if isinstance(ops, (list, tuple)) else [ops])
     return Schedule([t.op if isinstance(t, Tensor) else t for t in items])

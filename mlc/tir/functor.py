@@ -15,7 +15,7 @@ only when one of its children changed, so unchanged subtrees stay the same objec
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from mlc.tir.expr import CommReducer, IterVar, PrimExpr, Range, Var
@@ -110,7 +110,7 @@ def post_order_visit(node: Any, fn: Callable[[Any], None]) -> None:
     _Visitor().visit(node)
 
 
-def substitute(node: Any, mapping: dict[Var, PrimExpr]) -> Any:
+def substitute(node: Any, mapping: Mapping[Var, PrimExpr]) -> Any:
     """Replace variables by expressions everywhere under ``node`` (buffers' shapes included
     only where they appear as loads/stores, not in the buffer definitions)."""
     if not mapping:

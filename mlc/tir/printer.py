@@ -26,7 +26,7 @@ import dataclasses
 import html
 import math
 import re
-from typing import Any
+from typing import Any, cast
 
 from mlc.tir import dtype as dt
 from mlc.tir.expr import (
@@ -418,10 +418,11 @@ class _Printer:
 
     def _generic_stmt(self, s: Stmt, depth: int) -> None:
         """Statements this printer does not know yet: ``with Name(fields):`` + body."""
-        body_fields = [f for f in dataclasses.fields(s) if isinstance(getattr(s, f.name), Stmt)]
+        fields = dataclasses.fields(cast(Any, s))
+        body_fields = [f for f in fields if isinstance(getattr(s, f.name), Stmt)]
         args = ", ".join(
             f"{f.name}={self.expr(getattr(s, f.name))}"
-            for f in dataclasses.fields(s)
+            for f in dataclasses.fields(cast(Any, s))
             if f not in body_fields
         )
         if not body_fields:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, cast
 
 from mlc.errors import VerifyError
 from mlc.tir import dtype as dt
@@ -271,7 +271,7 @@ class _Checker:
         elif isinstance(e, PrimExpr):
             import dataclasses
 
-            for f in dataclasses.fields(e):
+            for f in dataclasses.fields(cast(Any, e)):
                 v = getattr(e, f.name)
                 for x in v if isinstance(v, tuple) else (v,):
                     if isinstance(x, (PrimExpr, IterVar)):

@@ -37,7 +37,7 @@ def _reduce(name: str, reducer: Callable[..., PrimExpr], mean: bool = False) -> 
 
         def f(*i: PrimExpr) -> PrimExpr:
             it = iter(i)
-            idx = []
+            idx: list[PrimExpr] = []
             for a in range(len(shape)):
                 if a in axes:
                     if keepdims:

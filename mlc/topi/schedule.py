@@ -37,7 +37,7 @@ makes a kernel wrong or fail to build.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from mlc import te, tir
 from mlc.errors import MLCError
@@ -66,7 +66,7 @@ def block_names(tensors: Sequence[te.Tensor]) -> dict[int, str]:
 
 
 def _extent(sch: tir.Schedule, loop: Any) -> int:
-    v = as_int(sch.get(loop).extent)
+    v = as_int(cast(tir.For, sch.get(loop)).extent)
     return v if v is not None else 0
 
 
@@ -115,7 +115,7 @@ class _Recipe:
         order = [t for t in _topo_order(self.tensors) if not isinstance(t.op, te.PlaceholderOp)]
         # 1. inline elementwise / injective stages (not reductions, not the output)
         for t in order:
-            if t is self.output or getattr(t.op, "reduce_axis", ()):
+            if t is self.output or getattr(t.op, "reduce_axis", None):
                 continue
             if not self.step():
                 return
@@ -130,7 +130,7 @@ class _Recipe:
         sch = self.sch
         out_blk = self.block(self.output)
         # the output's spatial loops (a reduction output also has its reduce loops inside)
-        loops = sch.get_loops(out_blk)[: len(self.output.op.axis)]
+        loops = sch.get_loops(out_blk)[: len(cast(te.ComputeOp, self.output.op).axis)]
         ncols = _extent(sch, loops[-1])
         vec = _vec_width(ncols)
         nrows = _extent(sch, loops[-2]) if len(loops) >= 2 else 1
@@ -157,7 +157,7 @@ class _Recipe:
         a_loops = sch.get_loops(a_blk)
         # te nests the spatial loops, then the reduce loops; compute_at keeps that order
         below = a_loops[len(outer) + 1:]
-        nred = len(anchor.op.reduce_axis)
+        nred = len(cast(te.ComputeOp, anchor.op).reduce_axis)
         reduce_loops, spatial = below[len(below) - nred:], below[:len(below) - nred]
         if reduce_loops and spatial:
             if not self.step():

@@ -80,7 +80,7 @@ def pad(x: te.Tensor, pad_width: Sequence[Sequence[int]], pad_value: float = 0.0
 
     def f(*i: PrimExpr) -> PrimExpr:
         conds = []
-        src = []
+        src: list[PrimExpr] = []
         for idx, s, (b, _) in zip(i, shape, pad_width):
             if b:
                 conds.append(idx >= b)

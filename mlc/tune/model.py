@@ -8,6 +8,7 @@ throughput instead. The model is refit after every batch of measurements.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -23,7 +24,7 @@ class XGBoostCostModel:
         self.feature_fn = feature_fn
         self.loss = loss
         self.seed = seed
-        self._booster = None
+        self._booster: Any = None
         self._cache: dict[int, list[float]] = {}
 
     def features(self, indexes: Sequence[int]) -> np.ndarray:

@@ -14,12 +14,14 @@ reduction are fused, split for the vector width, parallelized and vectorized.
 
 from __future__ import annotations
 
+from typing import cast
+
 from mlc.errors import ScheduleError
 from mlc.tir.expr import IntImm, IterKind, Var
 from mlc.tir.functor import post_order_visit
 from mlc.tir.schedule import Schedule, state
 from mlc.tir.schedule.trace import BlockRV, LoopRV
-from mlc.tir.stmt import BlockRealize, For
+from mlc.tir.stmt import Block, BlockRealize, For
 
 VECTOR_LANES = 64  # up to four 16-lane AVX-512 vectors per row of the register tile
 
@@ -39,7 +41,7 @@ def _classify(
     sch: Schedule, block: BlockRV, loops: list[LoopRV]
 ) -> tuple[list[LoopRV], list[LoopRV]]:
     """Split the loops around a block into spatial and reduce ones (by the block's bindings)."""
-    loc = state.find_block(sch.mod, sch.get(block).name)
+    loc = state.find_block(sch.mod, cast(Block, sch.get(block)).name)
     assert loc is not None
     realize = loc.stmt
     assert isinstance(realize, BlockRealize)

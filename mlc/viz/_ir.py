@@ -69,7 +69,7 @@ def find_block(func: PrimFunc, name: str) -> tuple[BlockRealize, list[For]]:
         if isinstance(node, BlockRealize):
             names.append(node.block.name)
             if node.block.name == name:
-                loops = []
+                loops: list[For] = []
                 for p in path:
                     if isinstance(p, Block):  # loops of an outer block do not count
                         loops = []

@@ -81,8 +81,8 @@ def walk_iterations(
         lo = int(evaluate_int(loop.min, env))
         extent = int(evaluate_int(loop.extent, env))
         name = loop.loop_var.name
-        values = [fixed[name]] if name in fixed else range(lo, lo + extent)
-        for x in values:
+        xs = [fixed[name]] if name in fixed else range(lo, lo + extent)
+        for x in xs:
             env[loop.loop_var] = x
             names[name] = x
             yield from go(depth + 1)

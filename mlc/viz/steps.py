@@ -64,11 +64,12 @@ class Step:
     def changed_lines(self, context: int = 1) -> list[str]:
         """Only the changed lines (``+``/``-``) with ``context`` unchanged lines around them."""
         marked = self.marked_after()
-        keep = set()
+        keep: set[int] = set()
         for k, (tag, _) in enumerate(marked):
             if tag != " ":
                 keep.update(range(max(0, k - context), min(len(marked), k + context + 1)))
-        out, last = [], -2
+        out: list[str] = []
+        last = -2
         for k in sorted(keep):
             if k != last + 1 and out:
                 out.append("  ...")

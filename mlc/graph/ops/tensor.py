@@ -138,12 +138,12 @@ def _reduce(fn: Any) -> Any:
     return ref
 
 
-_BINARY = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply,
+_BINARY: dict[str, Any] = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply,
            "divide": np.divide, "maximum": np.maximum, "minimum": np.minimum,
            "power": np.power}
-_UNARY = {"negative": np.negative, "exp": np.exp, "log": np.log, "sqrt": np.sqrt,
+_UNARY: dict[str, Any] = {"negative": np.negative, "exp": np.exp, "log": np.log, "sqrt": np.sqrt,
           "tanh": np.tanh, "sigmoid": _sigmoid, "abs": np.abs, "copy": np.copy}
-_REDUCE = {"sum": np.sum, "mean": np.mean, "max": np.max, "min": np.min}
+_REDUCE: dict[str, Any] = {"sum": np.sum, "mean": np.mean, "max": np.max, "min": np.min}
 
 for _name, _fn in _BINARY.items():
     register_op(_name, P.BROADCAST, _infer_binary, _f(_fn), topi=_name, num_inputs=2)

@@ -3,7 +3,7 @@ common-subexpression elimination and dead-code elimination."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -45,7 +45,7 @@ def fold_constant(g: Graph, max_bytes: int = 1 << 26) -> Graph:
             return None
         if n.type.nbytes > max_bytes or n.op.name == "copy":
             return None
-        value = eval_call(n, [a.value for a in args])  # type: ignore[union-attr]
+        value = eval_call(n, [cast(Constant, a).value for a in args])
         names = [a.name for a in args if isinstance(a, Constant) and a.name]
         return Constant(value, names[0] if names else "")
 

@@ -150,7 +150,7 @@ class _Equal:
         if isinstance(a, (PrimExpr, Stmt, Range, IterVar, BufferRegion, PrimFunc)):
             if type(a) is not type(b):
                 return self.fail(a, b)
-            if isinstance(a, FloatImm):
+            if isinstance(a, FloatImm) and isinstance(b, FloatImm):
                 same = a.value == b.value or (math.isnan(a.value) and math.isnan(b.value))
                 return (same and a.dtype == b.dtype) or self.fail(a, b)
             is_stmt = isinstance(a, (Stmt, PrimFunc))

@@ -27,6 +27,7 @@ from mlc.tir.expr import (
     LE,
     LT,
     And,
+    CmpOp,
     IntImm,
     PrimExpr,
     Range,
@@ -101,7 +102,7 @@ class Analyzer:
             return
         a, b = cond.a, cond.b
         flip = {LT: GT, LE: GE, GT: LT, GE: LE}
-        kind: type = type(cond)
+        kind: type[CmpOp] = type(cond)
         if not isinstance(a, Var) and isinstance(b, Var):
             a, b, kind = b, a, flip[kind]
         if not isinstance(a, Var) or not dt.is_int(a.dtype):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any
+from typing import Any, cast
 
 from mlc.tir import dtype as dt
 from mlc.tir.expr import (
@@ -41,7 +41,7 @@ def expr_key(e: Any) -> Key:
         return (type(e).__name__, e.dtype, e.value)
     if isinstance(e, (PrimExpr, Range, IterVar)):
         parts: list[Any] = [type(e).__name__]
-        for f in dataclasses.fields(e):
+        for f in dataclasses.fields(cast(Any, e)):
             parts.append(expr_key(getattr(e, f.name)))
         return tuple(parts)
     if isinstance(e, tuple):

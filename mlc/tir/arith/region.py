@@ -115,13 +115,13 @@ def _sym_bound(
         return (a[0] // e.b, a[1] // e.b)
     if isinstance(e, FloorMod) and isinstance(e.b, IntImm) and e.b.value > 0:
         a = _sym_bound(e.a, dom, ana, bounds_ana)
-        c = e.b.value
+        m = e.b.value
         if a is not None:
-            # within one period of c the remainder is monotone: [lo % c, hi % c]
-            same = ana.simplify(a[0] // c - a[1] // c)
+            # within one period of m the remainder is monotone: [lo % m, hi % m]
+            same = ana.simplify(a[0] // m - a[1] // m)
             if isinstance(same, IntImm) and same.value == 0:
-                return (a[0] % c, a[1] % c)
-        return (IntImm(0, e.dtype), IntImm(c - 1, e.dtype))
+                return (a[0] % m, a[1] % m)
+        return (IntImm(0, e.dtype), IntImm(m - 1, e.dtype))
     if isinstance(e, (Min, Max)):
         a, b = _sym_bound(e.a, dom, ana, bounds_ana), _sym_bound(e.b, dom, ana, bounds_ana)
         if a is None or b is None:

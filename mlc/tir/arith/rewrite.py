@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from mlc.tir import dtype as dt
 from mlc.tir.arith.bound import is_finite
@@ -126,7 +126,7 @@ class Rewriter:
         """Simplify the expression fields of a node this rewriter has no rule for."""
         if not dataclasses.is_dataclass(e):
             return e
-        changes = {}
+        changes: dict[str, Any] = {}
         for f in dataclasses.fields(e):
             v = getattr(e, f.name)
             if isinstance(v, PrimExpr) and not isinstance(v, Var):
@@ -137,7 +137,7 @@ class Rewriter:
                 new_t = tuple(self(x) for x in v)
                 if any(a is not b for a, b in zip(new_t, v)):
                     changes[f.name] = new_t
-        return dataclasses.replace(e, **changes) if changes else e
+        return dataclasses.replace(cast(Any, e), **changes) if changes else e
 
     def visit_Var(self, e: Var) -> PrimExpr:
         value = self.analyzer.bound_value(e)
@@ -188,7 +188,7 @@ class Rewriter:
             return e
         return type(e)(a, b, e.dtype)
 
-    def _fold(self, cls: type, a: PrimExpr, b: PrimExpr, dtype: str) -> PrimExpr | None:
+    def _fold(self, cls: type[BinaryOp], a: PrimExpr, b: PrimExpr, dtype: str) -> PrimExpr | None:
         """Constant folding for scalars, and the Broadcast/Ramp rules for vectors."""
         if isinstance(a, IntImm) and isinstance(b, IntImm) and not dt.is_bool(dtype):
             x, y = a.value, b.value
@@ -471,7 +471,7 @@ class Rewriter:
         parts = [
             (EQ if is_eq else NE)(atom, IntImm(0, atom.dtype)) for atom in atoms
         ]
-        out = parts[0]
+        out: PrimExpr = parts[0]
         for p in parts[1:]:
             out = And(out, p) if is_eq else Or(out, p)
         return out

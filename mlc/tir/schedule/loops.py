@@ -329,7 +329,8 @@ class LoopPrimitives(ScheduleBase):
         for k, f in enumerate(new_chain):
             inner_vars = {id(g.loop_var) for g in new_chain[k:]}
             if any(
-                uses_var(e, lambda v, inner=inner_vars: id(v) in inner) for e in (f.min, f.extent)
+                uses_var(e, lambda v, inner=inner_vars: id(v) in inner)  # type: ignore[misc]
+                for e in (f.min, f.extent)
             ):
                 raise self._error(
                     f"reorder: the bounds of loop {f.loop_var.name!r} (range({f.min}, "

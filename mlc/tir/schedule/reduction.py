@@ -10,6 +10,8 @@ followed by a small block that reduces the partial results.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
+from typing import cast
 
 from mlc.tir.arith import Analyzer
 from mlc.tir.arith.linear import expr_key
@@ -171,7 +173,8 @@ class ReductionPrimitives(ScheduleBase):
                 f"rfactor: the loops around block {name!r} also hold other blocks; rfactor "
                 "needs a loop nest of its own", realize)
         spatial_vals, reduce_vals = _split_values(realize)
-        s_loops, r_loops = [], []
+        s_loops: list[For] = []
+        r_loops: list[For] = []
         for f in loops:
             in_s = R.mentions(spatial_vals, [f.loop_var])
             in_r = R.mentions(reduce_vals, [f.loop_var])
@@ -269,29 +272,32 @@ class ReductionPrimitives(ScheduleBase):
     def _reducer(self, realize: BlockRealize):  # type: ignore[no-untyped-def]
         """(store, condition or None, combiner op, new value) of ``C = C op value``."""
         b = realize.block
-        body, cond = b.body, None
+        body: Stmt = b.body
+        cond: PrimExpr | None = None
         if isinstance(body, IfThenElse) and body.else_case is None:
-            body, cond = body.then_case, body.condition
+            cond = body.condition
+            body = body.then_case
         bad = None
         if b.init is None or not isinstance(b.init, BufferStore):
             bad = "it has no init (decomposed already, or not a reduction)"
         elif not isinstance(body, BufferStore) or not isinstance(body.value, REDUCERS):
             bad = "its update is not `C[...] = C[...] op value`"
         if bad is None:
-            v = body.value  # type: ignore[union-attr]
-            key = expr_key(body.indices)  # type: ignore[union-attr]
+            store = cast(BufferStore, body)
+            v = cast("Add | Mul | Max | Min", store.value)
+            key = expr_key(store.indices)
             for mine, other in ((v.a, v.b), (v.b, v.a)):
-                if (isinstance(mine, BufferLoad) and mine.buffer is body.buffer  # type: ignore[union-attr]
+                if (isinstance(mine, BufferLoad) and mine.buffer is store.buffer
                         and expr_key(mine.indices) == key
-                        and not R.buffer_used(other, body.buffer)):  # type: ignore[union-attr]
-                    return body, cond, type(v), other
+                        and not R.buffer_used(other, store.buffer)):
+                    return store, cond, type(v), other
             bad = "its update does not combine C with a value that does not read C"
         raise self._error(
             f"rfactor: block {b.name!r} is not a known commutative reduction (sum, product, "
             f"max, min): {bad}", realize)
 
     def _pred_without(
-        self, realize: BlockRealize, drop: list[Var], sub: dict[Var, PrimExpr], what: str
+        self, realize: BlockRealize, drop: list[Var], sub: Mapping[Var, PrimExpr], what: str
     ) -> PrimExpr:
         """The block predicate's conjuncts that do not mention ``drop`` (with ``sub``)."""
         kept: PrimExpr = const(True)
@@ -316,7 +322,8 @@ def _conjuncts(e: PrimExpr) -> list[PrimExpr]:
 
 
 def _split_values(realize: BlockRealize) -> tuple[list[PrimExpr], list[PrimExpr]]:
-    s, r = [], []
+    s: list[PrimExpr] = []
+    r: list[PrimExpr] = []
     for iv, v in zip(realize.block.iter_vars, realize.iter_values):
         (s if iv.kind is IterKind.SPATIAL else r).append(v)
     return s, r
