@@ -28,3 +28,10 @@ def test_ruff_is_clean():
         cwd=ROOT, capture_output=True, text=True, timeout=300,
     )
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+
+
+def test_mypy_is_clean():
+    out = subprocess.run(
+        [_tool("mypy"), "mlc"], cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
