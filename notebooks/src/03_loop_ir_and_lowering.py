@@ -17,7 +17,7 @@ import matplotlib
 matplotlib.rcParams["figure.dpi"] = 80
 import mlc
 from mlc import te, tir, viz
-from mlc.errors import ScheduleError
+from mlc.errors import LoweringError, ScheduleError
 
 # %% [markdown]
 # ## Blocks
@@ -105,6 +105,20 @@ try_it(lambda: s3.compute_inline(s3.get_block("C")))  # a reduction cannot be in
 try:
     s2.parallel(s2.get_loops(s2.get_block("C"))[2])
 except ScheduleError as err:
+    print(err)
+
+# %% [markdown]
+# Lowering checks one more thing before any code runs: that every access stays inside its
+# array. A compiled kernel does no bounds checks, so reading past the end could crash the
+# notebook; instead the first pass, `check_bounds`, refuses the program and says which block
+# reads what:
+
+# %%
+X = te.placeholder((16,), name="X")
+shifted = te.compute((16,), lambda i: X[i + 1], name="shifted")
+try:
+    mlc.build(te.create_schedule(shifted.op), [X, shifted])
+except LoweringError as err:
     print(err)
 
 # %% [markdown]

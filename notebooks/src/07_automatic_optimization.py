@@ -105,6 +105,41 @@ np.testing.assert_allclose(c, a @ b, rtol=1e-3)
 print("the best schedule computes the right answer")
 
 # %% [markdown]
+# ## A stochastic schedule is a search space (MetaSchedule style)
+# Instead of knobs on a template, write the schedule once with *sampled* numbers:
+# `sch.sample_perfect_tile(loop, n)` returns tile sizes that multiply to the loop's extent.
+# Running the function records a trace; its sampling decisions are the coordinates of the
+# space, and `tune.tune_tir` searches them with the same model and annealer. Without a
+# `space=` it uses the default multi-level tiling (`mlc.tune.default_space`).
+
+# %%
+def space(sch):
+    i, j, k = sch.get_loops(sch.get_block("C"))
+    i0, i1 = sch.split(i, sch.sample_perfect_tile(i, n=2, max_innermost_factor=16))
+    j0, j1 = sch.split(j, sch.sample_perfect_tile(j, n=2, max_innermost_factor=64))
+    sch.reorder(i0, j0, k, i1, j1)
+    sch.vectorize(j1)
+
+
+A_ = te.placeholder((N, N), name="A")
+B_ = te.placeholder((N, N), name="B")
+kk = te.reduce_axis((0, N), name="k")
+C_ = te.compute((N, N), lambda i, j: te.sum(A_[i, kk] * B_[kk, j], axis=kk), name="C")
+func = te.create_prim_func([A_, B_, C_])
+print(tune.SampledSpace(func, space).dims, "choices per sampling decision")
+
+# %% tags=["nbval-ignore-output"]
+best = tune.tune_tir(func, max_trials=8, space=space)
+print(best.trace)
+
+# %%
+f = mlc.build(best.mod)
+c = np.zeros((N, N), "float32")
+f(a, b, c)
+np.testing.assert_allclose(c, a @ b, rtol=1e-3)
+print("the tuned schedule computes the right answer")
+
+# %% [markdown]
 # ## Exercises
 # 1. Why does the model-guided curve often climb faster after its first batch?
 # 2. Double `TRIALS`: does random search catch up?
