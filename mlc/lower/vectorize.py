@@ -29,8 +29,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from mlc.lower._arith import fold_constants
 from mlc.tir import dtype as dt
+from mlc.tir.arith import simplify
 from mlc.tir.expr import (
     GE,
     GT,
@@ -168,7 +168,7 @@ def _whole_vector_condition(cond: PrimExpr, var: Var, lo: PrimExpr, lanes: int) 
             raise _CannotVectorize()  # not affine in the loop variable
     first = substitute(cond, {var: lo})
     last = substitute(cond, {var: lo + (lanes - 1)})
-    step = as_int(fold_constants(slope))
+    step = as_int(simplify(slope))
     if step is None:
         return first & last  # type: ignore[no-any-return]
     grows = step > 0  # does a - b grow from lane to lane?
