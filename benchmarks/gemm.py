@@ -102,7 +102,8 @@ def _packed(n: int, write_cache: bool, parallel: bool) -> PrimFunc:
     if write_cache:
         cc = sch.cache_write(c, 0, "local")
         sch.reverse_compute_at(cc, jo)
-        sch.decompose_reduction(c, ko)
+        init = sch.decompose_reduction(c, ko)
+        sch.vectorize(sch.get_loops(init)[-1])  # as tvm_side.py does: the same schedule
         sch.unroll(ki)
         x, y = sch.get_loops(cc)[-2:]
         sch.vectorize(y)
