@@ -3,7 +3,7 @@
     python benchmarks/compile_time.py [--size 1024] [--repeat 5]
 
 Each kernel is compiled ``--repeat`` times; the table shows the median of each phase:
-lowering (the pass list in mlc/lower), LLVM IR generation, and LLVM optimisation + JIT.
+lowering (the pass list in mlc/transform), LLVM IR generation, and LLVM optimisation + JIT.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gemm import STEPS  # noqa: E402
 
 import mlc  # noqa: E402
-from mlc.lower.pipeline import lower  # noqa: E402
+from mlc.transform.pipeline import lower  # noqa: E402
 
 
 def main() -> None:

@@ -21,10 +21,11 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from mlc.codegen.target import Target, parse_target
 from mlc.errors import MLCTypeError
-from mlc.runtime.module import Module, compile_lowered
-from mlc.tir.stmt import Block, BlockRealize, PrimFunc
+from mlc.target import Target
+from mlc.target import build as target_build
+from mlc.target import lower as target_lower
+from mlc.tir.stmt import PrimFunc
 
 
 def _to_prim_func(obj: Any, args: Sequence[Any] | None, name: str | None) -> PrimFunc:
@@ -53,30 +54,20 @@ def _to_prim_func(obj: Any, args: Sequence[Any] | None, name: str | None) -> Pri
     return func
 
 
-def _has_blocks(func: PrimFunc) -> bool:
-    """Is ``func`` still at the block level (not yet lowered)?"""
-    found = False
+def lower(
+    obj: Any,
+    args: Sequence[Any] | None = None,
+    name: str | None = None,
+    simple_mode: bool = False,
+    target: str | dict[str, Any] | Target | None = None,
+) -> PrimFunc:
+    """The lowered loop program: flat buffers, loops and vectors, no blocks. Print it.
 
-    def walk(s: Any) -> None:
-        nonlocal found
-        if found or isinstance(s, (Block, BlockRealize)):
-            found = True
-            return
-        for field in getattr(s, "__dataclass_fields__", {}):
-            value = getattr(s, field)
-            for v in value if isinstance(value, tuple) else (value,):
-                if hasattr(v, "__dataclass_fields__") and not hasattr(v, "dtype"):
-                    walk(v)
-
-    walk(func.body)
-    return found
-
-
-def lower(obj: Any, args: Sequence[Any] | None = None, name: str | None = None) -> PrimFunc:
-    """The lowered loop program: flat buffers, loops and vectors, no blocks. Print it."""
-    from mlc.lower.pipeline import lower as lower_func
-
-    return lower_func(_to_prim_func(obj, args, name))
+    With a ``target`` (``"cuda-sim"``, say) the target's own passes run too, so you see the
+    program as that target's codegen receives it. ``simple_mode`` is accepted for TVM's call
+    shape; mlc always prints the simple form."""
+    del simple_mode
+    return target_lower(_to_prim_func(obj, args, name), target)
 
 
 def build(
@@ -84,22 +75,14 @@ def build(
     args: Sequence[Any] | None = None,
     target: str | dict[str, Any] | Target | None = "llvm",
     name: str | None = None,
-) -> Module:
-    """Lower and compile; returns a :class:`mlc.runtime.Module` you call with numpy arrays.
+) -> Any:
+    """Lower and compile; returns a Module (:class:`mlc.runtime.Module` for the CPU) that you
+    call with numpy arrays.
 
     ``target`` is ``"llvm"`` (this CPU), ``"llvm -mcpu=..."``, ``{"kind": "llvm", "mcpu":
     ...}`` or ``"c"`` (the same machine code, plus C source in ``get_source("c")``);
     ``"cuda"`` (CUDA C in ``get_source("cuda")``, run on a GPU) or ``"cuda-sim"`` (the same
     kernels run on the CPU with GPU semantics) for schedules bound to blockIdx/threadIdx.
+    The target's back end (:mod:`mlc.target`) decides the passes, the codegen and the Module.
     """
-    tgt = parse_target(target)
-    func = _to_prim_func(obj, args, name)
-    if _has_blocks(func):
-        from mlc.lower.pipeline import lower as lower_func
-
-        func = lower_func(func)
-    if tgt.kind in ("cuda", "cuda-sim"):
-        from mlc.runtime.cuda import build_cuda
-
-        return build_cuda(func, tgt)
-    return compile_lowered(func, tgt, func.name)
+    return target_build(_to_prim_func(obj, args, name), target)

@@ -36,6 +36,27 @@ class CodegenError(MLCError):
     """The backend cannot emit code for this program."""
 
 
+class TargetError(MLCError, ValueError):
+    """A target string or dict that mlc cannot compile for."""
+
+
+class DeviceError(MLCError, RuntimeError):
+    """The GPU (or its driver) is missing or refused an operation."""
+
+
+class TuneError(MLCError, ValueError):
+    """A search space or tuning request that cannot work (empty knob, unknown knob...)."""
+
+
+class EvaluationError(MLCError):
+    """The tensor expression cannot be evaluated (a missing input, an out-of-bounds read)."""
+
+
+class InterpreterError(MLCError):
+    """The program did something the interpreter refuses (an out-of-bounds access, a
+    construct it does not know)."""
+
+
 class GraphError(MLCError, ValueError):
     """A computational graph that cannot be built or compiled (operand shapes that do not
     match, an unknown op, an input missing at run time). The message names the op and its

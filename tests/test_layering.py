@@ -1,6 +1,6 @@
 """Imports point only upstream: a folder may import from folders earlier in the data flow.
 
-    tir (the IR) < te < lower < codegen < runtime < driver < topi < tune < graph < viz
+    tir (the IR) < te < transform < runtime < target < driver < topi < tune < graph < viz
 
 te builds tir nodes and its schedule facade wraps tir.Schedule, so it sits after tir
 (see docs/architecture.md). errors and config are leaves every folder may use.
@@ -20,9 +20,9 @@ RANK = {
     "config": 0,
     "tir": 1,
     "te": 2,
-    "lower": 3,
-    "codegen": 4,
-    "runtime": 5,
+    "transform": 3,
+    "runtime": 4,
+    "target": 5,
     "driver": 6,
     "testing": 6,
     "topi": 7,

@@ -10,8 +10,8 @@
 """
 
 from mlc.graph import nn  # noqa: F401
+from mlc.graph.build import GraphModule, build  # noqa: E402
 from mlc.graph.evaluate import evaluate
-from mlc.graph.executor import GraphModule, build  # noqa: E402
 from mlc.graph.frontend import from_onnx, from_torch  # noqa: E402
 from mlc.graph.ir import (
     Call,

@@ -13,11 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from mlc.errors import MLCError
-
-
-class DeviceError(MLCError, RuntimeError):
-    """The GPU (or its driver) is missing or refused an operation."""
+from mlc.errors import DeviceError
 
 
 @functools.lru_cache(maxsize=1)

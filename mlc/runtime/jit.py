@@ -13,11 +13,21 @@ from __future__ import annotations
 import ctypes.util
 import functools
 from dataclasses import dataclass
+from typing import Protocol
 
 import llvmlite.binding as llvm
 
-from mlc.codegen.target import Target
 from mlc.errors import CodegenError
+
+
+class Target(Protocol):
+    """What the JIT needs of a target: the CPU to compile for (None: this host)."""
+
+    @property
+    def mcpu(self) -> str | None: ...
+
+    @property
+    def mattr(self) -> str | None: ...
 
 
 @functools.cache
@@ -26,9 +36,13 @@ def _initialize() -> None:
     llvm.initialize_native_asmprinter()
     llvm.initialize_native_asmparser()
     # Math functions that LLVM lowers to calls (expf, tanhf, erf...) come from libm.
-    libm = ctypes.util.find_library("m")
-    if libm:
-        llvm.load_library_permanently(libm)
+    # Conversions the CPU has no instruction for (double -> half without AVX512-FP16, say)
+    # become calls to compiler-runtime helpers (__truncdfhf2) that live in libgcc_s; without
+    # it MCJIT would call address 0.
+    for lib in ("m", "gcc_s"):
+        path = ctypes.util.find_library(lib)
+        if path:
+            llvm.load_library_permanently(path)
 
 
 @functools.cache

@@ -5,7 +5,8 @@
     f.get_source("ll")               # the optimised LLVM IR ("ll-unopt", "asm", "c")
     f.time_evaluator(number=10)(a, b, c).mean
 
-Use :func:`compile_lowered` to make one from a lowered PrimFunc; ``mlc.build`` lowers first.
+A target builds one (:func:`mlc.target.llvm.build.compile_lowered` for the CPU); ``mlc.build``
+lowers first.
 """
 
 from __future__ import annotations
@@ -15,14 +16,11 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from mlc import config
-from mlc.codegen.llvm import codegen_llvm
-from mlc.codegen.target import Target, TargetError, parse_target
 from mlc.errors import ArgumentError
-from mlc.runtime import jit, parallel
+from mlc.runtime import jit
 from mlc.runtime.args import ArgumentChecker
 from mlc.runtime.timer import TimeResult, measure
-from mlc.tir.stmt import For, ForKind, PrimFunc
+from mlc.tir.stmt import PrimFunc
 
 SOURCE_FORMATS = ("ll", "ll-unopt", "asm", "c")
 
@@ -34,7 +32,7 @@ class Module:
         self,
         func: PrimFunc,
         entry_name: str,
-        target: Target,
+        target: jit.Target,
         ir_unoptimized: str,
         compiled: jit.Compiled,
         c_source: str | None = None,
@@ -119,53 +117,3 @@ class Module:
 
     def __repr__(self) -> str:
         return f"Module({self.entry_name}({self.signature()}), target={str(self.target)!r})"
-
-
-def _has_parallel(func: PrimFunc) -> bool:
-    found = False
-
-    def walk(s: Any) -> None:
-        nonlocal found
-        if isinstance(s, For) and s.kind == ForKind.PARALLEL:
-            found = True
-            return
-        for name in getattr(s, "__dataclass_fields__", {}):
-            value = getattr(s, name)
-            if isinstance(value, tuple):
-                for v in value:
-                    walk(v)
-            elif hasattr(value, "__dataclass_fields__") and not hasattr(value, "dtype"):
-                walk(value)
-
-    walk(func.body)
-    return found
-
-
-def compile_lowered(
-    func: PrimFunc, target: str | dict[str, Any] | Target | None = "llvm", name: str | None = None
-) -> Module:
-    """Compile an already lowered PrimFunc (the input contract of :mod:`mlc.codegen.llvm`).
-
-    ``parallel`` loops use libgomp with ``MLC_NUM_THREADS`` threads (read now, at build
-    time); without libgomp they run serially and mlc warns once.
-    """
-    tgt = parse_target(target)
-    use_threads = _has_parallel(func) and parallel.available()
-    tm = jit.machine_for(tgt)
-    src = codegen_llvm(
-        func,
-        name,
-        parallel_runtime=use_threads,
-        num_threads=config.num_threads() if use_threads else 0,
-        triple=tm.triple,
-        data_layout=str(tm.target_data),
-    )
-    c_source = None
-    if tgt.kind == "c":
-        try:
-            from mlc.codegen import c as c_backend
-        except ImportError as err:
-            raise TargetError('the "c" backend is not available in this mlc') from err
-        c_source = c_backend.codegen_c(func, src.entry)
-    compiled = jit.compile_ir(src.ir, src.entry, tgt)
-    return Module(func, src.entry, tgt, src.ir, compiled, c_source)

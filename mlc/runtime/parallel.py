@@ -1,6 +1,6 @@
 """The thread pool behind ``parallel`` loops: libgomp, GCC's OpenMP runtime.
 
-Compiled ``parallel`` loops call ``GOMP_parallel`` (see :mod:`mlc.codegen.llvm_parallel`), so
+Compiled ``parallel`` loops call ``GOMP_parallel`` (see :mod:`mlc.target.llvm.parallel`), so
 the library must be loaded into this process before a module that uses it is compiled. It is
 looked up the way the system linker would (``libgomp.so.1``), then in the copies that the
 xgboost and scikit-learn wheels ship. Without it, parallel loops run serially, and mlc says

@@ -27,17 +27,11 @@ from typing import Any
 
 import numpy as np
 
-from mlc.errors import MLCError
+from mlc.errors import InterpreterError
 from mlc.tir import dtype as dt
 from mlc.tir import expr as E
 from mlc.tir import stmt as S
 from mlc.tir.functor import post_order_visit
-
-
-class InterpreterError(MLCError):
-    """The program did something the interpreter refuses (an out-of-bounds access, a
-    construct it does not know)."""
-
 
 # ---------------------------------------------------------------------------------------------
 # runtime helpers, visible to the generated code as globals

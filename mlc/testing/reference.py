@@ -24,15 +24,10 @@ from typing import Any
 
 import numpy as np
 
-from mlc.errors import MLCError
+from mlc.errors import EvaluationError
 from mlc.te.tensor import ComputeOp, PlaceholderOp, ScanOp, Tensor
 from mlc.tir import dtype as dt
 from mlc.tir import expr as E
-
-
-class EvaluationError(MLCError):
-    """The tensor expression cannot be evaluated (a missing input, an out-of-bounds read)."""
-
 
 _NP_MATH: dict[str, Any] = {
     "exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2, "log10": np.log10,

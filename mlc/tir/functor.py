@@ -134,3 +134,39 @@ def uses_var(node: Any, pred: Callable[[Var], bool]) -> bool:
 
     post_order_visit(node, check)
     return found
+
+
+class _Found(Exception):
+    """Ends a :func:`contains` walk at the first match."""
+
+
+def contains(node: Any, pred: Callable[[Any], bool]) -> bool:
+    """True when some expression or statement under ``node`` (``node`` included) satisfies
+    ``pred``; stops at the first one. Buffers' definitions are not searched."""
+
+    class _Search(IRVisitor):
+        def visit(self, n: Any) -> None:
+            if pred(n):
+                raise _Found
+            super().visit(n)
+
+    try:
+        _Search().visit(node)
+    except _Found:
+        return True
+    return False
+
+
+def collect(node: Any, pred: Callable[[Any], bool]) -> list[Any]:
+    """Every expression or statement under ``node`` that satisfies ``pred``, children first,
+    each once."""
+    found: list[Any] = []
+    seen: set[int] = set()
+
+    def check(n: Any) -> None:
+        if id(n) not in seen and pred(n):
+            seen.add(id(n))
+            found.append(n)
+
+    post_order_visit(node, check)
+    return found

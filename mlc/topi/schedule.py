@@ -233,6 +233,6 @@ def default_schedule(tensors: Sequence[te.Tensor], anchor: te.Tensor | None = No
 
 def schedule_group(lowered: Any) -> tir.Schedule:
     """The default schedule of a lowered fused graph group
-    (:class:`mlc.graph.lower.LoweredGroup`)."""
+    (:class:`mlc.graph.to_te.LoweredGroup`)."""
     tensors = list(lowered.params) + [lowered.output]
     return default_schedule(tensors, lowered.anchor)

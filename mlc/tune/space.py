@@ -16,12 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mlc.errors import MLCError
-
-
-class TuneError(MLCError, ValueError):
-    """A search space or tuning request that cannot work (empty knob, unknown knob...)."""
-
+from mlc.errors import TuneError
 
 # ---------------------------------------------------------------------------------------------
 # entities: one choice of one knob

@@ -38,11 +38,11 @@ print("init:", block.init)
 
 # %% [markdown]
 # ## The pass pipeline
-# `mlc.lower` runs these passes in order (`mlc/lower/pipeline.py`; the list grows as the
+# `mlc.lower` runs these passes in order (`mlc/transform/pipeline.py`; the list grows as the
 # compiler does, so this output is not compared by the notebook tests):
 
 # %% tags=["nbval-ignore-output"]
-from mlc.lower.pipeline import PASSES, lower
+from mlc.transform.pipeline import PASSES, lower
 for name, fn in PASSES:
     print(f"{name:16s} {fn.__module__}")
 

@@ -31,10 +31,12 @@ from matplotlib.figure import Figure
 
 import mlc
 from mlc import te, tir, viz
-from mlc.codegen import cuda_nvrtc
-from mlc.codegen.cuda_sim import simulate  # internals, for the missing-barrier demonstration
-from mlc.lower.gpu import split_host_device
-from mlc.runtime.module import compile_lowered
+from mlc.target.cuda import nvrtc as cuda_nvrtc
+from mlc.target.cuda_sim.simulate import (
+    simulate,  # internals, for the missing-barrier demonstration
+)
+from mlc.target.gpu.split_host_device import split_host_device
+from mlc.target.llvm.build import compile_lowered
 
 if get_ipython() is not None:  # in Jupyter, draw figures as pictures: %matplotlib inline
     get_ipython().run_line_magic("matplotlib", "inline")

@@ -7,11 +7,11 @@ import pytest
 
 import mlc
 from mlc import te, tir
-from mlc.codegen.cuda_sim import simulate, simulate_kernel
 from mlc.errors import CodegenError
-from mlc.lower.gpu import Kernel, barrier, split_host_device
 from mlc.runtime import cuda_driver
-from mlc.runtime.module import compile_lowered
+from mlc.target.cuda_sim.simulate import simulate, simulate_kernel
+from mlc.target.gpu.split_host_device import Kernel, barrier, split_host_device
+from mlc.target.llvm.build import compile_lowered
 from mlc.tir.expr import FloatImm, IntImm, Var
 from mlc.tir.stmt import Buffer, BufferStore, IfThenElse, seq
 
@@ -189,7 +189,7 @@ def test_module_sources_and_repr():
 @pytest.mark.gpu
 @pytest.mark.skipif(not cuda_driver.available(), reason="no NVIDIA GPU / CUDA driver here")
 def test_real_gpu_matches_simulator():
-    from mlc.codegen import cuda_nvrtc
+    from mlc.target.cuda import nvrtc as cuda_nvrtc
 
     if not cuda_nvrtc.available():
         pytest.skip("NVRTC not installed")

@@ -7,8 +7,8 @@ import pytest
 
 import mlc
 from mlc import te, tir
-from mlc.codegen.target import Target, TargetError, parse_target
 from mlc.errors import MLCTypeError
+from mlc.target.target import Target, TargetError, parse_target
 from mlc.tir import Block, BlockRealize, PrimFunc
 
 RNG = np.random.default_rng(3)

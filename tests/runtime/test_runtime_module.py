@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from mlc.errors import ArgumentError, ArgumentTypeError
-from mlc.runtime import Module, TimeResult, compile_lowered
+from mlc.runtime import Module, TimeResult
+from mlc.target.llvm.build import compile_lowered
 from mlc.tir import (
     Buffer,
     BufferStore,

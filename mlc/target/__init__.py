@@ -1,0 +1,58 @@
+"""Back ends: one folder per target kind, each owning its passes, its codegen and its Module.
+
+    tgt = parse_target("cuda-sim")
+    tgt.backend.passes          # what this target runs after mlc.transform.PASSES
+    f = build(func, tgt)        # common passes -> the target's passes -> codegen -> Module
+
+=============  ==========================================================================
+``llvm``       this CPU through LLVM (:mod:`mlc.target.llvm`)
+``c``          the same, with the program printed as C (:mod:`mlc.target.c`)
+``cuda``       CUDA C for NVIDIA GPUs (:mod:`mlc.target.cuda`; GPU passes in
+               :mod:`mlc.target.gpu`)
+``cuda-sim``   the same kernels simulated on the CPU (:mod:`mlc.target.cuda_sim`)
+=============  ==========================================================================
+
+Adding a target: a folder with a ``BACKEND`` (:class:`Backend`), a member of
+:class:`TargetKind` and a line in ``_BACKEND_MODULES``. Nothing outside this package branches
+on the target kind.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mlc.target.target import KINDS, Backend, Target, TargetError, TargetKind, backend, parse_target
+from mlc.tir.stmt import PrimFunc
+from mlc.transform import is_lowered, run_passes
+from mlc.transform import lower as lower_common
+
+
+def lower(func: PrimFunc, target: str | dict[str, Any] | Target | None = None) -> PrimFunc:
+    """The common lowering passes, then (with a ``target``) that target's own passes: the
+    program exactly as the target's codegen receives it."""
+    if not is_lowered(func):
+        func = lower_common(func)
+    if target is None:
+        return func
+    tgt = parse_target(target)
+    return run_passes(func, tgt.backend.passes, title=f"before the {tgt.kind} passes")
+
+
+def build(func: PrimFunc, target: str | dict[str, Any] | Target | None = "llvm") -> Any:
+    """Lower ``func`` for ``target`` (:func:`lower`) and compile it: a Module you call with
+    numpy arrays (the back end's ``module_class``)."""
+    tgt = parse_target(target)
+    return tgt.backend.codegen(lower(func, tgt), tgt)
+
+
+__all__ = [
+    "KINDS",
+    "Backend",
+    "Target",
+    "TargetError",
+    "TargetKind",
+    "backend",
+    "build",
+    "lower",
+    "parse_target",
+]

@@ -1,0 +1,23 @@
+"""The ``"cuda"`` target: GPU kernels as CUDA C, compiled by NVRTC, run through the CUDA driver.
+
+Its passes split the lowered program into kernels and put barriers between shared-memory
+writes and reads (:mod:`mlc.target.gpu`); codegen prints CUDA C
+(:mod:`mlc.target.cuda.codegen`); the Module copies arrays to the GPU and launches the kernels
+(:mod:`mlc.target.cuda.module`).
+"""
+
+from __future__ import annotations
+
+from mlc.target.cuda.build import build_cuda
+from mlc.target.cuda.module import CUDAModule
+from mlc.target.target import Backend, TargetKind
+
+BACKEND = Backend(
+    kind=TargetKind.CUDA,
+    description="CUDA C for NVIDIA GPUs (NVRTC + the CUDA driver)",
+    codegen=build_cuda,
+    module_class=CUDAModule,
+    features=frozenset({"gpu"}),
+)
+
+__all__ = ["BACKEND", "CUDAModule", "build_cuda"]

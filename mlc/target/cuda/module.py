@@ -1,0 +1,191 @@
+"""GPU modules: ``mlc.build(..., target="cuda")`` and ``target="cuda-sim"``.
+
+::
+
+    f = mlc.build(s, [A, B, C], target="cuda-sim")   # runs on the CPU, GPU semantics
+    f(a, b, c)
+    print(f.get_source("cuda"))                      # the CUDA C of every kernel
+    f.kernels[0].grid, f.kernels[0].threads          # the launch configuration
+    mlc.build(s, [A, B, C], target="cuda").get_source("ptx")   # needs NVRTC
+
+A ``"cuda"`` module runs on an NVIDIA GPU when the driver is present (arrays are copied to
+the device and back on every call); ``"cuda-sim"`` compiles the simulation of the same
+kernels (:mod:`mlc.target.cuda_sim`) with the LLVM backend. :mod:`mlc.target.cuda` builds it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from mlc.errors import ArgumentError
+from mlc.runtime import cuda_driver
+from mlc.runtime.args import ArgumentChecker
+from mlc.runtime.module import Module
+from mlc.runtime.timer import TimeResult, measure
+from mlc.target.common import c_name
+from mlc.target.cuda import nvrtc as cuda_nvrtc
+from mlc.target.cuda.codegen import CUDASource
+from mlc.target.gpu.split_host_device import (
+    BLOCK_AXES,
+    THREAD_AXES,
+    Kernel,
+)
+from mlc.target.target import Target
+from mlc.tir import dtype as dt
+from mlc.tir.expr import BinaryOp, Cast, IntImm, PrimExpr, Var
+from mlc.tir.stmt import PrimFunc
+
+SOURCE_FORMATS = ("cuda", "ptx", "ll", "ll-unopt", "asm")
+
+
+class CUDAModule(Module):
+    """A function compiled for the GPU (``"cuda"``) or for its simulation (``"cuda-sim"``)."""
+
+    def __init__(self, func: PrimFunc, target: Target, source: CUDASource,
+                 sim: Module | None) -> None:
+        self.func = func
+        self.entry_name = func.name
+        self.target = target
+        self.source = source
+        self._sim = sim
+        self._ptx: str | None = None
+        self._checker = ArgumentChecker(func)
+        self._gpu_functions: dict[str, Any] | None = None
+
+    @property
+    def kernels(self) -> list[Kernel]:
+        """The kernels, in launch order, with their ``grid`` and ``threads``."""
+        return self.source.kernels
+
+    def __call__(self, *args: Any) -> None:
+        if self._sim is not None:
+            self._sim(*args)
+        else:
+            self._run_gpu(args)
+
+    def bind(self, *args: Any) -> Callable[[], None]:
+        """A function of no arguments that runs on ``args`` (checked once for cuda-sim)."""
+        if self._sim is not None:
+            return self._sim.bind(*args)
+        return functools.partial(self._run_gpu, args)
+
+    def time_evaluator(
+        self,
+        func_name: str | None = None,
+        dev: Any = None,
+        number: int = 10,
+        repeat: int = 3,
+        min_repeat_ms: float = 0,
+    ) -> Callable[..., TimeResult]:
+        """As :meth:`Module.time_evaluator`. On a GPU, each call includes the copies."""
+        if func_name is not None and func_name != self.entry_name:
+            raise ArgumentError(
+                f"this module's function is {self.entry_name!r}, not {func_name!r}; call "
+                "f.time_evaluator(number=..., repeat=...) or pass f.entry_name"
+            )
+        if self._sim is not None:
+            return self._sim.time_evaluator(
+                number=number, repeat=repeat, min_repeat_ms=min_repeat_ms
+            )
+
+        def evaluate(*args: Any) -> TimeResult:
+            return measure(functools.partial(self._run_gpu, args), number, repeat,
+                           min_repeat_ms)
+
+        return evaluate
+
+    def get_source(self, fmt: str = "") -> str:
+        """``"cuda"`` (the default) CUDA C; ``"ptx"`` PTX from NVRTC; for ``cuda-sim`` also
+        the simulation's ``"ll"``, ``"ll-unopt"`` and ``"asm"``."""
+        fmt = fmt or "cuda"
+        if fmt == "cuda":
+            return self.source.text
+        if fmt == "ptx":
+            return self.ptx()
+        if fmt in ("ll", "ll-unopt", "asm") and self._sim is not None:
+            return self._sim.get_source(fmt)
+        raise ArgumentError(f"unknown source format {fmt!r}; use one of {SOURCE_FORMATS}")
+
+    def ptx(self, arch: str | None = None) -> str:
+        """The PTX of all kernels, compiled by NVRTC for ``arch`` (the target's ``-arch``,
+        else the GPU's, else ``compute_80``)."""
+        if arch is not None:
+            return cuda_nvrtc.compile_to_ptx(self.source.text, arch)
+        if self._ptx is None:
+            arch = self.target.arch
+            if arch is None and cuda_driver.available():
+                arch = cuda_driver.context().arch()
+            self._ptx = cuda_nvrtc.compile_to_ptx(self.source.text, arch)
+        return self._ptx
+
+    # -- running on a GPU ---------------------------------------------------------------------
+    def _run_gpu(self, args: Any) -> None:
+        ctx = cuda_driver.context()
+        native = self._checker.native_args(args)
+        func = self.func
+        env = {id(v): int(x) for v, x in zip(func.size_vars, native[len(func.params):])}
+        if self._gpu_functions is None:
+            self._gpu_functions = ctx.load(self.ptx(), [c_name(k.name) for k in self.kernels])
+        arrays = [np.asarray(a) for a in args]
+        device: dict[int, Any] = {}
+        try:
+            for buf, arr in zip(func.params, arrays):
+                device[id(buf.data)] = ptr = ctx.alloc(arr.nbytes)
+                ctx.to_device(ptr, arr)
+            for buf in self.source.program.intermediates:
+                count = 1
+                for extent in buf.shape:
+                    count *= evaluate(extent, env)
+                device[id(buf.data)] = ctx.alloc(count * dt.nbytes(dt.element(buf.dtype)))
+            for k in self.kernels:
+                grid = [evaluate(k.grid[t], env) if t in k.grid else 1 for t in BLOCK_AXES]
+                block = [k.threads.get(t, 1) for t in THREAD_AXES]
+                kargs: list[Any] = [ctypes.c_uint64(device[id(p)].value) for p in k.pointers]
+                kargs += [_c_scalar(v.dtype, env[id(v)]) for v in k.size_vars]
+                if min(grid) > 0:
+                    ctx.launch(self._gpu_functions[c_name(k.name)], grid, block, kargs)
+            ctx.synchronize()
+            for buf, arr in zip(func.params, arrays):
+                if arr.flags.writeable:
+                    ctx.to_host(arr, device[id(buf.data)])
+        finally:
+            for ptr in device.values():
+                ctx.free(ptr)
+
+    def signature(self) -> str:
+        return self._checker.signature()
+
+    def __repr__(self) -> str:
+        return f"CUDAModule({self.entry_name}({self.signature()}), target={str(self.target)!r})"
+
+
+def _c_scalar(dtype: str, value: int) -> Any:
+    return ctypes.c_int64(value) if dt.bits(dtype) == 64 else ctypes.c_int32(value)
+
+
+def evaluate(e: PrimExpr | int, env: dict[int, int]) -> int:
+    """The value of a launch extent (an integer expression of the size variables)."""
+    if isinstance(e, int):
+        return e
+    if isinstance(e, IntImm):
+        return e.value
+    if isinstance(e, Var):
+        return env[id(e)]
+    if isinstance(e, Cast):
+        return evaluate(e.value, env)
+    if isinstance(e, BinaryOp):
+        a, b = evaluate(e.a, env), evaluate(e.b, env)
+        ops: dict[str, Callable[[int, int], int]] = {
+            "Add": lambda x, y: x + y, "Sub": lambda x, y: x - y, "Mul": lambda x, y: x * y,
+            "FloorDiv": lambda x, y: x // y, "FloorMod": lambda x, y: x % y,
+            "Min": min, "Max": max,
+        }
+        fn = ops.get(type(e).__name__)
+        if fn is not None:
+            return fn(a, b)
+    raise ArgumentError(f"cannot evaluate the launch extent {e}")

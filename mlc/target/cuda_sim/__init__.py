@@ -1,0 +1,24 @@
+"""The ``"cuda-sim"`` target: the same GPU kernels as ``"cuda"``, run on the CPU with GPU
+semantics (every block and thread, shared memory per block, barriers), so students without a
+GPU see what their GPU schedule computes. See :mod:`mlc.target.cuda_sim.simulate`."""
+
+from __future__ import annotations
+
+from mlc.target.cuda.build import build_cuda
+from mlc.target.cuda.module import CUDAModule
+from mlc.target.target import Backend, Target, TargetKind
+from mlc.tir.stmt import PrimFunc
+
+
+def _build(func: PrimFunc, target: Target) -> CUDAModule:
+    return build_cuda(func, target, simulate_on_cpu=True)
+
+BACKEND = Backend(
+    kind=TargetKind.CUDA_SIM,
+    description="GPU kernels simulated on the CPU (compiled with LLVM)",
+    codegen=_build,
+    module_class=CUDAModule,
+    features=frozenset({"gpu"}),
+)
+
+__all__ = ["BACKEND"]

@@ -1,0 +1,196 @@
+"""``cuda-sim``: a GPU kernel as a CPU program with the same block/thread/shared-memory meaning.
+
+A kernel's per-thread program (see :mod:`mlc.target.gpu.split_host_device`) runs on the GPU as many threads at
+once, which meet at ``__syncthreads()``. The simulator turns it into ordinary loops that the
+LLVM backend compiles:
+
+* one loop per blockIdx axis around the kernel (blocks are independent);
+* the shared buffers, allocated once per block;
+* the per-thread program cut at its barriers into *phases*; each phase becomes a loop over
+  all threads of the block. Every thread finishes a phase before any thread starts the next,
+  exactly what a barrier guarantees, and nothing more: a missing barrier shows up as a wrong
+  result here too. ::
+
+      X_sh[ty, tx] = X[...]          for ty, tx in threads:  X_sh[ty, tx] = X[...]
+      __syncthreads()          ->
+      Y[...] = X_sh[tx, ty]          for ty, tx in threads:  Y[...] = X_sh[tx, ty]
+
+A loop or ``if`` that contains a barrier must be the same for every thread (it becomes a
+loop or ``if`` around the phases); a barrier inside divergent control flow is an error, as it
+would hang a real GPU. Per-thread values that live across a barrier are kept per thread:
+``let`` variables are recomputed in each phase, ``"local"`` arrays get one slice per thread.
+"""
+
+from __future__ import annotations
+
+from mlc.errors import CodegenError
+from mlc.target.gpu.split_host_device import (
+    BLOCK_AXES,
+    THREAD_AXES,
+    DeviceProgram,
+    Kernel,
+    is_barrier,
+    numel,
+    thread_dependent,
+)
+from mlc.tir import dtype as dt
+from mlc.tir.expr import BufferLoad, FloatImm, IntImm, PrimExpr, Var
+from mlc.tir.functor import IRMutator, post_order_visit
+from mlc.tir.stmt import (
+    Allocate,
+    Buffer,
+    BufferStore,
+    For,
+    ForKind,
+    IfThenElse,
+    LetStmt,
+    PrimFunc,
+    SeqStmt,
+    Stmt,
+    seq,
+)
+
+
+def _has_barrier(s: Stmt) -> bool:
+    found = False
+
+    def check(n: object) -> None:
+        nonlocal found
+        if isinstance(n, Stmt) and is_barrier(n):
+            found = True
+
+    post_order_visit(s, check)
+    return found
+
+
+class _Simulate:
+    def __init__(self, kernel: Kernel) -> None:
+        self.kernel = kernel
+        # thread axes, outermost loop first (z, y, x) so x varies fastest
+        self.axes = [t for t in reversed(THREAD_AXES) if t in kernel.threads]
+        self.varying = {id(kernel.index_vars[t]) for t in self.axes}
+        self.lets: list[tuple[Var, PrimExpr]] = []  # thread-dependent lets around here
+
+    def thread_linear(self) -> PrimExpr:
+        lin: PrimExpr = IntImm(0, "int32")
+        for t in self.axes:
+            lin = lin * self.kernel.threads[t] + self.kernel.index_vars[t]
+        return lin
+
+    def over_threads(self, body: Stmt) -> Stmt:
+        for var, value in reversed(self.lets):
+            body = LetStmt(var, value, body)
+        for t in reversed(self.axes):
+            v = self.kernel.index_vars[t]
+            body = For(v, IntImm(0, v.dtype), IntImm(self.kernel.threads[t], v.dtype),
+                       ForKind.SERIAL, body)
+        return body
+
+    def phases(self, s: Stmt) -> Stmt | None:
+        """The statement ``s`` run by all threads of a block, phase by phase."""
+        if not _has_barrier(s):
+            return self.over_threads(s)
+        if is_barrier(s):
+            return None
+        if isinstance(s, SeqStmt):
+            out: list[Stmt | None] = []
+            group: list[Stmt] = []
+            for child in s.seq:
+                if _has_barrier(child):
+                    if group:
+                        out.append(self.over_threads(seq(*group)))
+                        group = []
+                    out.append(self.phases(child))
+                else:
+                    group.append(child)
+            if group:
+                out.append(self.over_threads(seq(*group)))
+            return seq(*out) if any(o is not None for o in out) else None
+        if isinstance(s, LetStmt):
+            if thread_dependent(s.value, self.varying):
+                self.varying.add(id(s.var))
+                self.lets.append((s.var, s.value))
+                try:
+                    return self.phases(s.body)
+                finally:
+                    self.lets.pop()
+            return LetStmt(s.var, s.value, self.phases(s.body) or seq())
+        if isinstance(s, For):
+            if thread_dependent(s.min, self.varying) or thread_dependent(s.extent, self.varying):
+                raise CodegenError(
+                    f"__syncthreads() inside the loop {s.loop_var.name!r}, whose bounds differ "
+                    "between threads: some threads would wait at the barrier forever"
+                )
+            return For(s.loop_var, s.min, s.extent, ForKind.SERIAL, self.phases(s.body) or seq())
+        if isinstance(s, IfThenElse):
+            if thread_dependent(s.condition, self.varying):
+                raise CodegenError(
+                    f"__syncthreads() inside 'if {s.condition}', which differs between "
+                    "threads: the threads that skip it never reach the barrier (the GPU "
+                    "would hang). Keep shared-memory stages outside guarded loops"
+                )
+            other = self.phases(s.else_case) if s.else_case is not None else None
+            return IfThenElse(s.condition, self.phases(s.then_case) or seq(), other)
+        if isinstance(s, Allocate):
+            # a per-thread array that lives across a barrier: one slice per thread
+            buf = s.buffer
+            n = numel(buf)
+            total = 1
+            for t in self.axes:
+                total *= self.kernel.threads[t]
+            big = Buffer(buf.name, (IntImm(n * total, "int32"),), buf.dtype, "global")
+            body = _Reindex(buf, big, self.thread_linear() * n).visit(s.body)
+            return Allocate(big, self.phases(body) or seq())
+        raise CodegenError(f"cuda-sim cannot run a barrier inside a {type(s).__name__}")
+
+
+class _Reindex(IRMutator):
+    """Accesses of ``old`` become accesses of ``new`` at ``offset + index``."""
+
+    def __init__(self, old: Buffer, new: Buffer, offset: PrimExpr) -> None:
+        self.old, self.new, self.offset = old, new, offset
+
+    def visit_BufferLoad(self, op: BufferLoad) -> object:
+        op = self.generic_visit(op)
+        if op.buffer.data is self.old.data:
+            return BufferLoad(self.new, (self.offset + op.indices[0],), op.dtype)
+        return op
+
+    def visit_BufferStore(self, op: BufferStore) -> object:
+        op = self.generic_visit(op)
+        if op.buffer.data is self.old.data:
+            return BufferStore(self.new, op.value, (self.offset + op.indices[0],))
+        return op
+
+
+def simulate_kernel(kernel: Kernel) -> Stmt:
+    """The CPU statement that runs ``kernel`` over its whole grid."""
+    body = _Simulate(kernel).phases(kernel.body) or seq()
+    # Shared memory starts as NaN in every block, so reading a value that no thread of this
+    # block wrote (a missing barrier, a wrong index) shows in the result.
+    body = seq(*(_fill_nan(buf) for buf in kernel.shared), body)
+    for buf in kernel.shared:
+        body = Allocate(buf, body)
+    for tag in reversed(BLOCK_AXES):
+        if tag in kernel.grid:
+            v = kernel.index_vars[tag]
+            body = For(v, IntImm(0, v.dtype), kernel.grid[tag], ForKind.SERIAL, body)
+    return body
+
+
+def _fill_nan(buf: Buffer) -> Stmt | None:
+    if not dt.is_float(buf.dtype):
+        return None
+    i = Var("i", "int32")
+    nan = FloatImm(float("nan"), dt.element(buf.dtype))
+    return For(i, IntImm(0, "int32"), IntImm(numel(buf), "int32"), ForKind.SERIAL,
+               BufferStore(buf, nan, (i,)))
+
+
+def simulate(prog: DeviceProgram) -> PrimFunc:
+    """The whole GPU program as one CPU PrimFunc (same parameters), for the LLVM backend."""
+    body = seq(*(simulate_kernel(k) for k in prog.kernels))
+    for buf in reversed(prog.intermediates):
+        body = Allocate(buf, body)
+    func = prog.func
+    return PrimFunc(func.params, body, func.name + "_sim", func.attrs)

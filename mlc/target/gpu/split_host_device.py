@@ -1,0 +1,522 @@
+"""GPU lowering: split a lowered PrimFunc into kernels and insert ``__syncthreads()``.
+
+After :func:`mlc.transform.lower`, loops bound with ``bind(loop, "threadIdx.x")`` are still loops
+(``For`` with kind THREAD_BINDING). On a GPU they are not loops: every thread of a block runs
+the body once, with the loop variable equal to its own index. :func:`split_host_device` reads
+the program that way and returns one :class:`Kernel` per GPU launch::
+
+    for i_0 in thread_binding(8, "blockIdx.x"):         # kernel "add_kernel0"
+        for i_1 in thread_binding(64, "threadIdx.x"):    #   grid (8,), block (64,)
+            C[i_0 * 64 + i_1] = A[...] + B[...]
+
+becomes the *per-thread program*, what one thread executes::
+
+    i_0 = blockIdx.x
+    i_1 = threadIdx.x
+    C[i_0 * 64 + i_1] = A[...] + B[...]
+
+Rules, as on a real GPU (and as in TVM):
+
+* the launch size of an axis is the largest extent bound to it; a loop with a smaller extent
+  becomes a guard ``if threadIdx.x < extent``; loops bound to the same axis in different
+  places (even nested) all read the same index;
+* ``"shared"`` buffers live once per thread block (``__shared__``), wherever lowering put
+  their allocation; ``"local"`` buffers once per thread;
+* stores outside every threadIdx loop (say, the final sum of partial sums in shared
+  memory) run in the first thread only, not in all threads at once (that would race);
+* a barrier (``tvm_storage_sync``) goes between a statement that writes a shared buffer and a
+  later one that reads or writes it (and the other way round), and at the end of a loop body
+  that both writes and reads one (the next iteration would overwrite what others still read).
+  Barriers only go where every thread of the block gets to (never under a thread guard).
+
+The host part of the program (what is outside every bound loop) may only allocate global
+intermediates and launch kernels one after another; anything else is an error that tells the
+student what to bind.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from mlc.errors import CodegenError
+from mlc.tir import dtype as dt
+from mlc.tir.expr import BufferLoad, Call, Cast, IntImm, PrimExpr, StringImm, Var, as_int
+from mlc.tir.functor import IRVisitor, post_order_visit
+from mlc.tir.stmt import (
+    Allocate,
+    Buffer,
+    BufferStore,
+    Evaluate,
+    For,
+    ForKind,
+    IfThenElse,
+    LetStmt,
+    PrimFunc,
+    SeqStmt,
+    Stmt,
+    seq,
+)
+
+THREAD_AXES = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
+BLOCK_AXES = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
+MAX_THREADS_PER_BLOCK = 1024
+MAX_SHARED_BYTES = 48 * 1024
+
+BIND_HINT = (
+    'bind the outer loop to blockIdx.x and the inner one to threadIdx.x, e.g. '
+    'xo, xi = s[C].split(C.op.axis[0], factor=64); s[C].bind(xo, te.thread_axis("blockIdx.x")); '
+    's[C].bind(xi, te.thread_axis("threadIdx.x")) (or sch.bind(loop, "blockIdx.x") with a '
+    "tir.Schedule)"
+)
+
+
+def barrier() -> Stmt:
+    """The statement ``__syncthreads()``: every thread of the block waits here."""
+    return Evaluate(Call("int32", "tvm_storage_sync", (StringImm("shared"),)))
+
+
+def is_barrier(s: Stmt) -> bool:
+    return (
+        isinstance(s, Evaluate)
+        and isinstance(s.value, Call)
+        and s.value.op in ("tvm_storage_sync", "syncthreads")
+    )
+
+
+@dataclass
+class Kernel:
+    """One GPU launch: the per-thread program and what the launch needs.
+
+    ``pointers`` are the global buffers' data variables the kernel uses (its pointer
+    parameters, in the function's parameter order, then intermediates), with their element
+    dtypes in ``pointer_dtypes``; ``size_vars`` the symbolic sizes it uses; ``grid`` the
+    extent of each blockIdx axis (constants or expressions of size vars), ``threads`` of each
+    threadIdx axis (constants); ``index_vars`` the variable that stands for each built-in
+    index in ``body``; ``shared`` the per-block buffers."""
+
+    name: str
+    body: Stmt
+    pointers: tuple[Var, ...]
+    pointer_dtypes: tuple[str, ...]
+    size_vars: tuple[Var, ...]
+    grid: dict[str, PrimExpr]
+    threads: dict[str, int]
+    index_vars: dict[str, Var]
+    shared: tuple[Buffer, ...] = ()
+
+    @property
+    def threads_per_block(self) -> int:
+        n = 1
+        for v in self.threads.values():
+            n *= v
+        return n
+
+
+@dataclass
+class DeviceProgram:
+    """The host side of a GPU function: ``intermediates`` (global buffers the host
+    allocates) and the ``kernels``, launched in order."""
+
+    func: PrimFunc
+    kernels: list[Kernel] = field(default_factory=list)
+    intermediates: list[Buffer] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------------------------------------
+# host / device split
+
+
+def split_host_device(func: PrimFunc, insert_sync: bool = True) -> DeviceProgram:
+    """The kernels of a lowered ``func`` (see the module docstring); barriers are inserted
+    with :func:`thread_sync` unless ``insert_sync`` is False."""
+    prog = DeviceProgram(func)
+    shared_at_host: list[Buffer] = []
+
+    def host(s: Stmt) -> None:
+        if isinstance(s, SeqStmt):
+            for child in s.seq:
+                host(child)
+        elif isinstance(s, Allocate):
+            if s.buffer.scope == "shared":
+                shared_at_host.append(s.buffer)
+            elif s.buffer.scope == "local":
+                raise CodegenError(
+                    f"the local buffer {s.buffer.name!r} is allocated outside every GPU "
+                    "thread loop; compute_at it inside the loop bound to threadIdx"
+                )
+            else:
+                prog.intermediates.append(s.buffer)
+            host(s.body)
+        elif isinstance(s, For) and s.kind == ForKind.THREAD_BINDING:
+            kernel = _make_kernel(func, s, f"{func.name}_kernel{len(prog.kernels)}",
+                                  shared_at_host, prog.intermediates)
+            if insert_sync:
+                kernel.body = thread_sync(kernel.body, kernel.index_vars)
+            prog.kernels.append(kernel)
+        elif isinstance(s, Evaluate) and isinstance(s.value, IntImm):
+            return
+        else:
+            raise CodegenError(_unbound_message(func, s))
+
+    host(func.body)
+    if not prog.kernels:
+        raise CodegenError(
+            f"the function {func.name!r} has no loop bound to a GPU thread axis, so nothing "
+            f"would run on the GPU; {BIND_HINT}"
+        )
+    if len(prog.kernels) == 1 and prog.kernels[0].name.endswith("_kernel0"):
+        prog.kernels[0].name = f"{func.name}_kernel"
+    return prog
+
+
+def _unbound_message(func: PrimFunc, s: Stmt) -> str:
+    if isinstance(s, For):
+        what = f"the loop {s.loop_var.name!r}"
+        if _contains_binding(s):
+            return (
+                f"{what} in {func.name!r} runs on the host around GPU loops; a kernel cannot "
+                "be launched from inside a loop. Bind it to a blockIdx axis (or reorder so "
+                "that the bound loops are outermost)"
+            )
+    elif isinstance(s, BufferStore):
+        what = f"the store to {s.buffer.name!r}"
+    else:
+        what = f"a {type(s).__name__} statement"
+    return (
+        f"{what} in {func.name!r} is not inside any loop bound to a GPU thread axis, so it "
+        f"would run on the host; for a GPU target, {BIND_HINT}"
+    )
+
+
+def _contains_binding(s: Stmt) -> bool:
+    found = False
+
+    def check(n: object) -> None:
+        nonlocal found
+        if isinstance(n, For) and n.kind == ForKind.THREAD_BINDING:
+            found = True
+
+    post_order_visit(s, check)
+    return found
+
+
+def _same(a: PrimExpr, b: PrimExpr) -> bool:
+    ia, ib = as_int(a), as_int(b)
+    if ia is not None or ib is not None:
+        return ia == ib
+    return str(a) == str(b)
+
+
+def _make_kernel(
+    func: PrimFunc,
+    root: For,
+    name: str,
+    shared_at_host: list[Buffer],
+    intermediates: list[Buffer],
+) -> Kernel:
+    # 1. launch extents: the largest constant extent per axis (symbolic: all must agree)
+    extents: dict[str, PrimExpr] = {}
+    index_vars: dict[str, Var] = {}
+
+    def scan(n: object) -> None:
+        if not (isinstance(n, For) and n.kind == ForKind.THREAD_BINDING):
+            return
+        tag = n.thread_binding or ""
+        if tag not in THREAD_AXES + BLOCK_AXES:
+            raise CodegenError(
+                f"the loop {n.loop_var.name!r} is bound to {tag!r}; GPU loops bind to one of "
+                f"{', '.join(BLOCK_AXES + THREAD_AXES)}"
+            )
+        if tag not in index_vars:
+            index_vars[tag] = Var(tag, n.loop_var.dtype)
+        old = extents.get(tag)
+        if old is None or _same(old, n.extent):
+            extents[tag] = n.extent
+            return
+        a, b = as_int(old), as_int(n.extent)
+        if a is None or b is None:
+            raise CodegenError(
+                f"loops bound to {tag} have different extents {old} and {n.extent}; with a "
+                "symbolic size they must all be the same"
+            )
+        extents[tag] = IntImm(max(a, b), old.dtype)
+
+    post_order_visit(root, scan)
+    threads: dict[str, int] = {}
+    for tag in THREAD_AXES:
+        if tag in extents:
+            value = as_int(extents[tag])
+            if value is None:
+                raise CodegenError(
+                    f"the loop bound to {tag} has the symbolic extent {extents[tag]}; the "
+                    "number of threads per block must be a constant: split the loop by a "
+                    "constant factor and bind the inner loop"
+                )
+            threads[tag] = value
+    grid = {tag: extents[tag] for tag in BLOCK_AXES if tag in extents}
+    total = 1
+    for v in threads.values():
+        total *= v
+    if total > MAX_THREADS_PER_BLOCK:
+        shape = " x ".join(f"{v} ({t})" for t, v in threads.items())
+        raise CodegenError(
+            f"kernel {name!r} would run {total} threads per block ({shape}); a GPU block has "
+            f"at most {MAX_THREADS_PER_BLOCK}. Split the threadIdx loops by smaller factors"
+        )
+
+    # 2. the per-thread program
+    shared: list[Buffer] = []
+
+    def rewrite(s: Stmt) -> Stmt:
+        if isinstance(s, For) and s.kind == ForKind.THREAD_BINDING:
+            tag = s.thread_binding or ""
+            idx: PrimExpr = index_vars[tag]
+            if idx.dtype != s.loop_var.dtype:
+                idx = Cast(s.loop_var.dtype, idx)
+            value = idx if as_int(s.min) == 0 else idx + s.min
+            body: Stmt = LetStmt(s.loop_var, value, rewrite(s.body))
+            if not _same(s.extent, extents[tag]):
+                body = IfThenElse(index_vars[tag] < s.extent, body)
+            return body
+        if isinstance(s, SeqStmt):
+            return seq(*(rewrite(c) for c in s.seq))
+        if isinstance(s, For):
+            return For(s.loop_var, s.min, s.extent, s.kind, rewrite(s.body), None, s.annotations)
+        if isinstance(s, IfThenElse):
+            other = rewrite(s.else_case) if s.else_case is not None else None
+            return IfThenElse(s.condition, rewrite(s.then_case), other)
+        if isinstance(s, LetStmt):
+            return LetStmt(s.var, s.value, rewrite(s.body))
+        if isinstance(s, Allocate):
+            if s.buffer.scope == "shared":
+                shared.append(s.buffer)
+                return rewrite(s.body)
+            if s.buffer.scope != "local":
+                raise CodegenError(
+                    f"the buffer {s.buffer.name!r} (scope {s.buffer.scope!r}) is allocated "
+                    "inside a GPU kernel; give it scope \"local\" (per thread) or \"shared\" "
+                    "(per block), or compute it in its own kernel"
+                )
+            return Allocate(s.buffer, rewrite(s.body))
+        return s
+
+    body = _one_thread_stores(rewrite(root), index_vars)
+
+    # 3. what the kernel touches
+    used_data: set[int] = set()
+    used_vars: set[int] = set()
+
+    def touch(n: object) -> None:
+        if isinstance(n, (BufferLoad, BufferStore)):
+            used_data.add(id(n.buffer.data))
+        elif isinstance(n, Var):
+            used_vars.add(id(n))
+
+    post_order_visit(body, touch)
+    for e in grid.values():
+        post_order_visit(e, touch)
+    shared += [b for b in shared_at_host if id(b.data) in used_data]
+    shared = list({id(b.data): b for b in shared}.values())
+    nbytes = sum(_numel(b) * dt.nbytes(dt.element(b.dtype)) for b in shared)
+    if nbytes > MAX_SHARED_BYTES:
+        raise CodegenError(
+            f"kernel {name!r} needs {nbytes} bytes of shared memory "
+            f"({', '.join(b.name for b in shared)}); a block has {MAX_SHARED_BYTES}. Use "
+            "smaller tiles"
+        )
+    pointers: list[Var] = []
+    dtypes: list[str] = []
+    for buf in (*func.params, *intermediates):
+        if id(buf.data) in used_data and all(buf.data is not p for p in pointers):
+            pointers.append(buf.data)
+            dtypes.append(dt.element(buf.dtype))
+    sizes = tuple(v for v in func.size_vars if id(v) in used_vars)
+    return Kernel(name, body, tuple(pointers), tuple(dtypes), sizes, grid, threads,
+                  index_vars, tuple(shared))
+
+
+def _one_thread_stores(body: Stmt, index_vars: dict[str, Var]) -> Stmt:
+    """Stores outside every threadIdx loop would run in all threads of the block at once
+    (a race for ``B[i] = B[i] + x``); the first thread does them alone::
+
+        for r in range(32):                  if threadIdx.x == 0:
+            B[i] = B[i] + P[r]         ->         for r in range(32): B[i] = B[i] + P[r]
+    """
+    threads = [v for t, v in index_vars.items() if t in THREAD_AXES]
+    if not threads:
+        return body
+    thread_ids = {id(v) for v in threads}
+
+    def has(s: object, what: str) -> bool:
+        found = False
+
+        def check(n: object) -> None:
+            nonlocal found
+            if what == "store" and isinstance(n, BufferStore) and n.buffer.scope != "local":
+                found = True
+            if what == "thread" and isinstance(n, Var) and id(n) in thread_ids:
+                found = True
+
+        post_order_visit(s, check)
+        return found
+
+    def walk(s: Stmt) -> Stmt:
+        if not has(s, "store"):
+            return s
+        if not has(s, "thread"):
+            cond: PrimExpr = threads[0] == 0
+            for v in threads[1:]:
+                cond = cond & (v == 0)
+            return IfThenElse(cond, s)
+        if isinstance(s, SeqStmt):
+            return seq(*(walk(c) for c in s.seq))
+        if isinstance(s, For):
+            return For(s.loop_var, s.min, s.extent, s.kind, walk(s.body), s.thread_binding,
+                       s.annotations)
+        if isinstance(s, LetStmt):
+            if has(s.value, "thread"):
+                thread_ids.add(id(s.var))
+            return LetStmt(s.var, s.value, walk(s.body))
+        if isinstance(s, Allocate):
+            return Allocate(s.buffer, walk(s.body))
+        if isinstance(s, IfThenElse):
+            other = walk(s.else_case) if s.else_case is not None else None
+            return IfThenElse(s.condition, walk(s.then_case), other)
+        return s
+
+    return walk(body)
+
+
+def _numel(buf: Buffer) -> int:
+    n = 1
+    for extent in buf.shape:
+        value = as_int(extent) if not isinstance(extent, int) else extent
+        if value is None:
+            raise CodegenError(
+                f"the {buf.scope} buffer {buf.name!r} has the symbolic size {buf.shape}; GPU "
+                f"{buf.scope} memory needs a constant size (use constant tile sizes)"
+            )
+        n *= value
+    return n
+
+
+def numel(buf: Buffer) -> int:
+    """The constant number of elements of a shared/local buffer (a CodegenError if symbolic)."""
+    return _numel(buf)
+
+
+# ---------------------------------------------------------------------------------------------
+# barriers
+
+
+class _Access(IRVisitor):
+    """The shared buffers (by data var) a statement reads and writes."""
+
+    def __init__(self, shared: set[int]) -> None:
+        self.shared = shared
+        self.reads: set[int] = set()
+        self.writes: set[int] = set()
+
+    def visit_BufferLoad(self, op: BufferLoad) -> None:
+        if id(op.buffer.data) in self.shared:
+            self.reads.add(id(op.buffer.data))
+        self.generic_visit(op)
+
+    def visit_BufferStore(self, op: BufferStore) -> None:
+        if id(op.buffer.data) in self.shared:
+            self.writes.add(id(op.buffer.data))
+        self.generic_visit(op)
+
+
+def thread_dependent(e: object, varying: set[int]) -> bool:
+    """Does ``e`` read a thread index (a var in ``varying``) or memory?"""
+    found = False
+
+    def check(n: object) -> None:
+        nonlocal found
+        if (isinstance(n, Var) and id(n) in varying) or isinstance(n, BufferLoad):
+            found = True
+
+    post_order_visit(e, check)
+    return found
+
+
+def thread_sync(body: Stmt, index_vars: dict[str, Var]) -> Stmt:
+    """Insert barriers into a per-thread program (see the module docstring)."""
+    shared: set[int] = set()
+
+    def find_shared(n: object) -> None:
+        if isinstance(n, (BufferLoad, BufferStore)) and n.buffer.scope == "shared":
+            shared.add(id(n.buffer.data))
+
+    post_order_visit(body, find_shared)
+    if not shared:
+        return body
+    varying = {id(v) for t, v in index_vars.items() if t in THREAD_AXES}
+
+    def access(s: Stmt) -> tuple[set[int], set[int]]:
+        a = _Access(shared)
+        a.visit(s)
+        return a.reads, a.writes
+
+    def sync(s: Stmt) -> Stmt:
+        """``s`` runs uniformly (every thread reaches it): barriers may go inside."""
+        if isinstance(s, SeqStmt):
+            out: list[Stmt] = []
+            pending_r: set[int] = set()
+            pending_w: set[int] = set()
+            for child in s.seq:
+                r, w = access(child)
+                if (r & pending_w) or (w & pending_r) or (w & pending_w):
+                    out.append(barrier())
+                    pending_r, pending_w = set(), set()
+                synced = sync(child)
+                out.append(synced)
+                if _always_ends_with_barrier(synced):
+                    pending_r, pending_w = set(), set()
+                else:
+                    pending_r |= r
+                    pending_w |= w
+            return seq(*out)
+        if isinstance(s, For):
+            if thread_dependent(s.min, varying) or thread_dependent(s.extent, varying):
+                varying.add(id(s.loop_var))
+                return s
+            body = sync(s.body)
+            r, w = access(s.body)
+            if w & r and not _ends_with_barrier(body):
+                body = seq(body, barrier())
+            return For(s.loop_var, s.min, s.extent, s.kind, body, s.thread_binding,
+                       s.annotations)
+        if isinstance(s, LetStmt):
+            if thread_dependent(s.value, varying):
+                varying.add(id(s.var))
+            return LetStmt(s.var, s.value, sync(s.body))
+        if isinstance(s, IfThenElse):
+            if thread_dependent(s.condition, varying):
+                return s  # divergent: no barrier may go inside
+            other = sync(s.else_case) if s.else_case is not None else None
+            return IfThenElse(s.condition, sync(s.then_case), other)
+        if isinstance(s, Allocate):
+            return Allocate(s.buffer, sync(s.body))
+        return s
+
+    return sync(body)
+
+
+def _ends_with_barrier(s: Stmt) -> bool:
+    last = s.seq[-1] if isinstance(s, SeqStmt) else s
+    return is_barrier(last)
+
+
+def _always_ends_with_barrier(s: Stmt) -> bool:
+    """Has every thread just passed a barrier after ``s`` (a loop that runs at least once
+    and ends with one counts)?"""
+    if isinstance(s, For):
+        extent = as_int(s.extent)
+        return extent is not None and extent > 0 and _always_ends_with_barrier(s.body)
+    if isinstance(s, SeqStmt):
+        return _always_ends_with_barrier(s.seq[-1])
+    if isinstance(s, (LetStmt, Allocate)):
+        return _always_ends_with_barrier(s.body)
+    return is_barrier(s)

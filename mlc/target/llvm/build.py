@@ -1,0 +1,51 @@
+"""The CPU back end's build: a lowered PrimFunc -> LLVM IR -> machine code in a :class:`Module`.
+
+``parallel`` loops use libgomp with ``MLC_NUM_THREADS`` threads (read now, at build time);
+without libgomp they run serially and mlc warns once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mlc import config
+from mlc.runtime import jit, parallel
+from mlc.runtime.module import Module
+from mlc.target.llvm.codegen import codegen_llvm
+from mlc.target.target import Target, parse_target
+from mlc.tir.functor import contains
+from mlc.tir.stmt import For, ForKind, PrimFunc
+
+
+def has_parallel(func: PrimFunc) -> bool:
+    """Does ``func`` have a ``parallel`` loop (so it needs the thread pool)?"""
+    return contains(func.body, lambda n: isinstance(n, For) and n.kind == ForKind.PARALLEL)
+
+
+def compile_lowered(
+    func: PrimFunc,
+    target: str | dict[str, Any] | Target | None = "llvm",
+    name: str | None = None,
+    keep_c_source: bool = False,
+) -> Module:
+    """Compile an already lowered PrimFunc (the input contract of :mod:`mlc.target.llvm.codegen`)
+    for the CPU; with ``keep_c_source`` (target ``"c"``) the Module also has
+    the program as C (``get_source("c")``)."""
+    tgt = parse_target(target)
+    use_threads = has_parallel(func) and parallel.available()
+    tm = jit.machine_for(tgt)
+    src = codegen_llvm(
+        func,
+        name,
+        parallel_runtime=use_threads,
+        num_threads=config.num_threads() if use_threads else 0,
+        triple=tm.triple,
+        data_layout=str(tm.target_data),
+    )
+    c_source = None
+    if keep_c_source:
+        from mlc.target.c.codegen import codegen_c
+
+        c_source = codegen_c(func, src.entry)
+    compiled = jit.compile_ir(src.ir, src.entry, tgt)
+    return Module(func, src.entry, tgt, src.ir, compiled, c_source)

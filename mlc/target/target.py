@@ -1,0 +1,161 @@
+"""What to compile for: ``"llvm"``, ``"llvm -mcpu=skylake-avx512"``, ``{"kind": "llvm"}``, ``"c"``.
+
+A target is written the TVM way, as a string with ``-key=value`` options or as a dict. Only
+the options mlc understands are accepted, so a typo is an error rather than a silent no-op:
+
+=============  ==============================================================
+``-mcpu``      the CPU to tune and select instructions for (default: this host)
+``-mattr``     LLVM feature string, e.g. ``+avx2,-avx512f`` (default: host's)
+``-arch``      GPU architecture for ``"cuda"``, e.g. ``sm_80`` (default: the GPU's)
+=============  ==============================================================
+
+``"cuda"`` prints CUDA C (and compiles it with NVRTC, runs it on a GPU when there is one);
+``"cuda-sim"`` runs the same GPU kernels on the CPU (see :mod:`mlc.target.cuda_sim.simulate`).
+"""
+
+from __future__ import annotations
+
+import enum
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from mlc.errors import TargetError
+
+if TYPE_CHECKING:
+    from mlc.tir.stmt import PrimFunc
+
+_OPTIONS = ("mcpu", "mattr", "arch")
+
+
+class TargetKind(str, enum.Enum):
+    """The back ends mlc compiles for. A kind compares equal to its name (``"llvm"``)."""
+
+    LLVM = "llvm"
+    C = "c"
+    CUDA = "cuda"
+    CUDA_SIM = "cuda-sim"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+KINDS = tuple(k.value for k in TargetKind)
+
+Pass = Callable[["PrimFunc"], "PrimFunc"]
+
+
+@dataclass(frozen=True)
+class Backend:
+    """What a target kind brings to a build, after the common passes of
+    :data:`mlc.transform.PASSES`: its own ``passes`` (named, ``PrimFunc -> PrimFunc``, traced
+    and verified like the common ones), its ``codegen`` (the lowered PrimFunc and the target
+    -> a Module you call), and the ``module_class`` that codegen returns. ``features`` are
+    facts about the machine other parts may ask (``"gpu"``: loops bind to blockIdx/threadIdx).
+
+    Each back-end folder defines one ``BACKEND``; :func:`backend` finds it by kind, so adding
+    a target is a new folder and one line in :data:`_BACKEND_MODULES`, and nothing else in
+    mlc branches on the kind."""
+
+    kind: TargetKind
+    description: str
+    codegen: Callable[[PrimFunc, Target], Any]
+    module_class: type
+    passes: tuple[tuple[str, Pass], ...] = ()
+    features: frozenset[str] = field(default_factory=frozenset)
+
+
+_BACKEND_MODULES: dict[TargetKind, str] = {
+    TargetKind.LLVM: "mlc.target.llvm",
+    TargetKind.C: "mlc.target.c",
+    TargetKind.CUDA: "mlc.target.cuda",
+    TargetKind.CUDA_SIM: "mlc.target.cuda_sim",
+}
+
+
+def backend(kind: TargetKind | str) -> Backend:
+    """The :class:`Backend` of a target kind (its folder is imported on first use)."""
+    kind = _kind(kind)
+    found: Backend = importlib.import_module(_BACKEND_MODULES[kind]).BACKEND
+    return found
+
+
+def _kind(kind: TargetKind | str) -> TargetKind:
+    try:
+        return TargetKind(kind)
+    except ValueError:
+        raise TargetError(
+            f"unknown target kind {kind!r}; mlc compiles for {', '.join(KINDS)}"
+        ) from None
+
+
+@dataclass(frozen=True)
+class Target:
+    """A parsed target. ``mcpu``/``mattr`` are None for "the machine we run on"."""
+
+    kind: TargetKind = TargetKind.LLVM
+    mcpu: str | None = None
+    mattr: str | None = None
+    arch: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", _kind(self.kind))
+
+    @property
+    def backend(self) -> Backend:
+        """The back end that builds for this target (passes, codegen, Module class)."""
+        return backend(self.kind)
+
+    def has_feature(self, name: str) -> bool:
+        """``target.has_feature("gpu")``: a fact about the machine, from its back end."""
+        return name in self.backend.features
+
+    def __str__(self) -> str:
+        text = self.kind
+        if self.mcpu:
+            text += f" -mcpu={self.mcpu}"
+        if self.mattr:
+            text += f" -mattr={self.mattr}"
+        if self.arch:
+            text += f" -arch={self.arch}"
+        return text
+
+
+def parse_target(target: str | dict[str, Any] | Target | None) -> Target:
+    """Read a target written as a string, a dict or a :class:`Target`.
+
+    >>> parse_target("llvm -mcpu=skylake")
+    Target(kind='llvm', mcpu='skylake', mattr=None)
+    """
+    if target is None:
+        return Target()
+    if isinstance(target, Target):
+        return target
+    if isinstance(target, dict):
+        options = dict(target)
+        kind = str(options.pop("kind", "llvm"))
+    elif isinstance(target, str):
+        words = target.split()
+        if not words:
+            raise TargetError('empty target; use "llvm" or "c"')
+        kind, options = words[0], {}
+        for word in words[1:]:
+            if not word.startswith("-") or "=" not in word:
+                raise TargetError(
+                    f"cannot read {word!r} in target {target!r}; options look like -mcpu=native"
+                )
+            key, value = word.lstrip("-").split("=", 1)
+            options[key] = value
+    else:
+        raise TargetError(f"a target is a string like \"llvm\", got {type(target).__name__}")
+    kind = _kind(kind)
+    unknown = sorted(set(options) - set(_OPTIONS))
+    if unknown:
+        raise TargetError(
+            f"unknown target option(s) {', '.join(unknown)}; known: {', '.join(_OPTIONS)}"
+        )
+    mcpu = options.get("mcpu")
+    if mcpu == "native":
+        mcpu = None
+    return Target(kind, mcpu or None, options.get("mattr") or None, options.get("arch") or None)
