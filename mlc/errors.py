@@ -72,3 +72,9 @@ class ArgumentError(MLCError, ValueError):
 class ArgumentTypeError(ArgumentError, TypeError):
     """A compiled function was called with the wrong number of arguments, something that is
     not a numpy array, or an array of the wrong dtype."""
+
+
+class ScriptError(MLCError, SyntaxError):
+    """A TVMScript-style program (``@T.prim_func``, ``@ir_module``, ``@R.function``) that mlc
+    cannot read. The message gives the line and column in the student's source, shows the
+    line, and says what was expected there."""
