@@ -73,6 +73,22 @@ class ScheduleBase:
     def _update(self, func: PrimFunc) -> None:
         self._func = func
 
+    def _update_checking_threads(self, func: PrimFunc, what: str) -> None:
+        """``_update``, unless the new program binds threads so that some iteration would run
+        twice at once or never (see :func:`mlc.tir.schedule.threads.check_thread_bindings`)."""
+        from mlc.tir.schedule.threads import check_thread_bindings
+
+        problem = check_thread_bindings(func)
+        if problem is not None:
+            message, marks = problem
+            old, self._func = self._func, func
+            try:
+                err = self._error(f"{what}: {message}", marks)
+            finally:
+                self._func = old
+            raise err
+        self._update(func)
+
     # ----------------------------------------------------------------------------------------
     # handles
 

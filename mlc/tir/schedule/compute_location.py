@@ -16,6 +16,7 @@ from mlc.tir.expr import IntImm, IterKind, PrimExpr, Range, Var, const
 from mlc.tir.schedule import region as R
 from mlc.tir.schedule import state
 from mlc.tir.schedule.inline import InlinePrimitives
+from mlc.tir.schedule.threads import relaxed_thread_loops
 from mlc.tir.schedule.trace import BlockRV, LoopRV
 from mlc.tir.stmt import BlockRealize, Buffer, For, ForKind, Stmt, seq
 
@@ -108,18 +109,21 @@ class ComputeLocationPrimitives(InlinePrimitives):
             raise self._error(f"compute_at: block {name!r} must write exactly one buffer", realize)
         (buf,) = me.writes
         ana = R.outer_analyzer(lloc)
+        threads = relaxed_thread_loops(lloc, buf.scope)
         bounds: Bounds | None = None
         for c in under:
             for r in c.block.reads:
                 if r.buffer is buf:
-                    rb = R.relaxed_region(r, c.realize, R.inner_loops(c.loc, target), ana)
+                    relax = R.inner_loops(c.loc, target) + threads
+                    rb = R.relaxed_region(r, c.realize, relax, ana)
                     bounds = rb if bounds is None else R.union_bounds(bounds, rb, ana)
         assert bounds is not None  # a consumer reads buf
         mapped = self._iter_dims(realize, buf, bounds, "compute_at")
         nest = self._regenerate(realize, bloc, mapped, ana, preserve_unit_loops, "compute_at")
         new_target = dataclasses.replace(target, body=seq(*items[:pos], nest, *items[pos:]))
         top = R.exclusive_top(bloc)
-        self._update(state.replace_many(self._func, {top: None, target: new_target}))
+        new_func = state.replace_many(self._func, {top: None, target: new_target})
+        self._update_checking_threads(new_func, "compute_at")
         self._record(
             "compute_at",
             {"block": block, "loop": loop, "preserve_unit_loops": preserve_unit_loops},
@@ -213,7 +217,10 @@ class ComputeLocationPrimitives(InlinePrimitives):
         for p in producers:
             for w in p.block.writes:
                 if w.buffer in me.reads:
-                    rb = R.relaxed_region(w, p.realize, R.inner_loops(p.loc, target), ana)
+                    relax = R.inner_loops(p.loc, target) + relaxed_thread_loops(
+                        lloc, w.buffer.scope
+                    )
+                    rb = R.relaxed_region(w, p.realize, relax, ana)
                     old = produced.get(w.buffer)
                     produced[w.buffer] = rb if old is None else R.union_bounds(old, rb, ana)
         mapped: dict[int, tuple[PrimExpr, PrimExpr]] = {}
@@ -229,7 +236,8 @@ class ComputeLocationPrimitives(InlinePrimitives):
             target, body=seq(*items[: pos + 1], nest, *items[pos + 1 :])
         )
         top = R.exclusive_top(bloc)
-        self._update(state.replace_many(self._func, {top: None, target: new_target}))
+        new_func = state.replace_many(self._func, {top: None, target: new_target})
+        self._update_checking_threads(new_func, "reverse_compute_at")
         self._record(
             "reverse_compute_at",
             {"block": block, "loop": loop, "preserve_unit_loops": preserve_unit_loops},

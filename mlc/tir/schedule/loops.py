@@ -414,7 +414,8 @@ class LoopPrimitives(ScheduleBase):
                 for_,
             )
         self._check_data_parallel(for_, f"bind to {tag}")
-        self._set_kind(for_, ForKind.THREAD_BINDING, tag)
+        new = dataclasses.replace(for_, kind=ForKind.THREAD_BINDING, thread_binding=tag)
+        self._update_checking_threads(state.replace(self._func, for_, new), f"bind to {tag}")
         self._record("bind", {"loop": loop, "thread_axis": tag}, None)
 
     # ----------------------------------------------------------------------------------------

@@ -1,0 +1,201 @@
+"""GPU threads and memory scopes, as the block primitives see them.
+
+On a GPU, the loops bound to ``threadIdx.*`` are not loops: every thread of a thread block
+runs their body once. A buffer in ``"shared"`` memory is one per thread block, so a block that
+fills it under such a loop must fill it for *all the threads* of the block, not for one
+(TVM's rule for cooperative fetching)::
+
+    for bx in thread_binding(8, "blockIdx.x"):
+        for tx in thread_binding(128, "threadIdx.x"):
+            # compute_at of A_shared here covers A[bx * 128 : bx * 128 + 130],
+            # what the 128 threads of block bx read together, not what thread tx reads
+            for ax0_0 in range(2):
+                for ax0_1 in thread_binding(128, "threadIdx.x"):   # the same threads:
+                    A_shared[...] = A[...]                         # a cooperative copy
+            C[bx * 128 + tx] = A_shared[...] + ...
+
+:func:`relaxed_thread_loops` says which loops around an attachment point are relaxed that
+way for a buffer of a given scope; :func:`check_thread_bindings` refuses the bindings that
+would compute an element twice at once or not at all. The storage scopes a program may use
+are in :data:`SCOPES`; a target adds its own with :func:`register_scope`.
+"""
+
+from __future__ import annotations
+
+from mlc.tir.expr import IntImm, IterKind, Var
+from mlc.tir.functor import uses_var
+from mlc.tir.schedule import state
+from mlc.tir.stmt import BlockRealize, For, ForKind, PrimFunc, Stmt
+
+# ---------------------------------------------------------------------------------------------
+# storage scopes
+
+RANKS = {"global": 0, "shared": 1, "warp": 2, "local": 3}
+"""How widely a buffer of a scope is shared: global by every thread of every block, shared by
+the threads of one block, warp by the 32 threads of a warp, local by one thread."""
+
+SCOPES: list[str] = ["global", "shared", "shared.dyn", "local", "warp"]
+"""The storage scopes ``cache_read``, ``cache_write`` and ``set_scope`` accept. A tag after a
+dot names a special memory with the sharing of its base scope: ``"local.acc_buffer"`` is an
+accelerator's accumulator (one per thread, like ``"local"``), ``"global.A_reg"`` a register
+file seen by all. Any ``base.tag`` with a base above is accepted; :func:`register_scope`
+lists a target's own names so that error messages can suggest them."""
+
+
+def register_scope(scope: str) -> None:
+    """Let programs use the storage scope ``scope`` (a target calls this for its memories,
+    e.g. the accelerator's ``"local.inp_buffer"``)."""
+    if scope_rank(scope) is None:
+        raise ValueError(
+            f"storage scope {scope!r} must start with one of {sorted(RANKS)} "
+            "(e.g. 'local.acc_buffer'), which says which threads share it"
+        )
+    if scope not in SCOPES:
+        SCOPES.append(scope)
+
+
+def scope_rank(scope: str) -> int | None:
+    """The rank (see :data:`RANKS`) of ``scope``; None when it is not a storage scope."""
+    base, dot, tag = scope.partition(".")
+    if base not in RANKS or (dot and not tag):
+        return None
+    return RANKS[base]
+
+
+# ---------------------------------------------------------------------------------------------
+# which loops a buffer's region is relaxed over
+
+
+def _thread_tag(loop: Stmt) -> str | None:
+    if isinstance(loop, For) and loop.kind is ForKind.THREAD_BINDING:
+        return loop.thread_binding
+    return None
+
+
+def relaxed_thread_loops(loop_loc: state.Location, scope: str) -> list[For]:
+    """The thread-bound loops at or above the loop at ``loop_loc`` whose threads all see one
+    copy of a buffer in ``scope``: for ``"shared"`` and ``"global"`` the ``threadIdx.*``
+    loops (inside the enclosing ``blockIdx`` loops), for ``"warp"`` ``threadIdx.x``, for
+    ``"local"`` none. A block that computes such a buffer under these loops must cover what
+    all their threads need."""
+    rank = scope_rank(scope)
+    if rank is None or rank >= RANKS["local"]:
+        return []
+    loops = [n for n in loop_loc.path if isinstance(n, For)]
+    if isinstance(loop_loc.stmt, For):
+        loops.append(loop_loc.stmt)
+    out = []
+    for f in loops:
+        tag = _thread_tag(f) or ""
+        if rank == RANKS["warp"] and tag != "threadIdx.x":
+            continue
+        if tag.startswith("threadIdx."):
+            out.append(f)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# bindings that run an iteration twice at once, or never
+
+
+def check_thread_bindings(func: PrimFunc) -> tuple[str, dict[Stmt, str]] | None:
+    """The first problem with the thread bindings of ``func`` (a message and the statements
+    to mark), or None. Refused:
+
+    * a block whose bindings use two nested loops bound to the same thread axis (both are
+      the same thread index on a GPU, so most of the iterations never run);
+    * a loop bound to a thread axis inside a loop bound to the same axis with a smaller
+      extent (the launch has the larger extent; the outer loop's guard skips the rest);
+    * a reduction, or a block reading what it writes, under a ``threadIdx`` loop it does not
+      use, writing memory the threads share: all of them would update the same elements at
+      once.
+    """
+    for loc in state.walk(func.body):
+        node = loc.stmt
+        if isinstance(node, For) and node.kind is ForKind.THREAD_BINDING:
+            problem = _check_nested_extent(node, loc)
+            if problem is not None:
+                return problem
+        if isinstance(node, BlockRealize) and loc.path:
+            problem = _check_block(node, loc)
+            if problem is not None:
+                return problem
+    return None
+
+
+def _check_nested_extent(loop: For, loc: state.Location) -> tuple[str, dict[Stmt, str]] | None:
+    tag = loop.thread_binding
+    for outer in loc.path:
+        if _thread_tag(outer) != tag or not isinstance(outer, For):
+            continue
+        inner_n, outer_n = loop.extent, outer.extent
+        if (
+            isinstance(inner_n, IntImm)
+            and isinstance(outer_n, IntImm)
+            and inner_n.value > outer_n.value
+        ):
+            return (
+                f"loop {loop.loop_var.name!r} is bound to {tag} with {inner_n.value} threads "
+                f"inside loop {outer.loop_var.name!r}, bound to {tag} with {outer_n.value}: "
+                f"both are the same {tag}, so iterations {outer_n.value}.."
+                f"{inner_n.value - 1} of {loop.loop_var.name!r} would never run. Split "
+                f"{loop.loop_var.name!r} by {outer_n.value} and bind the inner part "
+                f"instead, e.g. sch.split(loop, factors=[None, {outer_n.value}])",
+                {outer: f"{tag} x {outer_n.value}", loop: f"{tag} x {inner_n.value}"},
+            )
+    return None
+
+
+def _check_block(br: BlockRealize, loc: state.Location) -> tuple[str, dict[Stmt, str]] | None:
+    block = br.block
+    loops = loc.enclosing_loops(stop_at_block=False)
+
+    def used(f: For) -> bool:
+        var: Var = f.loop_var
+        exprs = [*br.iter_values, br.predicate]
+        return any(uses_var(e, lambda v: v is var) for e in exprs)
+
+    by_tag: dict[str, For] = {}
+    for f in loops:
+        tag = _thread_tag(f)
+        if tag is None or tag.startswith("vthread") or _is_one(f) or not used(f):
+            continue
+        if tag in by_tag:
+            first = by_tag[tag]
+            return (
+                f"block {block.name!r} uses both {first.loop_var.name!r} and "
+                f"{f.loop_var.name!r}, which are bound to the same {tag}: on a GPU they are "
+                f"one thread index, so most of the iterations of {block.name!r} would never "
+                f"run. Bind only one of them to {tag} (if {block.name!r} is a cache moved "
+                "under a thread loop with compute_at, move it to a loop whose region covers "
+                "all threads, or use a 'shared' cache, whose region compute_at widens to the "
+                "whole thread block)",
+                {first: tag, f: tag, br: "uses both"},
+            )
+        by_tag[tag] = f
+    writes_shared = any(
+        (scope_rank(w.buffer.scope) or 0) < RANKS["local"] for w in block.writes
+    )
+    if not writes_shared:
+        return None
+    reduces = any(iv.kind is not IterKind.SPATIAL for iv in block.iter_vars) or bool(
+        {r.buffer for r in block.reads} & {w.buffer for w in block.writes}
+    )
+    if not reduces:
+        return None
+    for f in loops:
+        tag = _thread_tag(f) or ""
+        if tag.startswith("threadIdx.") and not _is_one(f) and not used(f):
+            return (
+                f"block {block.name!r} updates {block.writes[0].buffer.name!r} (a reduction) "
+                f"under loop {f.loop_var.name!r}, bound to {tag}, without using it: every "
+                f"thread would update the same elements at once. Bind a loop that "
+                f"{block.name!r} uses, move it out of {f.loop_var.name!r}, or keep its "
+                "buffer 'local'",
+                {f: tag, br: "does not use it"},
+            )
+    return None
+
+
+def _is_one(f: For) -> bool:
+    return isinstance(f.extent, IntImm) and f.extent.value == 1
