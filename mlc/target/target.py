@@ -112,7 +112,7 @@ class Target:
         return name in self.backend.features
 
     def __str__(self) -> str:
-        text = self.kind
+        text = self.kind.value
         if self.mcpu:
             text += f" -mcpu={self.mcpu}"
         if self.mattr:

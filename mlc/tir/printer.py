@@ -78,6 +78,7 @@ from mlc.tir.stmt import (
     For,
     ForKind,
     IfThenElse,
+    KernelLaunch,
     LetStmt,
     PrimFunc,
     SeqStmt,
@@ -359,6 +360,15 @@ class _Printer:
             decl = self.buffer_decl(s.buffer, "alloc_buffer")
             self.emit(depth, f"{self.name_of(s.buffer)} = {decl}", s)
             self.stmt(s.body, depth)
+        elif isinstance(s, KernelLaunch):
+            extents = [(t, self.expr(e)) for t, e in s.grid_extents]
+            extents += [(t, str(e)) for t, e in s.thread_extents]
+            args = "".join(f", {t.replace('.', '_')}={e}" for t, e in extents)
+            self.emit(depth, f"with launch_kernel({_quote(s.name)}{args}):", s)
+            for buf in s.shared:
+                decl = self.buffer_decl(buf, "alloc_buffer")
+                self.emit(depth + 1, f"{self.name_of(buf)} = {decl}")
+            self.stmt(s.body, depth + 1)
         elif isinstance(s, PrimFunc):
             self.func(s)
         elif isinstance(s, Stmt) and dataclasses.is_dataclass(s):

@@ -147,6 +147,56 @@ class Allocate(Stmt):
 
 
 @_node
+class KernelLaunch(Stmt):
+    """One GPU kernel launched from the host program (made by the GPU targets' pass
+    :func:`mlc.target.gpu.split_host_device`).
+
+    ``body`` is the *per-thread program*: what one thread of one block runs, with
+    ``thread_vars`` standing for the built-in indices (``blockIdx.x``, ``threadIdx.x``...);
+    ``grid_extents`` gives the number of blocks per blockIdx axis, ``thread_extents`` the
+    (constant) threads per threadIdx axis. ``pointers`` are the global buffers' data variables
+    the kernel uses (its pointer parameters) with their element dtypes in ``pointer_dtypes``,
+    ``size_vars`` the symbolic sizes it reads, ``shared`` its per-block buffers. Printed as::
+
+        with launch_kernel("add_kernel", blockIdx_x=8, threadIdx_x=64):
+            i_0 = blockIdx.x
+            ...
+    """
+
+    name: str
+    body: Stmt
+    grid_extents: tuple[tuple[str, PrimExpr], ...]
+    thread_extents: tuple[tuple[str, int], ...]
+    thread_vars: tuple[tuple[str, Var], ...]
+    pointers: tuple[Var, ...] = ()
+    pointer_dtypes: tuple[str, ...] = ()
+    size_vars: tuple[Var, ...] = ()
+    shared: tuple[Buffer, ...] = ()
+
+    @property
+    def grid(self) -> dict[str, PrimExpr]:
+        """The extent of each blockIdx axis the kernel uses."""
+        return dict(self.grid_extents)
+
+    @property
+    def threads(self) -> dict[str, int]:
+        """The extent of each threadIdx axis the kernel uses."""
+        return dict(self.thread_extents)
+
+    @property
+    def index_vars(self) -> dict[str, Var]:
+        """The variable standing for each built-in index in ``body``."""
+        return dict(self.thread_vars)
+
+    @property
+    def threads_per_block(self) -> int:
+        n = 1
+        for _, v in self.thread_extents:
+            n *= v
+        return n
+
+
+@_node
 class Block(Stmt):
     """A named unit of computation (TensorIR's block).
 

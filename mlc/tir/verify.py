@@ -42,6 +42,7 @@ from mlc.tir.stmt import (
     BufferRegion,
     BufferStore,
     For,
+    KernelLaunch,
     LetStmt,
     PrimFunc,
     Stmt,
@@ -148,6 +149,14 @@ class _Checker:
             for e in s.buffer.shape:
                 self.expr(e)
             with self.scope(bufs=(s.buffer,)):
+                self.stmt(s.body)
+        elif isinstance(s, KernelLaunch):
+            for _, e in s.grid_extents:
+                self.expr(e)
+            index_vars = tuple(v for _, v in s.thread_vars)
+            for v in index_vars:
+                self.define(v, "GPU index variable")
+            with self.scope(index_vars, bufs=s.shared):
                 self.stmt(s.body)
         else:
             self.children(s)

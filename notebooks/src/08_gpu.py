@@ -288,12 +288,13 @@ fig
 # Without `__syncthreads()` a thread may read a shared-memory element that another thread
 # has not written yet. The simulator fills shared memory with NaN at the start and runs the
 # threads of a block in lock step only *between* barriers, so it catches the race: build
-# the same kernel with the barriers left out (an internal switch of the lowering, imported
-# at the top for this demonstration) and look at the result.
+# the same kernel with the pass that inserts barriers (`insert_thread_sync`) left out of the
+# GPU pass list (the passes are imported at the top for this demonstration) and look at the
+# result.
 
 # %%
 lowered = mlc.lower(shared.mod)
-racy = compile_lowered(simulate(split_host_device(lowered, insert_sync=False)), "llvm")
+racy = compile_lowered(simulate(split_host_device(lowered)), "llvm")  # insert_thread_sync skipped
 y_racy = np.zeros((M, M), "float32")
 racy(xm, wm, y_racy)
 wrong = ~np.isclose(y_racy, xm @ wm, rtol=1e-5)

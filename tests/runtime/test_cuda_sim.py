@@ -10,10 +10,10 @@ from mlc import te, tir
 from mlc.errors import CodegenError
 from mlc.runtime import cuda_driver
 from mlc.target.cuda_sim.simulate import simulate, simulate_kernel
-from mlc.target.gpu.split_host_device import Kernel, barrier, split_host_device
+from mlc.target.gpu.split_host_device import barrier, insert_thread_sync, split_host_device
 from mlc.target.llvm.build import compile_lowered
 from mlc.tir.expr import FloatImm, IntImm, Var
-from mlc.tir.stmt import Buffer, BufferStore, IfThenElse, seq
+from mlc.tir.stmt import Buffer, BufferStore, IfThenElse, KernelLaunch, seq
 
 rng = np.random.default_rng(0)
 
@@ -154,7 +154,8 @@ def test_missing_barrier_shows_in_the_result():
     x, w = rand(32, 32), rand(32, 32)
     results = []
     for sync in (True, False):
-        cpu = simulate(split_host_device(func, insert_sync=sync))
+        gpu = split_host_device(func)
+        cpu = simulate(insert_thread_sync(gpu) if sync else gpu)
         y = np.zeros((32, 32), "float32")
         compile_lowered(cpu, "llvm")(x, w, y)
         results.append(y)
@@ -166,8 +167,8 @@ def test_barrier_in_divergent_code_is_an_error():
     tx = Var("threadIdx.x", "int32")
     out = Buffer("out", (IntImm(32),), "float32")
     body = IfThenElse(tx < 16, seq(BufferStore(out, FloatImm(1.0), (tx,)), barrier()))
-    kernel = Kernel("k", body, (out.data,), ("float32",), (), {}, {"threadIdx.x": 32},
-                    {"threadIdx.x": tx})
+    kernel = KernelLaunch("k", body, (), (("threadIdx.x", 32),), (("threadIdx.x", tx),),
+                          (out.data,), ("float32",))
     with pytest.raises(CodegenError, match="differs between threads"):
         simulate_kernel(kernel)
 

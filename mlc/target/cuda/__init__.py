@@ -8,7 +8,7 @@ writes and reads (:mod:`mlc.target.gpu`); codegen prints CUDA C
 
 from __future__ import annotations
 
-from mlc.target.cuda.build import build_cuda
+from mlc.target.cuda.build import GPU_PASSES, build_cuda
 from mlc.target.cuda.module import CUDAModule
 from mlc.target.target import Backend, TargetKind
 
@@ -17,6 +17,7 @@ BACKEND = Backend(
     description="CUDA C for NVIDIA GPUs (NVRTC + the CUDA driver)",
     codegen=build_cuda,
     module_class=CUDAModule,
+    passes=GPU_PASSES,
     features=frozenset({"gpu"}),
 )
 

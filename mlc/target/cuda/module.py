@@ -30,15 +30,11 @@ from mlc.runtime.timer import TimeResult, measure
 from mlc.target.common import c_name
 from mlc.target.cuda import nvrtc as cuda_nvrtc
 from mlc.target.cuda.codegen import CUDASource
-from mlc.target.gpu.split_host_device import (
-    BLOCK_AXES,
-    THREAD_AXES,
-    Kernel,
-)
+from mlc.target.gpu.split_host_device import BLOCK_AXES, THREAD_AXES
 from mlc.target.target import Target
 from mlc.tir import dtype as dt
 from mlc.tir.expr import BinaryOp, Cast, IntImm, PrimExpr, Var
-from mlc.tir.stmt import PrimFunc
+from mlc.tir.stmt import KernelLaunch, PrimFunc
 
 SOURCE_FORMATS = ("cuda", "ptx", "ll", "ll-unopt", "asm")
 
@@ -51,6 +47,7 @@ class CUDAModule(Module):
         self.func = func
         self.entry_name = func.name
         self.target = target
+        self._arch = target.arch
         self.source = source
         self._sim = sim
         self._ptx: str | None = None
@@ -58,7 +55,7 @@ class CUDAModule(Module):
         self._gpu_functions: dict[str, Any] | None = None
 
     @property
-    def kernels(self) -> list[Kernel]:
+    def kernels(self) -> tuple[KernelLaunch, ...]:
         """The kernels, in launch order, with their ``grid`` and ``threads``."""
         return self.source.kernels
 
@@ -117,7 +114,7 @@ class CUDAModule(Module):
         if arch is not None:
             return cuda_nvrtc.compile_to_ptx(self.source.text, arch)
         if self._ptx is None:
-            arch = self.target.arch
+            arch = self._arch
             if arch is None and cuda_driver.available():
                 arch = cuda_driver.context().arch()
             self._ptx = cuda_nvrtc.compile_to_ptx(self.source.text, arch)
@@ -137,7 +134,7 @@ class CUDAModule(Module):
             for buf, arr in zip(func.params, arrays):
                 device[id(buf.data)] = ptr = ctx.alloc(arr.nbytes)
                 ctx.to_device(ptr, arr)
-            for buf in self.source.program.intermediates:
+            for buf in self.source.intermediates:
                 count = 1
                 for extent in buf.shape:
                     count *= evaluate(extent, env)

@@ -4,7 +4,7 @@ GPU see what their GPU schedule computes. See :mod:`mlc.target.cuda_sim.simulate
 
 from __future__ import annotations
 
-from mlc.target.cuda.build import build_cuda
+from mlc.target.cuda.build import GPU_PASSES, build_cuda
 from mlc.target.cuda.module import CUDAModule
 from mlc.target.target import Backend, Target, TargetKind
 from mlc.tir.stmt import PrimFunc
@@ -18,6 +18,7 @@ BACKEND = Backend(
     description="GPU kernels simulated on the CPU (compiled with LLVM)",
     codegen=_build,
     module_class=CUDAModule,
+    passes=GPU_PASSES,
     features=frozenset({"gpu"}),
 )
 

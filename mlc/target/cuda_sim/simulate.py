@@ -1,8 +1,8 @@
 """``cuda-sim``: a GPU kernel as a CPU program with the same block/thread/shared-memory meaning.
 
-A kernel's per-thread program (see :mod:`mlc.target.gpu.split_host_device`) runs on the GPU as many threads at
-once, which meet at ``__syncthreads()``. The simulator turns it into ordinary loops that the
-LLVM backend compiles:
+A kernel's per-thread program (see :mod:`mlc.target.gpu.split_host_device`) runs on the GPU
+as many threads at once, which meet at ``__syncthreads()``. The simulator turns it into
+ordinary loops that the LLVM backend compiles:
 
 * one loop per blockIdx axis around the kernel (blocks are independent);
 * the shared buffers, allocated once per block;
@@ -27,8 +27,6 @@ from mlc.errors import CodegenError
 from mlc.target.gpu.split_host_device import (
     BLOCK_AXES,
     THREAD_AXES,
-    DeviceProgram,
-    Kernel,
     is_barrier,
     numel,
     thread_dependent,
@@ -43,6 +41,7 @@ from mlc.tir.stmt import (
     For,
     ForKind,
     IfThenElse,
+    KernelLaunch,
     LetStmt,
     PrimFunc,
     SeqStmt,
@@ -64,7 +63,7 @@ def _has_barrier(s: Stmt) -> bool:
 
 
 class _Simulate:
-    def __init__(self, kernel: Kernel) -> None:
+    def __init__(self, kernel: KernelLaunch) -> None:
         self.kernel = kernel
         # thread axes, outermost loop first (z, y, x) so x varies fastest
         self.axes = [t for t in reversed(THREAD_AXES) if t in kernel.threads]
@@ -163,7 +162,7 @@ class _Reindex(IRMutator):
         return op
 
 
-def simulate_kernel(kernel: Kernel) -> Stmt:
+def simulate_kernel(kernel: KernelLaunch) -> Stmt:
     """The CPU statement that runs ``kernel`` over its whole grid."""
     body = _Simulate(kernel).phases(kernel.body) or seq()
     # Shared memory starts as NaN in every block, so reading a value that no thread of this
@@ -187,10 +186,13 @@ def _fill_nan(buf: Buffer) -> Stmt | None:
                BufferStore(buf, nan, (i,)))
 
 
-def simulate(prog: DeviceProgram) -> PrimFunc:
-    """The whole GPU program as one CPU PrimFunc (same parameters), for the LLVM backend."""
-    body = seq(*(simulate_kernel(k) for k in prog.kernels))
-    for buf in reversed(prog.intermediates):
-        body = Allocate(buf, body)
-    func = prog.func
-    return PrimFunc(func.params, body, func.name + "_sim", func.attrs)
+def simulate(func: PrimFunc) -> PrimFunc:
+    """The pass that turns a GPU program (after :func:`~mlc.target.gpu.split_host_device`
+    and :func:`~mlc.target.gpu.insert_thread_sync`) into one CPU PrimFunc with the same
+    parameters: every kernel launch becomes :func:`simulate_kernel`'s loops."""
+
+    class _Launches(IRMutator):
+        def visit_KernelLaunch(self, k: KernelLaunch) -> Stmt:
+            return simulate_kernel(k)
+
+    return PrimFunc(func.params, _Launches().visit(func.body), func.name + "_sim", func.attrs)

@@ -36,12 +36,12 @@ student what to bind.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import replace
 
 from mlc.errors import CodegenError
 from mlc.tir import dtype as dt
 from mlc.tir.expr import BufferLoad, Call, Cast, IntImm, PrimExpr, StringImm, Var, as_int
-from mlc.tir.functor import IRVisitor, post_order_visit
+from mlc.tir.functor import IRMutator, IRVisitor, collect, post_order_visit
 from mlc.tir.stmt import (
     Allocate,
     Buffer,
@@ -50,6 +50,7 @@ from mlc.tir.stmt import (
     For,
     ForKind,
     IfThenElse,
+    KernelLaunch,
     LetStmt,
     PrimFunc,
     SeqStmt,
@@ -83,90 +84,95 @@ def is_barrier(s: Stmt) -> bool:
     )
 
 
-@dataclass
-class Kernel:
-    """One GPU launch: the per-thread program and what the launch needs.
-
-    ``pointers`` are the global buffers' data variables the kernel uses (its pointer
-    parameters, in the function's parameter order, then intermediates), with their element
-    dtypes in ``pointer_dtypes``; ``size_vars`` the symbolic sizes it uses; ``grid`` the
-    extent of each blockIdx axis (constants or expressions of size vars), ``threads`` of each
-    threadIdx axis (constants); ``index_vars`` the variable that stands for each built-in
-    index in ``body``; ``shared`` the per-block buffers."""
-
-    name: str
-    body: Stmt
-    pointers: tuple[Var, ...]
-    pointer_dtypes: tuple[str, ...]
-    size_vars: tuple[Var, ...]
-    grid: dict[str, PrimExpr]
-    threads: dict[str, int]
-    index_vars: dict[str, Var]
-    shared: tuple[Buffer, ...] = ()
-
-    @property
-    def threads_per_block(self) -> int:
-        n = 1
-        for v in self.threads.values():
-            n *= v
-        return n
+Kernel = KernelLaunch  # the name this module used before kernels became IR nodes
 
 
-@dataclass
-class DeviceProgram:
-    """The host side of a GPU function: ``intermediates`` (global buffers the host
-    allocates) and the ``kernels``, launched in order."""
-
-    func: PrimFunc
-    kernels: list[Kernel] = field(default_factory=list)
-    intermediates: list[Buffer] = field(default_factory=list)
-
-
-# ---------------------------------------------------------------------------------------------
-# host / device split
-
-
-def split_host_device(func: PrimFunc, insert_sync: bool = True) -> DeviceProgram:
-    """The kernels of a lowered ``func`` (see the module docstring); barriers are inserted
-    with :func:`thread_sync` unless ``insert_sync`` is False."""
-    prog = DeviceProgram(func)
+def split_host_device(func: PrimFunc) -> PrimFunc:
+    """The pass that makes GPU kernels (see the module docstring): every outermost loop
+    bound to a GPU axis becomes a :class:`~mlc.tir.stmt.KernelLaunch` whose body is the
+    per-thread program; what stays around the launches is the host program, which may only
+    allocate global intermediates. Barriers come in the next pass,
+    :func:`insert_thread_sync`."""
     shared_at_host: list[Buffer] = []
+    intermediates: list[Buffer] = []
+    count = 0
 
-    def host(s: Stmt) -> None:
+    def host(s: Stmt) -> Stmt:
+        nonlocal count
         if isinstance(s, SeqStmt):
-            for child in s.seq:
-                host(child)
-        elif isinstance(s, Allocate):
+            return seq(*(host(child) for child in s.seq))
+        if isinstance(s, Allocate):
             if s.buffer.scope == "shared":
                 shared_at_host.append(s.buffer)
-            elif s.buffer.scope == "local":
+                return host(s.body)
+            if s.buffer.scope == "local":
                 raise CodegenError(
                     f"the local buffer {s.buffer.name!r} is allocated outside every GPU "
                     "thread loop; compute_at it inside the loop bound to threadIdx"
                 )
-            else:
-                prog.intermediates.append(s.buffer)
-            host(s.body)
-        elif isinstance(s, For) and s.kind == ForKind.THREAD_BINDING:
-            kernel = _make_kernel(func, s, f"{func.name}_kernel{len(prog.kernels)}",
-                                  shared_at_host, prog.intermediates)
-            if insert_sync:
-                kernel.body = thread_sync(kernel.body, kernel.index_vars)
-            prog.kernels.append(kernel)
-        elif isinstance(s, Evaluate) and isinstance(s.value, IntImm):
-            return
-        else:
-            raise CodegenError(_unbound_message(func, s))
+            intermediates.append(s.buffer)
+            return Allocate(s.buffer, host(s.body))
+        if isinstance(s, For) and s.kind == ForKind.THREAD_BINDING:
+            count += 1
+            return _make_kernel(func, s, f"{func.name}_kernel{count - 1}", shared_at_host,
+                                intermediates)
+        if isinstance(s, Evaluate) and isinstance(s.value, IntImm):
+            return s
+        raise CodegenError(_unbound_message(func, s))
 
-    host(func.body)
-    if not prog.kernels:
+    body = host(func.body)
+    launches = kernels(body)
+    if not launches:
         raise CodegenError(
             f"the function {func.name!r} has no loop bound to a GPU thread axis, so nothing "
             f"would run on the GPU; {BIND_HINT}"
         )
-    if len(prog.kernels) == 1 and prog.kernels[0].name.endswith("_kernel0"):
-        prog.kernels[0].name = f"{func.name}_kernel"
-    return prog
+    if len(launches) == 1:
+        only = launches[0]
+        body = _Rename(only, replace(only, name=f"{func.name}_kernel")).visit(body)
+    return func.with_body(body)
+
+
+def insert_thread_sync(func: PrimFunc) -> PrimFunc:
+    """The pass that puts ``__syncthreads()`` into every kernel's per-thread program
+    (:func:`thread_sync`)."""
+
+    class _Sync(IRMutator):
+        def visit_KernelLaunch(self, k: KernelLaunch) -> Stmt:
+            return replace(k, body=thread_sync(k.body, k.index_vars))
+
+    return func.with_body(_Sync().visit(func.body))
+
+
+class _Rename(IRMutator):
+    def __init__(self, old: KernelLaunch, new: KernelLaunch) -> None:
+        self.old, self.new = old, new
+
+    def visit_KernelLaunch(self, k: KernelLaunch) -> Stmt:
+        return self.new if k is self.old else k
+
+
+def kernels(node: PrimFunc | Stmt) -> list[KernelLaunch]:
+    """The kernel launches of a program after :func:`split_host_device`, in launch order."""
+    body = node.body if isinstance(node, PrimFunc) else node
+    found: list[KernelLaunch] = collect(body, lambda n: isinstance(n, KernelLaunch))
+    return found
+
+
+def intermediates(func: PrimFunc) -> list[Buffer]:
+    """The global buffers the host program allocates (outside every kernel)."""
+    found: list[Buffer] = []
+
+    def walk(s: Stmt) -> None:
+        if isinstance(s, Allocate):
+            found.append(s.buffer)
+            walk(s.body)
+        elif isinstance(s, SeqStmt):
+            for c in s.seq:
+                walk(c)
+
+    walk(func.body)
+    return found
 
 
 def _unbound_message(func: PrimFunc, s: Stmt) -> str:
@@ -213,7 +219,7 @@ def _make_kernel(
     name: str,
     shared_at_host: list[Buffer],
     intermediates: list[Buffer],
-) -> Kernel:
+) -> KernelLaunch:
     # 1. launch extents: the largest constant extent per axis (symbolic: all must agree)
     extents: dict[str, PrimExpr] = {}
     index_vars: dict[str, Var] = {}
@@ -331,8 +337,9 @@ def _make_kernel(
             pointers.append(buf.data)
             dtypes.append(dt.element(buf.dtype))
     sizes = tuple(v for v in func.size_vars if id(v) in used_vars)
-    return Kernel(name, body, tuple(pointers), tuple(dtypes), sizes, grid, threads,
-                  index_vars, tuple(shared))
+    return KernelLaunch(name, body, tuple(grid.items()), tuple(threads.items()),
+                        tuple(index_vars.items()), tuple(pointers), tuple(dtypes), sizes,
+                        tuple(shared))
 
 
 def _one_thread_stores(body: Stmt, index_vars: dict[str, Var]) -> Stmt:
