@@ -16,6 +16,8 @@ from typing import cast
 from mlc.tir.arith import Analyzer
 from mlc.tir.arith.linear import expr_key
 from mlc.tir.expr import (
+    LE,
+    LT,
     Add,
     And,
     BufferLoad,
@@ -94,7 +96,7 @@ class ReductionPrimitives(ScheduleBase):
                     f"whole reduction, so pass {f.loop_var.name!r} or a loop above it", target)
         copies: list[For] = []
         sub: dict[Var, PrimExpr] = {}
-        reduce_loops: list[Var] = []
+        reduce_loops: list[For] = []
         for f in loops[pos:]:
             in_s = R.mentions(spatial_vals, [f.loop_var])
             in_r = R.mentions(reduce_vals, [f.loop_var])
@@ -107,7 +109,7 @@ class ReductionPrimitives(ScheduleBase):
                 sub[f.loop_var] = v
                 copies.append(dataclasses.replace(f, loop_var=v))
             else:
-                reduce_loops.append(f.loop_var)
+                reduce_loops.append(f)
         ivs, values, ivsub = [], [], {}
         for iv, val in zip(b.iter_vars, realize.iter_values):
             if iv.kind is IterKind.SPATIAL:
@@ -225,6 +227,20 @@ class ReductionPrimitives(ScheduleBase):
         rf_store: Stmt = BufferStore(rf_buf, op(rf_load, substitute(rhs, ivsub)), rf_idx)
         if cond is not None:
             rf_store = IfThenElse(substitute(cond, ivsub), rf_store)
+        # a non-dividing split's `k_0 * 64 + k_1 < n`, now on the block's own variables: the
+        # new reduction variables range over whole loops, the guard keeps reads in bounds
+        guards = [
+            substitute(part, loop_to_iv)
+            for part in _conjuncts(realize.predicate)
+            if not isinstance(part, IntImm)
+            and R.mentions(part, list(loop_to_iv))
+            and not R.mentions(part, [f.loop_var for f in loops if f.loop_var not in loop_to_iv])
+        ]
+        if guards:
+            guard = guards[0]
+            for g in guards[1:]:
+                guard = guard & g
+            rf_store = IfThenElse(guard, rf_store)
         init_value = b.init.value  # type: ignore[union-attr]
         rf_block = Block(
             self._fresh(name + "_rf"), tuple(ivs),
@@ -253,7 +269,8 @@ class ReductionPrimitives(ScheduleBase):
             name, tuple(w_ivs), (R.point_region(rf_buf, w_rf_idx),),
             (R.point_region(buf, w_idx),), w_store, BufferStore(buf, init_value, w_idx),
         )
-        pred = self._pred_without(realize, [f.loop_var for f in r_loops], lsub, "rfactor")
+        others = [f for f in r_loops if f is not target]
+        pred = self._pred_without(realize, others, lsub, "rfactor")
         wb: Stmt = BlockRealize(tuple(w_vals), pred, wb_block)
         for f in reversed(wb_loops):
             wb = For(lsub[f.loop_var], f.min, f.extent, ForKind.SERIAL, wb)
@@ -297,22 +314,56 @@ class ReductionPrimitives(ScheduleBase):
             f"max, min): {bad}", realize)
 
     def _pred_without(
-        self, realize: BlockRealize, drop: list[Var], sub: Mapping[Var, PrimExpr], what: str
+        self,
+        realize: BlockRealize,
+        drop: list[For],
+        sub: Mapping[Var, PrimExpr],
+        what: str,
     ) -> PrimExpr:
-        """The block predicate's conjuncts that do not mention ``drop`` (with ``sub``)."""
+        """The predicate of a block that runs once for each value of the loops in ``sub``
+        (renamed by it) where ``realize`` ran for *some* values of the loops in ``drop``.
+
+        A conjunct that mentions only ``drop`` is left out. One that mentions both keeps its
+        ``sub`` loops and takes the ``drop`` loops at their first iteration, where it is
+        easiest to meet: a non-dividing split ``k_0 * 64 + k_1 < 1000`` becomes
+        ``k_1 < 1000`` for the loop ``k_1`` (true for some ``k_0`` exactly when true for
+        ``k_0 == 0``)."""
+        ana = Analyzer()
+        drop_vars = [f.loop_var for f in drop]
+        first = {f.loop_var: f.min for f in drop}
         kept: PrimExpr = const(True)
         for part in _conjuncts(realize.predicate):
             if isinstance(part, IntImm):
                 continue
-            if R.mentions(part, drop):
-                if R.mentions(part, list(sub)):
+            if R.mentions(part, drop_vars):
+                if not R.mentions(part, list(sub)):
+                    continue
+                if not _weakest_at_min(part, drop_vars, ana):
+                    names = sorted(v.name for v in drop_vars if R.mentions(part, [v]))
                     raise self._error(
-                        f"{what}: the predicate of block {realize.block.name!r} ({part}) mixes "
-                        "spatial and reduction loops", realize)
-                continue
+                        f"{what}: the predicate of block {realize.block.name!r} ({part}) "
+                        f"depends on {', '.join(names)} in a way {what} cannot follow (it "
+                        "handles the `outer * factor + inner < n` of a non-dividing split); "
+                        "split by a factor that divides the extent",
+                        realize,
+                    )
+                part = ana.simplify(substitute(part, first))
             p = substitute(part, sub)
             kept = p if isinstance(kept, IntImm) else kept & p
         return kept
+
+
+def _weakest_at_min(part: PrimExpr, drop: list[Var], ana: Analyzer) -> bool:
+    """True when ``part`` is ``a < b`` (or ``<=``) with ``a - b`` growing with every loop in
+    ``drop``, so that it holds for some values of those loops iff it holds at their minima."""
+    if not isinstance(part, (LT, LE)):
+        return False
+    diff = part.a - part.b
+    for v in drop:
+        step = ana.simplify(substitute(diff, {v: v + 1}) - diff)
+        if not (isinstance(step, IntImm) and step.value >= 0):
+            return False
+    return True
 
 
 def _conjuncts(e: PrimExpr) -> list[PrimExpr]:
