@@ -78,3 +78,27 @@ class ScriptError(MLCError, SyntaxError):
     """A TVMScript-style program (``@T.prim_func``, ``@ir_module``, ``@R.function``) that mlc
     cannot read. The message gives the line and column in the student's source, shows the
     line, and says what was expected there."""
+
+
+class VDLAError(MLCError):
+    """The VDLA accelerator refused a program. The message names the instruction (its index
+    and its text) and says what would work."""
+
+
+class VDLAProgramError(VDLAError, ValueError):
+    """An instruction whose fields cannot be executed: a negative size, a dependency flag
+    for a module that does not exist, a micro-op range that is empty or unloaded."""
+
+
+class VDLAAccessError(VDLAError, IndexError):
+    """An instruction reads or writes outside an on-chip buffer or a DRAM region."""
+
+
+class VDLADeadlockError(VDLAError):
+    """The modules wait for each other forever: a POP whose token no instruction pushes, or
+    a token pushed that no instruction ever pops."""
+
+
+class VDLARaceError(VDLAError):
+    """Two modules touch the same on-chip buffer at the same time, one of them writing: a
+    dependency token is missing between them."""
