@@ -25,9 +25,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mlc.tir.arith import Analyzer, eval_region
-from mlc.tir.expr import BufferLoad, IntImm, PrimExpr, Range, Var, const
-from mlc.tir.functor import IRMutator, IRVisitor, substitute
-from mlc.tir.stmt import Allocate, Buffer, BufferStore, For, ForKind, PrimFunc, Stmt
+from mlc.tir.expr import LE, LT, And, BufferLoad, IntImm, PrimExpr, Range, Var, const
+from mlc.tir.functor import IRMutator, IRVisitor, substitute, uses_var
+from mlc.tir.stmt import Allocate, Buffer, BufferStore, For, ForKind, IfThenElse, PrimFunc, Stmt
 
 
 def compact_buffers(func: PrimFunc) -> PrimFunc:
@@ -39,12 +39,14 @@ def compact_buffers(func: PrimFunc) -> PrimFunc:
 class _Access:
     loops: tuple[For, ...]  # enclosing loops inside the allocation, outermost first
     indices: tuple[PrimExpr, ...]
+    guards: tuple[PrimExpr, ...] = ()  # conditions of the `if`s around it
 
 
 class _Collector(IRVisitor):
     def __init__(self, buf: Buffer) -> None:
         self.buf = buf
         self.stack: list[For] = []
+        self.guards: list[PrimExpr] = []
         self.accesses: list[_Access] = []
 
     def visit_For(self, op: For) -> None:
@@ -54,14 +56,25 @@ class _Collector(IRVisitor):
         self.visit(op.body)
         self.stack.pop()
 
+    def visit_IfThenElse(self, op: IfThenElse) -> None:
+        self.visit(op.condition)
+        self.guards.append(op.condition)
+        self.visit(op.then_case)
+        self.guards.pop()
+        if op.else_case is not None:
+            self.visit(op.else_case)
+
+    def _add(self, indices: tuple[PrimExpr, ...]) -> None:
+        self.accesses.append(_Access(tuple(self.stack), indices, tuple(self.guards)))
+
     def visit_BufferLoad(self, op: BufferLoad) -> None:
         if op.buffer.data is self.buf.data:
-            self.accesses.append(_Access(tuple(self.stack), op.indices))
+            self._add(op.indices)
         self.generic_visit(op)
 
     def visit_BufferStore(self, op: BufferStore) -> None:
         if op.buffer.data is self.buf.data:
-            self.accesses.append(_Access(tuple(self.stack), op.indices))
+            self._add(op.indices)
         self.generic_visit(op)
 
 
@@ -78,11 +91,31 @@ class _Compactor(IRMutator):
         return _AllocateInside(target, new).visit(body)  # type: ignore[no-any-return]
 
 
+def _tag(f: For) -> str:
+    return (f.thread_binding or "") if f.kind is ForKind.THREAD_BINDING else ""
+
+
+def _private_copy(buf: Buffer, f: For) -> bool:
+    """Does each iteration of ``f`` get its own copy of ``buf`` anyway? On a GPU, shared
+    memory is one per thread block (blockIdx) and local memory one per thread."""
+    base = buf.scope.partition(".")[0]
+    if base == "shared":
+        return _tag(f).startswith("blockIdx.")
+    if base == "local":
+        return _tag(f).startswith(("blockIdx.", "threadIdx."))
+    return False
+
+
 def _plan(
     buf: Buffer, body: Stmt
 ) -> tuple[Var | None, Buffer, tuple[PrimExpr, ...]] | None:
     """Where to allocate ``buf`` (inside which loop; None: where it is), its new buffer,
-    and the offset to subtract from each index; None when nothing would change."""
+    and the offset to subtract from each index; None when nothing would change.
+
+    A ``"shared"`` buffer is one per thread block: it is never allocated inside a
+    ``threadIdx`` loop and its region covers every thread's accesses, but it may still be
+    as small as what one iteration of a serial loop inside the threads touches (the tile of
+    a cooperative fetch): the index is shifted by that iteration's start."""
     collector = _Collector(buf)
     collector.visit(body)
     accesses = collector.accesses
@@ -94,46 +127,56 @@ def _plan(
         while n < min(len(prefix), len(acc.loops)) and prefix[n] is acc.loops[n]:
             n += 1
         del prefix[n:]
-    if buf.scope == "shared":  # shared memory is one per thread block, never per thread
-        for n, f in enumerate(prefix):
-            if f.kind is ForKind.THREAD_BINDING and (f.thread_binding or "").startswith("thread"):
-                del prefix[n:]
-                break
+    shared = buf.scope.partition(".")[0] == "shared"
+    cut = len(prefix)
+    if shared:  # shared memory is one per thread block, never per thread
+        cut = next((n for n, f in enumerate(prefix) if _tag(f).startswith("thread")), cut)
     for depth in range(len(prefix), -1, -1):
-        region = _union_region(buf, accesses, prefix[:depth])
+        fixed = [f for f in prefix[:depth] if not (shared and _tag(f).startswith("thread"))]
+        region = _union_region(buf, accesses, fixed)
         if region is None:
             continue
-        if all(_disjoint_iterations(buf, accesses, prefix[: t + 1]) for t in range(depth)):
+        if all(
+            _private_copy(buf, f) or _disjoint_iterations(buf, accesses, fixed[: t + 1])
+            for t, f in enumerate(fixed)
+        ):
             offsets = tuple(r.min for r in region)
             shape = tuple(r.extent for r in region)
             same_shape = all(
                 isinstance(a, IntImm) and isinstance(b, IntImm) and a.value == b.value
                 for a, b in zip(shape, buf.shape)
             )
-            if depth == 0 and same_shape:
+            place = min(depth, cut)
+            if place == 0 and same_shape:
                 return None
             new = Buffer(buf.name, shape, buf.dtype, buf.scope)
-            return (prefix[depth - 1].loop_var if depth else None), new, offsets
+            return (prefix[place - 1].loop_var if place else None), new, offsets
     return None
 
 
 def _union_region(
-    buf: Buffer, accesses: list[_Access], outer: list[For]
+    buf: Buffer, accesses: list[_Access], fixed: list[For]
 ) -> list[Range] | None:
     """Per dimension, the constant-size range that covers every access while the loops in
-    ``outer`` are fixed (the others vary over their ranges); None if it cannot be bounded."""
+    ``fixed`` are fixed (the others vary over their ranges, within the guards around the
+    access); None if it cannot be bounded."""
     ana = Analyzer()
-    for loop in outer:
+    for loop in fixed:
         ana.bind(loop.loop_var, Range(loop.min, loop.extent))
     lows: list[PrimExpr | None] = [None] * len(buf.shape)
     spans: list[tuple[int, int]] = [(0, 0)] * len(buf.shape)
     for acc in accesses:
-        inner = {f.loop_var: Range(f.min, f.extent) for f in acc.loops[len(outer):]}
+        inner = {
+            f.loop_var: Range(f.min, f.extent)
+            for f in acc.loops
+            if not any(f is g for g in fixed)
+        }
         region = eval_region(acc.indices, inner, buf.shape, ana)
         for d, r in enumerate(region):
             hi = ana.const_int_bound(r.extent)[1]
             if not isinstance(hi, int):
                 return None
+            hi = _guarded_extent(acc.indices[d], r, hi, acc.guards, list(inner), ana)
             base = lows[d]
             if base is None:
                 lows[d], spans[d] = r.min, (0, hi)
@@ -150,15 +193,51 @@ def _union_region(
     return out
 
 
-def _disjoint_iterations(buf: Buffer, accesses: list[_Access], outer: list[For]) -> bool:
-    """Do different iterations of ``outer[-1]`` touch disjoint parts of ``buf``? True when
+def _guarded_extent(
+    index: PrimExpr,
+    region: Range,
+    extent: int,
+    guards: tuple[PrimExpr, ...],
+    relaxed: list[Var],
+    ana: Analyzer,
+) -> int:
+    """``extent``, or less where a guard ``e < c`` around the access bounds ``index`` from
+    above (``index - e`` not varying with the relaxed loops): the tail of a non-dividing
+    split touches nothing past the end."""
+    parts: list[PrimExpr] = []
+    todo = list(guards)
+    while todo:
+        g = todo.pop()
+        if isinstance(g, And):
+            todo += [g.a, g.b]
+        else:
+            parts.append(g)
+    best = extent
+    for g in parts:
+        if isinstance(g, LT):
+            top = g.b - 1
+        elif isinstance(g, LE):
+            top = g.b
+        else:
+            continue
+        shift = ana.simplify(index - g.a)
+        if uses_var(shift, lambda v: any(v is r for r in relaxed)):
+            continue
+        n = ana.simplify(top + shift - region.min + 1)
+        if isinstance(n, IntImm) and 0 < n.value < best:
+            best = n.value
+    return best
+
+
+def _disjoint_iterations(buf: Buffer, accesses: list[_Access], fixed: list[For]) -> bool:
+    """Do different iterations of ``fixed[-1]`` touch disjoint parts of ``buf``? True when
     in some dimension the region moves by at least its size from one iteration to the next."""
-    region = _union_region(buf, accesses, outer)
+    region = _union_region(buf, accesses, fixed)
     if region is None:
         return False
-    loop = outer[-1]
+    loop = fixed[-1]
     ana = Analyzer()
-    for f in outer:
+    for f in fixed:
         ana.bind(f.loop_var, Range(f.min, f.extent))
     for r in region:
         step = ana.simplify(substitute(r.min, {loop.loop_var: loop.loop_var + 1}) - r.min)
