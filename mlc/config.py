@@ -4,6 +4,8 @@
 ``MLC_TRACE=1``    print the loop IR after every lowering pass (``mlc.lower``)
 ``MLC_DEBUG=1``    run the IR verifier after every lowering pass
 ``MLC_NUM_THREADS`` threads for ``parallel`` loops (default: all cores)
+``MLC_BOUNDS_CHECK=0`` compile without run-time index checks (experts, for timing;
+                   ``mlc.build(..., bounds_check=False)`` does the same for one build)
 =================  ===============================================================
 
 The functions read the environment each time they are called, so a notebook can set
@@ -12,7 +14,10 @@ The functions read the environment each time they are called, so a notebook can 
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
+from collections.abc import Iterator
 
 _TRUE = {"1", "true", "yes", "on"}
 
@@ -46,3 +51,30 @@ def num_threads() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # pragma: no cover - not on Linux
         return max(1, os.cpu_count() or 1)
+
+
+_BOUNDS_CHECK: contextvars.ContextVar[bool | None] = contextvars.ContextVar(
+    "mlc_bounds_check", default=None
+)
+
+
+def bounds_check() -> bool:
+    """Do compiled kernels check, while running, the indices that cannot be checked before
+    (read from data, over symbolic sizes, under conditions)? On unless ``MLC_BOUNDS_CHECK=0``
+    or inside :func:`bounds_checks` ``(False)``. Integer divisors are always checked."""
+    override = _BOUNDS_CHECK.get()
+    if override is not None:
+        return override
+    value = os.environ.get("MLC_BOUNDS_CHECK", "").strip().lower()
+    return value not in {"0", "false", "no", "off"}
+
+
+@contextlib.contextmanager
+def bounds_checks(enabled: bool | None) -> Iterator[None]:
+    """Within the block, :func:`bounds_check` says ``enabled`` (None: leave it as it is)."""
+    token = _BOUNDS_CHECK.set(enabled) if enabled is not None else None
+    try:
+        yield
+    finally:
+        if token is not None:
+            _BOUNDS_CHECK.reset(token)

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from mlc import config
 from mlc.errors import MLCTypeError
 from mlc.target import Target
 from mlc.target import build as target_build
@@ -75,6 +76,7 @@ def build(
     args: Sequence[Any] | None = None,
     target: str | dict[str, Any] | Target | None = "llvm",
     name: str | None = None,
+    bounds_check: bool | None = None,
 ) -> Any:
     """Lower and compile; returns a Module (:class:`mlc.runtime.Module` for the CPU) that you
     call with numpy arrays.
@@ -84,5 +86,12 @@ def build(
     ``"cuda"`` (CUDA C in ``get_source("cuda")``, run on a GPU) or ``"cuda-sim"`` (the same
     kernels run on the CPU with GPU semantics) for schedules bound to blockIdx/threadIdx.
     The target's back end (:mod:`mlc.target`) decides the passes, the codegen and the Module.
+
+    Compiled code never traps: an integer division by zero raises
+    :class:`~mlc.errors.IntegerDivisionError` from the call, and indices that cannot be
+    checked before the run (read from data, over symbolic sizes, under conditions) are checked
+    while it runs (:class:`~mlc.errors.IndexOutOfBoundsError`). ``bounds_check=False`` (or
+    ``MLC_BOUNDS_CHECK=0``) leaves the index checks out, for experts timing a kernel.
     """
-    return target_build(_to_prim_func(obj, args, name), target)
+    with config.bounds_checks(bounds_check):
+        return target_build(_to_prim_func(obj, args, name), target)

@@ -36,6 +36,20 @@ class CodegenError(MLCError):
     """The backend cannot emit code for this program."""
 
 
+class RuntimeCheckError(MLCError, RuntimeError):
+    """Compiled code found, while running, something that has no answer: an integer
+    division by zero, an index outside an array. The message names the expression and the
+    value; the outputs of that call are partial."""
+
+
+class IntegerDivisionError(RuntimeCheckError, ZeroDivisionError):
+    """An integer division or modulo by zero (or ``INT_MIN // -1``) in compiled code."""
+
+
+class IndexOutOfBoundsError(RuntimeCheckError, IndexError):
+    """A compiled kernel's index (read from data, or over a symbolic size) left its array."""
+
+
 class TargetError(MLCError, ValueError):
     """A target string or dict that mlc cannot compile for."""
 

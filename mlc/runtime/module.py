@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mlc.errors import ArgumentError
-from mlc.runtime import jit
+from mlc.runtime import checks, jit
 from mlc.runtime.args import ArgumentChecker
 from mlc.runtime.timer import TimeResult, measure
 from mlc.tir.stmt import PrimFunc
@@ -36,6 +36,7 @@ class Module:
         ir_unoptimized: str,
         compiled: jit.Compiled,
         c_source: str | None = None,
+        check_sites: tuple[tuple[str, str, str], ...] = (),
     ) -> None:
         self.func = func
         self.entry_name = entry_name
@@ -50,16 +51,26 @@ class Module:
         )
         self._cfunc = ctypes.CFUNCTYPE(None, *native_types)(compiled.address)
         self._native_args = self._checker._fast
+        self.check_sites = check_sites
+        self._errors = checks.ErrorRecord(compiled.engine, check_sites, entry_name)
+
+    @property
+    def has_checks(self) -> bool:
+        """Does the compiled code check divisors and indices at run time?"""
+        return bool(self.check_sites)
 
     def __call__(self, *args: Any) -> None:
-        """Run the function on numpy arrays; outputs are written in place."""
-        self._cfunc(*self._native_args(args))
+        """Run the function on numpy arrays; outputs are written in place. A run-time check
+        that fails (an integer division by zero, an index out of range) raises a
+        :class:`~mlc.errors.RuntimeCheckError` after the call."""
+        native = self._native_args(args)
+        self._errors.run(self._cfunc, native)
 
     def bind(self, *args: Any) -> Callable[[], None]:
         """Check ``args`` once and return a function of no arguments that runs on them: the
         leanest call for arrays used again and again (a graph executor's buffers never
         move). The returned function keeps the arrays alive; do not resize them."""
-        call = functools.partial(self._cfunc, *self._native_args(args))
+        call = self._errors.wrap(functools.partial(self._cfunc, *self._native_args(args)))
         call.arrays = args  # type: ignore[attr-defined]  # keeps the memory alive
         return call
 
@@ -83,7 +94,7 @@ class Module:
             )
 
         def evaluate(*args: Any) -> TimeResult:
-            call = functools.partial(self._cfunc, *self._native_args(args))
+            call = self._errors.wrap(functools.partial(self._cfunc, *self._native_args(args)))
             return measure(call, number, repeat, min_repeat_ms)
 
         return evaluate

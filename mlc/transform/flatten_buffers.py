@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mlc.tir.expr import BufferLoad, IntImm, PrimExpr, const, convert
+from mlc.tir.expr import BufferLoad, Cast, IntImm, PrimExpr, const, convert
 from mlc.tir.functor import IRMutator
 from mlc.tir.stmt import Allocate, Buffer, BufferStore, PrimFunc, Stmt
 
@@ -49,12 +49,36 @@ def buffer_numel(buf: Buffer) -> PrimExpr:
     return total
 
 
+INT32_MAX = 2**31 - 1
+
+
+def needs_int64(buf: Buffer) -> bool:
+    """Can a flat offset into ``buf`` exceed int32? Yes for more than 2**31 - 1 elements, and
+    for a symbolic size (which may be anything when the function is called)."""
+    numel = buffer_numel(buf)
+    return not isinstance(numel, IntImm) or numel.value > INT32_MAX
+
+
+def _int64(e: PrimExpr) -> PrimExpr:
+    if e.dtype == "int64":
+        return e
+    if isinstance(e, IntImm):
+        return IntImm(e.value, "int64")
+    return Cast("int64", e)
+
+
 def flat_index(buf: Buffer, indices: tuple[PrimExpr, ...]) -> PrimExpr:
-    """``sum(index_d * stride_d)`` for the buffer's strides."""
+    """``sum(index_d * stride_d)`` for the buffer's strides, computed in int64 when an offset
+    could exceed int32 (:func:`needs_int64`), so ``A[n // 2, 3]`` of a 70000 x 70000 array
+    reads element 2450000003, not a wrapped-around one."""
     if not indices:
         return const(0)
+    wide = needs_int64(buf)
     total: PrimExpr | None = None
     for idx, stride in zip(indices, buffer_strides(buf)):
+        idx, stride = convert(idx), convert(stride)
+        if wide:
+            idx, stride = _int64(idx), _int64(stride)
         term = _mul(idx, stride)
         total = term if total is None else total + term
     assert total is not None

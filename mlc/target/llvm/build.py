@@ -41,6 +41,7 @@ def compile_lowered(
         num_threads=config.num_threads() if use_threads else 0,
         triple=tm.triple,
         data_layout=str(tm.target_data),
+        bounds_check=config.bounds_check(),
     )
     c_source = None
     if keep_c_source:
@@ -48,4 +49,4 @@ def compile_lowered(
 
         c_source = codegen_c(func, src.entry)
     compiled = jit.compile_ir(src.ir, src.entry, tgt)
-    return Module(func, src.entry, tgt, src.ir, compiled, c_source)
+    return Module(func, src.entry, tgt, src.ir, compiled, c_source, src.check_sites)

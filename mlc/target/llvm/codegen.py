@@ -35,7 +35,7 @@ from mlc.target.llvm import types as ty
 from mlc.target.llvm.expr import ExprEmitter
 from mlc.target.llvm.parallel import ParallelEmitter
 from mlc.tir import dtype as dt
-from mlc.tir.expr import IntImm, PrimExpr, Var
+from mlc.tir.expr import IntImm, PrimExpr, Range, Var
 from mlc.tir.stmt import (
     Allocate,
     BufferStore,
@@ -62,13 +62,20 @@ class LLVMSource:
     entry: str
     func: PrimFunc
     uses_parallel_runtime: bool
+    check_sites: tuple[tuple[str, str, str], ...] = ()
+    """What each run-time check guards: (kind, expression, stored buffer), numbered from 1
+    in the error record ``@__mlc_error``."""
 
 
 class CodeGenLLVM(ParallelEmitter, ExprEmitter):
     """Emits one lowered PrimFunc as an LLVM module. Use :func:`codegen_llvm`."""
 
-    def __init__(self, *, parallel_runtime: bool, num_threads: int = 0) -> None:
+    def __init__(self, *, parallel_runtime: bool, num_threads: int = 0,
+                 bounds_check: bool = True) -> None:
         self.module = ir.Module(name="mlc")
+        self.bounds_check = bounds_check
+        self.conditional = 0  # depth of ifs and selects around the code being emitted
+        self.loop_ranges: dict[Var, Range] = {}  # for proving indices in range
         self.parallel_runtime = parallel_runtime
         self.num_threads = num_threads
         self.vars: dict[Var, ir.Value] = {}
@@ -125,6 +132,7 @@ class CodeGenLLVM(ParallelEmitter, ExprEmitter):
             self.emit(s.value)
 
     def stmt_BufferStore(self, s: BufferStore) -> None:
+        self.current_store = s.buffer.name
         self.store(s.buffer, s.value, s.indices)
 
     def stmt_LetStmt(self, s: LetStmt) -> None:
@@ -138,15 +146,19 @@ class CodeGenLLVM(ParallelEmitter, ExprEmitter):
         cond = self.emit(s.condition)
         if ty.is_vector(cond.type):
             raise CodegenError(f"an if statement needs a scalar condition, got {s.condition}")
-        if s.else_case is None:
-            with self.b.if_then(cond):
-                self.emit_stmt(s.then_case)
-            return
-        with self.b.if_else(cond) as (then, otherwise):
-            with then:
-                self.emit_stmt(s.then_case)
-            with otherwise:
-                self.emit_stmt(s.else_case)
+        self.conditional += 1
+        try:
+            if s.else_case is None:
+                with self.b.if_then(cond):
+                    self.emit_stmt(s.then_case)
+                return
+            with self.b.if_else(cond) as (then, otherwise):
+                with then:
+                    self.emit_stmt(s.then_case)
+                with otherwise:
+                    self.emit_stmt(s.else_case)
+        finally:
+            self.conditional -= 1
 
     def stmt_Allocate(self, s: Allocate) -> None:
         buf = s.buffer
@@ -176,6 +188,7 @@ class CodeGenLLVM(ParallelEmitter, ExprEmitter):
         self.b.call(free, [ptr])
 
     def stmt_For(self, s: For) -> None:
+        self.loop_ranges[s.loop_var] = Range(s.min, s.extent)
         if s.kind == ForKind.PARALLEL and self.parallel_runtime and not self._in_parallel:
             self.emit_parallel(s)
             return
@@ -260,6 +273,7 @@ def codegen_llvm(
     num_threads: int = 0,
     triple: str = "",
     data_layout: str = "",
+    bounds_check: bool = True,
 ) -> LLVMSource:
     """Emit ``func`` (lowered) as an LLVM module.
 
@@ -268,10 +282,12 @@ def codegen_llvm(
     ``GOMP_parallel``.
     """
     entry = c_name(name or func.name)
-    gen = CodeGenLLVM(parallel_runtime=parallel_runtime, num_threads=num_threads)
+    gen = CodeGenLLVM(parallel_runtime=parallel_runtime, num_threads=num_threads,
+                      bounds_check=bounds_check)
     if triple:
         gen.module.triple = triple
     if data_layout:
         gen.module.data_layout = data_layout
     gen.add_function(func, entry)
-    return LLVMSource(gen.text(), entry, func, gen._n_outlined > 0)
+    sites = tuple(gen.__dict__.get("check_sites", ()))
+    return LLVMSource(gen.text(), entry, func, gen._n_outlined > 0, sites)
