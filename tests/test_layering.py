@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parents[1] / "mlc"
 RANK = {
     "errors": 0,
     "config": 0,
+    "vdla": 0,  # the accelerator model: imports only errors, so every back end can use it
     "tir": 1,
     "te": 2,
     "transform": 3,

@@ -1,0 +1,49 @@
+"""VDLA, the course's teaching accelerator: a TPU-like machine simulated in numpy.
+
+The notes' code reads as written::
+
+    from mlc import vdla
+    vdla.inp_buffer, vdla.wgt_buffer, vdla.acc_buffer     # on-chip buffers (scopes)
+    program = vdla.gemm_program(...)                       # or vdla.ProgramBuilder()
+    print(program)                                         # 0x05: EXE (ACTIV[...], ...)
+    stats = vdla.simulate(program, dram)                   # exact numbers and cycles
+
+Parts, in the order a program meets them: ``config`` (the machine), ``isa`` (instructions
+and micro-ops), ``builder`` (writing programs by hand), ``verify`` (checks and footprints),
+``printer``, ``simulator`` (timing, tokens, races) and ``execute`` (the arithmetic),
+``deps`` (inserting dependency tokens), ``gemm`` (the hand-written kernel library).
+"""
+
+from mlc.vdla.builder import ProgramBuilder, assemble
+from mlc.vdla.config import (
+    DEFAULT,
+    MemScope,
+    VDLAConfig,
+    acc_buffer,
+    inp_buffer,
+    uop_buffer,
+    wgt_buffer,
+)
+from mlc.vdla.dram import DRAM, Region
+from mlc.vdla.isa import (
+    Alu,
+    AluOp,
+    Finish,
+    Gemm,
+    Instruction,
+    Load,
+    Module,
+    Opcode,
+    Program,
+    Store,
+    UOp,
+)
+from mlc.vdla.printer import disasm
+from mlc.vdla.simulator import Event, Stats, TokenEvent, simulate
+
+__all__ = [
+    "ProgramBuilder", "assemble", "DEFAULT", "MemScope", "VDLAConfig", "acc_buffer",
+    "inp_buffer", "uop_buffer", "wgt_buffer", "DRAM", "Region", "Alu", "AluOp", "Finish",
+    "Gemm", "Instruction", "Load", "Module", "Opcode", "Program", "Store", "UOp", "disasm",
+    "Event", "Stats", "TokenEvent", "simulate",
+]
