@@ -123,14 +123,19 @@ def _is_true(e: PrimExpr | None) -> bool:
 class _Printer:
     """Prints one node; keeps the names it gave so equal names never mean different things."""
 
-    def __init__(self, marks: dict[int, str] | None = None) -> None:
+    def __init__(self, marks: dict[int, str] | None = None, script: bool = False) -> None:
         self.marks = marks or {}
+        self.script = script  # TVMScript form: every builtin spelled with its ``T.`` prefix
         self.names: dict[int, str] = {}
         self.used: set[str] = set()
         self.keep: list[Any] = []  # keep named objects alive so their ids stay unique
         self.lines: list[str] = []
 
     # -- names ----------------------------------------------------------------------------
+    def t(self, name: str) -> str:
+        """A builtin's name: ``block`` in the printed form, ``T.block`` in script form."""
+        return f"T.{name}" if self.script else name
+
     def name_of(self, obj: Var | Buffer) -> str:
         # Buffers are named by their data pointer: a flattened view of ``A`` is still ``A``.
         key = id(obj.data) if isinstance(obj, Buffer) and obj.data is not None else id(obj)
@@ -174,10 +179,10 @@ class _Printer:
         if isinstance(e, (Div, Mod)):
             if isinstance(e, Div) and dt.is_float(e.dtype):
                 return f"{self._wrap(e.a, _P_MUL)} / {self._wrap(e.b, _P_MUL, True)}", _P_MUL
-            fn = "truncdiv" if isinstance(e, Div) else "truncmod"
+            fn = self.t("truncdiv" if isinstance(e, Div) else "truncmod")
             return f"{fn}({self.expr(e.a)}, {self.expr(e.b)})", _P_ATOM
         if isinstance(e, (Min, Max)):
-            fn = "min" if isinstance(e, Min) else "max"
+            fn = self.t("min" if isinstance(e, Min) else "max")
             return f"{fn}({self.expr(e.a)}, {self.expr(e.b)})", _P_ATOM
         if isinstance(e, BinaryOp) and type(e) in _INFIX:
             op, prec = _INFIX[type(e)]
@@ -188,19 +193,20 @@ class _Printer:
         if isinstance(e, Not):
             return f"not {self._wrap(e.a, _P_NOT)}", _P_NOT
         if isinstance(e, Cast):
-            return f"{e.dtype}({self.expr(e.value)})", _P_ATOM
+            return f"{self.t(e.dtype)}({self.expr(e.value)})", _P_ATOM
         if isinstance(e, Select):
             args = self.exprs((e.condition, e.true_value, e.false_value))
-            return f"select({args})", _P_ATOM
+            return f"{self.t('if_then_else') if self.script else 'select'}({args})", _P_ATOM
         if isinstance(e, Call):
-            return f"{e.op}({self.exprs(e.args)})", _P_ATOM
+            return f"{self.t(e.op)}({self.exprs(e.args)})", _P_ATOM
         if isinstance(e, Ramp):
-            return f"ramp({self.expr(e.base)}, {self.expr(e.stride)}, {e.lanes})", _P_ATOM
+            base, stride = self.expr(e.base), self.expr(e.stride)
+            return f"{self.t('ramp')}({base}, {stride}, {e.lanes})", _P_ATOM
         if isinstance(e, Broadcast):
-            return f"broadcast({self.expr(e.value)}, {e.lanes})", _P_ATOM
+            return f"{self.t('broadcast')}({self.expr(e.value)}, {e.lanes})", _P_ATOM
         if isinstance(e, Let):
             var = self.name_of(e.var)
-            return f"let({var}, {self.expr(e.value)}, {self.expr(e.body)})", _P_ATOM
+            return f"{self.t('let')}({var}, {self.expr(e.value)}, {self.expr(e.body)})", _P_ATOM
         if isinstance(e, Reduce):
             return self._reduce(e), _P_ATOM
         if isinstance(e, CommReducer):
@@ -235,16 +241,16 @@ class _Printer:
             return ("True" if e.value else "False"), _P_ATOM
         if e.dtype == "int32":
             return str(e.value), (_P_UNARY if e.value < 0 else _P_ATOM)
-        return f"{e.dtype}({e.value})", _P_ATOM
+        return f"{self.t(e.dtype)}({e.value})", _P_ATOM
 
     def _float(self, e: FloatImm) -> tuple[str, int]:
         v = e.value
         if math.isnan(v) or math.isinf(v):
-            text = f"{e.dtype}({_quote(repr(v))})"
+            text = f"{self.t(e.dtype)}({_quote(repr(v))})"
             return text, _P_ATOM
         text = repr(float(v))
         if e.dtype != "float32":
-            return f"{e.dtype}({text})", _P_ATOM
+            return f"{self.t(e.dtype)}({text})", _P_ATOM
         return text, (_P_UNARY if v < 0 or text.startswith("-") else _P_ATOM)
 
     def _reduce(self, e: Reduce) -> str:
@@ -298,7 +304,7 @@ class _Printer:
             parts.append(f"scope={_quote(b.scope)}")
         if b.strides:
             parts.append(f"strides={self.expr(tuple(b.strides))}")
-        return f"{ctor}({', '.join(parts)})"
+        return f"{self.t(ctor)}({', '.join(parts)})"
 
     # -- statements -------------------------------------------------------------------------
     def emit(self, depth: int, text: str, node: Any = None) -> None:
@@ -309,11 +315,11 @@ class _Printer:
 
     def func(self, f: PrimFunc) -> None:
         params = ", ".join(f"{self.name_of(b)}: {self.buffer_decl(b)}" for b in f.params)
-        self.emit(0, "@prim_func")
+        self.emit(0, "@" + self.t("prim_func"))
         self.emit(0, f"def {f.name}({params}):", f)
         if f.attrs:
             attrs = ", ".join(f"{_quote(k)}: {self.expr(v)}" for k, v in f.attrs)
-            self.emit(1, f"func_attr({{{attrs}}})")
+            self.emit(1, f"{self.t('func_attr')}({{{attrs}}})")
         body = f.body
         if _is_plain_root(body):
             assert isinstance(body, BlockRealize)
@@ -385,14 +391,15 @@ class _Printer:
             items = ", ".join(f"{_quote(k)}: {self.expr(v)}" for k, v in s.annotations)
             extra = f", annotations={{{items}}}"
         if s.kind == ForKind.SERIAL:
-            return f"serial({bounds}{extra})" if extra else f"range({bounds})"
+            return f"{self.t('serial')}({bounds}{extra})" if extra else f"range({bounds})"
         if s.kind == ForKind.THREAD_BINDING:
-            return f"thread_binding({bounds}, {_quote(s.thread_binding or '?')}{extra})"
-        return f"{s.kind.value}({bounds}{extra})"
+            thread = _quote(s.thread_binding or "?")
+            return f"{self.t('thread_binding')}({bounds}, {thread}{extra})"
+        return f"{self.t(s.kind.value)}({bounds}{extra})"
 
     def block(self, b: Block, depth: int, realize: BlockRealize | None) -> None:
         marked_realize = realize is not None and id(realize) in self.marks
-        line = f"with block({_quote(b.name)}):"
+        line = f"with {self.t('block')}({_quote(b.name)}):"
         self.emit(depth, line, realize if marked_realize else b)
         if marked_realize and id(b) in self.marks:  # both marked: merge the messages
             self.lines[-1] += f"; {self.marks.pop(id(b))}"
@@ -409,20 +416,20 @@ class _Printer:
                 value = f", {self.expr(values[n])}"
             else:
                 value = ", ?" if realize is not None else ""
-            self.emit(d, f"{self.name_of(iv.var)} = axis.{kind}({dom_text}{value})")
+            self.emit(d, f"{self.name_of(iv.var)} = {self.t('axis')}.{kind}({dom_text}{value})")
         for extra in values[len(b.iter_vars) :]:
             self.emit(d, f"# extra binding without an iteration variable: {self.expr(extra)}")
         if realize is not None and not _is_true(realize.predicate):
-            self.emit(d, f"where({self.expr(realize.predicate)})")
-        self.emit(d, f"reads({', '.join(self.region(r) for r in b.reads)})")
-        self.emit(d, f"writes({', '.join(self.region(r) for r in b.writes)})")
+            self.emit(d, f"{self.t('where')}({self.expr(realize.predicate)})")
+        self.emit(d, f"{self.t('reads')}({', '.join(self.region(r) for r in b.reads)})")
+        self.emit(d, f"{self.t('writes')}({', '.join(self.region(r) for r in b.writes)})")
         if b.annotations:
             items = ", ".join(f"{_quote(k)}: {self.expr(v)}" for k, v in b.annotations)
-            self.emit(d, f"block_attr({{{items}}})")
+            self.emit(d, f"{self.t('block_attr')}({{{items}}})")
         for buf in b.alloc_buffers:
             self.emit(d, f"{self.name_of(buf)} = {self.buffer_decl(buf, 'alloc_buffer')}", buf)
         if b.init is not None:
-            self.emit(d, "with init():")
+            self.emit(d, f"with {self.t('init')}():")
             self.stmt(b.init, d + 1)
         self.stmt(b.body, d)
 
@@ -485,17 +492,20 @@ def expr_to_str(e: Any) -> str:
         return f"<{type(e).__name__}: unprintable ({type(err).__name__}: {err})>"
 
 
-def to_str(node: Any, mark: object | None = None) -> str:
+def to_str(node: Any, mark: object | None = None, script: bool = False) -> str:
     """Any IR node as text. ``mark`` is a statement (or a list of them, or a dict
-    ``{stmt: "message"}``) whose first printed line gets ``  # <-- here`` (or the message)."""
+    ``{stmt: "message"}``) whose first printed line gets ``  # <-- here`` (or the message).
+    ``script=True`` spells every builtin with TVMScript's ``T.`` prefix (``T.block``,
+    ``T.axis.spatial``, ``T.Buffer``): the text :mod:`mlc.script` reads back, as does the
+    plain form."""
     try:
-        return _to_str(node, mark)
+        return _to_str(node, mark, script)
     except Exception as err:  # pragma: no cover - the printer must never hide the real error
         return f"<{type(node).__name__}: unprintable ({type(err).__name__}: {err})>"
 
 
-def _to_str(node: Any, mark: object | None) -> str:
-    p = _Printer(_marks(mark))
+def _to_str(node: Any, mark: object | None, script: bool = False) -> str:
+    p = _Printer(_marks(mark), script)
     if isinstance(node, PrimFunc):
         p.func(node)
     elif isinstance(node, Stmt):
