@@ -239,15 +239,20 @@ def check_races(program: Program, infos: list[Info], events: list[Event]) -> Non
             active = [b for b in active if b[1] > start]
             for b in active:
                 if (b[5] is not module and (write or b[4]) and b[2] < hi and lo < b[3]):
-                    ins_a, ins_b = program.instructions[b[6]], program.instructions[index]
+                    first, second = sorted((b, acc), key=lambda t: t[6])
                     raise VDLARaceError(
-                        f"race on {scope.label}: {where(b[6], ins_a, program)} "
-                        f"({b[5].name.lower()}, cycles {b[0]}-{b[1]}) and "
-                        f"{where(index, ins_b, program)} ({module.name.lower()}, cycles "
-                        f"{start}-{end}) touch tiles [{max(lo, b[2])}, {min(hi, b[3])}) at "
-                        "the same time and one of them writes. Add a dependency token "
-                        "between them (push after the first, pop before the second).")
+                        f"race on {scope.label}: {_during(program, first)} and "
+                        f"{_during(program, second)} touch tiles [{max(lo, b[2])}, "
+                        f"{min(hi, b[3])}) at the same time and one of them writes. Add a "
+                        "dependency token between them (push after the first, pop before "
+                        "the second).")
             active.append(acc)
+
+
+def _during(program: Program, access: tuple[int, int, int, int, bool, Module, int]) -> str:
+    start, end, _, _, _, module, index = access
+    return (f"{where(index, program.instructions[index], program)} "
+            f"({module.name.lower()}, cycles {start}-{end})")
 
 
 def simulate(program: Program, dram: DRAM, config: VDLAConfig = DEFAULT) -> Stats:
