@@ -2,18 +2,27 @@
 
 Run by :mod:`autograder.sandbox` (never by hand). In order:
 
-1. when root: a new mount namespace in which every path of ``hide`` is covered by an empty,
-   unreadable tmpfs (the tests directory, the grader's output directory), a new network
-   namespace with only the loopback interface up (the Jupyter kernel talks to nbval over
-   127.0.0.1; nothing else is reachable), and a new PID namespace, so that when the command
-   ends every process it left behind dies with it;
-2. resource limits: CPU seconds, address space, file size, processes;
-3. when root: drop to the unprivileged ``uid`` (so the process limit is enforced and nothing
-   outside the sandbox directory is writable);
-4. exec the command.
+1. new namespaces: mount, PID and network (as root), plus a user namespace when the grader is
+   not root (an ordinary user gets the same walls from the kernel's unprivileged namespaces);
+2. the file system, in the new mount namespace only:
 
-Each step that the operating system refuses is skipped silently: on a laptop without root
-the limits still apply.
+   * everything is remounted read-only;
+   * ``/tmp``, ``/var/tmp``, ``/dev/shm``, the grader's home and the folder holding every
+     job's folder are covered by empty private tmpfs mounts (one job never sees another's
+     files);
+   * the *keep* paths are bound back in: the job's folder read-write; the interpreter, its
+     libraries and the repository read-only. A private folder on the way (``/root`` holding
+     ``/root/.pyenv``) is covered by an empty tmpfs into which only the kept paths are bound,
+     so any number of them can live under one private folder;
+   * each *hide* path (the tests, the output folder) is covered by an empty unreadable mount;
+
+3. in the new PID namespace the first child becomes PID 1, mounts its own ``/proc`` (the job
+   sees only its own processes) and, when it exits, takes every process of the job with it;
+4. resource limits; as root, the switch to the job's own unprivileged user id;
+5. a JSON line on the status pipe saying which protections are active, then exec.
+
+Whatever the operating system refuses is reported on the status pipe, never hidden: the grader
+decides whether grading may go on (see :func:`autograder.sandbox.preflight`).
 """
 
 from __future__ import annotations
@@ -25,21 +34,40 @@ import os
 import resource
 import signal
 import socket
+import stat
 import struct
 import sys
+from typing import Any
 
 CLONE_NEWNS = 0x00020000
+CLONE_NEWUSER = 0x10000000
 CLONE_NEWNET = 0x40000000
 CLONE_NEWPID = 0x20000000
 MS_RDONLY = 1
+MS_NOSUID = 2
+MS_NODEV = 4
+MS_NOEXEC = 8
+MS_REMOUNT = 32
 MS_BIND = 4096
-MS_MOVE = 8192
 MS_REC = 0x4000
 MS_PRIVATE = 1 << 18
 SIOCGIFFLAGS = 0x8913
 SIOCSIFFLAGS = 0x8914
 IFF_UP = 0x1
 PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
+SYS_MOUNT_SETATTR = 442  # x86_64 and aarch64 share the number
+AT_FDCWD = -100
+AT_RECURSIVE = 0x8000
+MOUNT_ATTR_RDONLY = 0x1
+O_PATH = getattr(os, "O_PATH", 0o10000000)
+
+SCRATCH = ("/tmp", "/var/tmp", "/dev/shm")  # private and writable in every job
+
+
+class _MountAttr(ctypes.Structure):
+    _fields_ = [("attr_set", ctypes.c_uint64), ("attr_clr", ctypes.c_uint64),
+                ("propagation", ctypes.c_uint64), ("userns_fd", ctypes.c_uint64)]
 
 
 def _libc() -> ctypes.CDLL | None:
@@ -49,6 +77,16 @@ def _libc() -> ctypes.CDLL | None:
         return None
 
 
+def _mount(libc: ctypes.CDLL, source: str | None, target: str, fstype: str | None, flags: int,
+           data: str | None = None) -> None:
+    def enc(s: str | None) -> bytes | None:
+        return None if s is None else s.encode()
+
+    if libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"mount {source or ''} on {target}: {os.strerror(err)}")
+
+
 def _loopback_up() -> None:
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
         ifreq = struct.pack("16sH14s", b"lo", 0, b"\0" * 14)
@@ -56,51 +94,130 @@ def _loopback_up() -> None:
         fcntl.ioctl(sock, SIOCSIFFLAGS, struct.pack("16sH14s", b"lo", flags | IFF_UP, b"\0" * 14))
 
 
-def _expose(libc: ctypes.CDLL, path: str) -> None:
-    """Make ``path`` reachable by the unprivileged user, in this mount namespace only.
-
-    If a directory on the way is private (``/root`` when Python lives in ``/root/.pyenv``),
-    it is covered by an empty tmpfs that others may traverse, and the one child on the way is
-    moved back in: nothing else of the private directory becomes visible.
-    """
-    parts = [p for p in os.path.realpath(path).split("/") if p]
-    for depth in range(len(parts) - 1):
-        current = "/" + "/".join(parts[: depth + 1])
-        if os.stat(current).st_mode & 0o001:
-            continue
-        child = current + "/" + parts[depth + 1]
-        stage = f"/tmp/.autograder-stage-{os.getpid()}"
-        os.makedirs(stage, exist_ok=True)
-        if libc.mount(child.encode(), stage.encode(), None, MS_BIND | MS_REC, None) != 0:
-            return
-        libc.mount(b"tmpfs", current.encode(), b"tmpfs", 0, b"size=4k,mode=755")
-        os.mkdir(child)
-        libc.mount(stage.encode(), child.encode(), None, MS_MOVE, None)
-        os.rmdir(stage)
+def _under(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
-def _namespaces(libc: ctypes.CDLL, config: dict) -> bool:
-    """Set up mount, network and PID namespaces; return True when a PID namespace is new."""
-    if libc.unshare(CLONE_NEWNS) == 0:
-        libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None)
-        if config.get("uid") is not None:
-            for path in config.get("expose", []):
-                try:
-                    _expose(libc, path)
-                except OSError:
-                    pass
-        for path in config.get("hide", []):
-            if os.path.exists(path):
-                libc.mount(b"tmpfs", path.encode(), b"tmpfs", MS_RDONLY, b"size=4k,mode=000")
-    if config.get("no_network", True) and libc.unshare(CLONE_NEWNET) == 0:
+def _private_ancestor(path: str, uid: int | None) -> str | None:
+    """The shallowest folder above ``path`` that user ``uid`` may not pass through."""
+    if uid is None:
+        return None
+    parts = [p for p in path.split("/") if p]
+    for depth in range(1, len(parts)):
+        current = "/" + "/".join(parts[:depth])
+        st = os.stat(current)
+        if st.st_uid != uid and not st.st_mode & 0o001:
+            return current
+    return None
+
+
+def _readonly_root(libc: ctypes.CDLL) -> bool:
+    """Make every mount of this namespace read-only (one call on Linux >= 5.12)."""
+    attr = _MountAttr(MOUNT_ATTR_RDONLY, 0, 0, 0)
+    libc.syscall.restype = ctypes.c_long
+    if libc.syscall(SYS_MOUNT_SETATTR, AT_FDCWD, b"/", AT_RECURSIVE, ctypes.byref(attr),
+                    ctypes.sizeof(attr)) == 0:
+        return True
+    ok = True  # older kernels: remount each mount point read-only, one by one
+    with open("/proc/self/mountinfo") as f:
+        targets = [line.split()[4] for line in f]
+    for target in targets:
+        target = target.encode().decode("unicode_escape")
         try:
-            _loopback_up()
+            _mount(libc, None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY)
         except OSError:
-            pass
-    return libc.unshare(CLONE_NEWPID) == 0
+            ok = ok and target.startswith(("/proc", "/sys"))
+    return ok
 
 
-def _limits(config: dict) -> None:
+def _filesystem(libc: ctypes.CDLL, config: dict[str, Any], status: dict[str, Any]) -> None:
+    """Read-only everything, private scratch and job folders, kept paths bound back, hiding."""
+    uid = config.get("uid")
+    keep: list[tuple[str, bool, int]] = []  # path, writable, O_PATH descriptor
+    for path, mode in config.get("keep", []):
+        real = os.path.realpath(path)
+        if os.path.exists(real) and all(real != k[0] for k in keep):
+            keep.append((real, mode == "rw", os.open(real, O_PATH)))
+    covers = [*SCRATCH, *config.get("cover", [])]
+    covers += [a for a in (_private_ancestor(k[0], uid) for k in keep) if a]
+    covers = sorted({os.path.realpath(c) for c in covers if os.path.isdir(c)} - {"/"},
+                    key=lambda c: c.count("/"))
+    covers = [c for i, c in enumerate(covers) if not any(_under(c, d) for d in covers[:i])]
+
+    status["readonly_root"] = _readonly_root(libc)
+    for cover in covers:
+        scratch = cover in SCRATCH
+        mode = "1777" if scratch else "755"
+        _mount(libc, "tmpfs", cover, "tmpfs", MS_NOSUID | MS_NODEV,
+               f"mode={mode},size={config.get('scratch_mb', 256) if scratch else 1}m")
+    status["private_tmp"] = "/tmp" in covers
+    for path, writable, fd in sorted(keep, key=lambda k: k[0].count("/")):
+        inside = [c for c in covers if _under(path, c) and c != path]
+        if not writable and not inside and status["readonly_root"]:
+            continue  # already visible, and read-only with everything else
+        if inside:
+            _make_mountpoint(path, inside[0], fd)
+        _mount(libc, f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
+        _mount(libc, None, path, None, MS_REMOUNT | MS_BIND | (0 if writable else MS_RDONLY))
+        os.close(fd)
+    for cover in covers:
+        if cover not in SCRATCH:  # the tmpfs that only holds mount points: read-only too
+            _mount(libc, None, cover, None, MS_REMOUNT | MS_BIND | MS_RDONLY)
+    hidden = []
+    for path in config.get("hide", []):
+        if os.path.exists(path):
+            _mount(libc, "tmpfs", path, "tmpfs", MS_RDONLY, "size=4k,mode=000")
+            hidden.append(path)
+    status["hidden"] = hidden
+
+
+def _make_mountpoint(path: str, cover: str, fd: int) -> None:
+    """Create ``path`` (and the folders above it, mode 755) inside the tmpfs at ``cover``."""
+    parent = os.path.dirname(path)
+    os.makedirs(parent, mode=0o755, exist_ok=True)
+    if stat.S_ISDIR(os.fstat(fd).st_mode):
+        os.makedirs(path, mode=0o755, exist_ok=True)
+    elif not os.path.exists(path):
+        os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o644))
+
+
+def _map_ids(uid: int, gid: int) -> None:
+    """In a new user namespace, be the same user as outside (and nobody else)."""
+    with open("/proc/self/setgroups", "w") as f:
+        f.write("deny")
+    with open("/proc/self/uid_map", "w") as f:
+        f.write(f"{uid} {uid} 1")
+    with open("/proc/self/gid_map", "w") as f:
+        f.write(f"{gid} {gid} 1")
+
+
+def _namespaces(libc: ctypes.CDLL, config: dict[str, Any], status: dict[str, Any]) -> bool:
+    """Create the namespaces and the file system view; return True when a PID namespace is
+    new (the caller must fork to enter it)."""
+    root = os.geteuid() == 0
+    flags = CLONE_NEWNS | CLONE_NEWPID
+    if config.get("no_network", True):
+        flags |= CLONE_NEWNET
+    if not root:
+        flags |= CLONE_NEWUSER
+    uid, gid = os.getuid(), os.getgid()
+    if libc.unshare(flags) != 0:
+        err = ctypes.get_errno()
+        status["error"] = f"namespaces refused: unshare: {os.strerror(err)}"
+        return False
+    if not root:
+        _map_ids(uid, gid)
+        status["user_ns"] = True
+    status["mount_ns"] = status["pid_ns"] = True
+    status["net_ns"] = bool(flags & CLONE_NEWNET)
+    _mount(libc, None, "/", None, MS_REC | MS_PRIVATE)
+    _filesystem(libc, config, status)
+    if status["net_ns"]:
+        _loopback_up()
+    return True
+
+
+def _limits(config: dict[str, Any]) -> None:
     def setlimit(which: int, value: int | None) -> None:
         if value is None:
             return
@@ -116,6 +233,16 @@ def _limits(config: dict) -> None:
     setlimit(resource.RLIMIT_NPROC, config.get("nproc"))
 
 
+def _report(config: dict[str, Any], status: dict[str, Any]) -> None:
+    fd = config.get("status_fd")
+    if fd is None:
+        return
+    try:
+        os.write(fd, (json.dumps(status) + "\n").encode())
+    finally:
+        os.close(fd)
+
+
 def main(argv: list[str]) -> int:
     if len(argv) < 3 or argv[1] != "--":
         print("usage: python -m autograder._sandbox_exec CONFIG.json -- CMD...", file=sys.stderr)
@@ -124,27 +251,52 @@ def main(argv: list[str]) -> int:
         config = json.load(f)
     cmd = argv[2:]
     libc = _libc()
-    is_root = os.geteuid() == 0
+    status: dict[str, Any] = {"root": os.geteuid() == 0, "mount_ns": False, "pid_ns": False,
+                              "net_ns": False, "user_ns": False, "private_proc": False,
+                              "private_tmp": False, "readonly_root": False, "hidden": [],
+                              "uid": None}
     new_pid_ns = False
-    if is_root and libc is not None:
-        new_pid_ns = _namespaces(libc, config)
+    if libc is None:
+        status["error"] = "no libc: namespaces unavailable"
+    elif config.get("namespaces", True):
+        try:
+            new_pid_ns = _namespaces(libc, config, status)
+        except OSError as err:
+            status["error"] = f"sandbox set-up failed: {err}"
+            _report(config, status)
+            return 126
     if new_pid_ns:
         # The first child is PID 1 of the new namespace: when it exits, the kernel kills every
         # process left in the namespace (a fork bomb included).
         child = os.fork()
         if child != 0:
+            for fd in (config.get("status_fd"), *config.get("close_in_parent", [])):
+                if fd is not None:
+                    os.close(fd)
             signal.signal(signal.SIGTERM, lambda *_: os.kill(child, signal.SIGKILL))
-            _, status = os.waitpid(child, 0)
-            return os.waitstatus_to_exitcode(status)
-        if libc is not None:
-            libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+            _, wait_status = os.waitpid(child, 0)
+            return os.waitstatus_to_exitcode(wait_status)
+        assert libc is not None
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        try:
+            _mount(libc, "proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+            status["private_proc"] = True
+        except OSError as err:
+            status["error"] = f"cannot mount a private /proc: {err}"
     _limits(config)
     uid = config.get("uid")
-    if is_root and uid is not None:
+    if status["root"] and uid is not None:
         os.setgroups([])
         os.setgid(uid)
         os.setuid(uid)
-    os.chdir(config["cwd"])
+        status["uid"] = uid
+    try:
+        os.chdir(config["cwd"])
+    except OSError as err:
+        status["error"] = f"the job cannot enter its folder {config['cwd']}: {err}"
+        _report(config, status)
+        return 126
+    _report(config, status)
     try:
         os.execvpe(cmd[0], cmd, config["env"])
     except OSError as err:

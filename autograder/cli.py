@@ -1,9 +1,16 @@
-"""Command line: ``python -m autograder {generate,grade,check} ...``.
+"""Command line: ``python -m autograder {generate,grade,check,doctor} ...``.
 
     python -m autograder generate a1_tensor_expressions
     python -m autograder grade --assignment a1_tensor_expressions --out grades/ \\
         [--tests DIR] [--timeout S] [--jobs N] [--size N] submissions/*.ipynb
     python -m autograder check my_a1.ipynb        # a student runs the public tests
+    python -m autograder doctor                   # can this machine grade, and how safely?
+
+``grade`` first starts one job exactly as grading will (``doctor`` does the same and prints
+it): if the job user cannot start the interpreter or a protection is missing, the run stops
+before anyone is graded, with the reason (exit status 3). A submission whose grading fails
+for a reason that is not the student's gets a ``grader-error`` row; the others are graded
+(exit status 1).
 """
 
 from __future__ import annotations
@@ -26,8 +33,9 @@ def _cmd_generate(args: argparse.Namespace) -> int:
 
 
 def _cmd_grade(args: argparse.Namespace) -> int:
-    from autograder.grade import DEFAULT_TESTS, GradingConfig, grade_submission
+    from autograder.grade import DEFAULT_TESTS, GradingConfig, grade_or_error, load_spec
     from autograder.report import write_gradebook, write_student
+    from autograder.sandbox import explain, preflight
 
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -38,7 +46,13 @@ def _cmd_grade(args: argparse.Namespace) -> int:
         memory_bytes=int(args.memory_mb) << 20 if args.memory_mb else None,
         size=args.size,
         hide=[str(out)],
+        insecure=args.insecure,
     )
+    load_spec(config)  # a missing assignment stops here, with its own message
+    report = preflight(insecure=args.insecure, hide=[str(config.tests_root), str(out)])
+    if not report.ok:
+        print(explain(report), file=sys.stderr)
+        return 3
     paths = [Path(p).resolve() for p in args.submissions]
     stems = [p.stem for p in paths]
     duplicates = {s for s in stems if stems.count(s) > 1}
@@ -47,7 +61,7 @@ def _cmd_grade(args: argparse.Namespace) -> int:
         return 2
     results = []
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        futures = [pool.submit(grade_submission, p, config) for p in paths]
+        futures = [pool.submit(grade_or_error, p, config) for p in paths]
         for future in tqdm(futures, desc=f"grading {args.assignment}", unit="notebook",
                            disable=args.quiet):
             result = future.result()
@@ -58,7 +72,32 @@ def _cmd_grade(args: argparse.Namespace) -> int:
         for r in sorted(results, key=lambda r: r.student):
             print(f"{r.student}: {r.score:g} / {r.max_score:g} ({r.status})")
         print(f"wrote {book}")
-    return 0
+    errors = [r for r in results if r.status == "grader-error"]
+    for r in errors:
+        print(f"grader-error for {r.student}: {r.reason} (re-grade it)", file=sys.stderr)
+    return 1 if errors else 0
+
+
+def _cmd_doctor(args: argparse.Namespace) -> int:
+    from autograder.sandbox import PROTECTIONS, explain, is_root, preflight, required_protections
+
+    report = preflight(insecure=args.insecure)
+    who = "root: each job gets its own user id" if is_root() else "an ordinary user"
+    print(f"grading as {who}; interpreter {sys.executable}")
+    required = required_protections(args.insecure)
+    for name, text in PROTECTIONS.items():
+        active = bool(report.status.get(name))
+        need = " (required)" if name in required else ""
+        print(f"  [{'x' if active else ' '}] {text}{need}")
+    probe = report.probe
+    if probe:
+        print(f"  a job sees {probe.get('processes_seen')} process(es) in /proc; imports: "
+              f"{probe.get('imports')}")
+    if report.ok:
+        print("grading works on this machine")
+        return 0
+    print(explain(report), file=sys.stderr)
+    return 3
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
@@ -86,6 +125,9 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--size", type=int, default=None,
                        help="problem size for schedule cases (e.g. 256 for a quick run)")
     grade.add_argument("--quiet", action="store_true")
+    grade.add_argument("--insecure", action="store_true",
+                       help="grade even without namespaces (resource limits only; the "
+                       "students' code can read and change your files)")
     grade.add_argument("submissions", nargs="+")
     grade.set_defaults(func=_cmd_grade)
 
@@ -93,6 +135,11 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("notebook")
     check.add_argument("--timeout", type=float, default=300.0, help="seconds per cell")
     check.set_defaults(func=_cmd_check)
+
+    doctor = sub.add_parser("doctor", help="can this machine grade? which protections hold?")
+    doctor.add_argument("--insecure", action="store_true",
+                        help="report as `grade --insecure` would decide")
+    doctor.set_defaults(func=_cmd_doctor)
     return parser
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import sys
 import tempfile
 from dataclasses import dataclass, field
@@ -28,13 +29,16 @@ from typing import Any
 import nbformat
 import numpy as np
 
+from autograder._nbval_log import OUTCOME_FD_ENV
 from autograder.cases import Case, load_grader
 from autograder.notebook import test_metadata
 from autograder.sandbox import (
     Limits,
+    SandboxUnavailable,
     acquire_uid,
+    job_owner,
+    missing_protections,
     prepare_dir,
-    reclaim_dir,
     release_uid,
     run_sandboxed,
 )
@@ -71,7 +75,8 @@ class SubmissionResult:
     student: str
     assignment: str
     tests: list[TestResult]
-    status: str = "ok"
+    status: str = "ok"  # ok, timeout, unreadable or grader-error
+    reason: str = ""  # for grader-error: what went wrong (the instructor re-grades)
 
     @property
     def score(self) -> float:
@@ -90,6 +95,7 @@ class GradingConfig:
     memory_bytes: int | None = 4 << 30
     size: int | None = None
     hide: list[str] = field(default_factory=list)
+    insecure: bool = False  # grade even when the namespaces are refused (limits only)
 
     @property
     def tests_dir(self) -> Path:
@@ -166,8 +172,7 @@ def _sandbox_env(box: Path, config: GradingConfig) -> dict[str, str]:
         "HOME": str(box / "home"), "TMPDIR": str(box / "tmp"),
         "PYTHONPATH": str(REPO_ROOT), "PYTHONDONTWRITEBYTECODE": "1",
         "AUTOGRADER_EXCHANGE": str(box / "exchange"),
-        "AUTOGRADER_CELL_LOG": str(box / "cells.jsonl"),
-        "MPLBACKEND": "Agg", "IPYTHONDIR": str(box / "home" / ".ipython"),
+            "MPLBACKEND": "Agg", "IPYTHONDIR": str(box / "home" / ".ipython"),
         "JUPYTER_CONFIG_DIR": str(box / "home" / ".jupyter"),
         "JUPYTER_DATA_DIR": str(box / "home" / ".local"),
         "JUPYTER_RUNTIME_DIR": str(box / "home" / "runtime"),
@@ -184,17 +189,81 @@ def _sandbox_env(box: Path, config: GradingConfig) -> dict[str, str]:
     return env
 
 
-def _read_cell_log(path: Path) -> dict[int, tuple[str, str]]:
+def read_outcomes(data: bytes) -> dict[int, tuple[str, str]]:
+    """Cell outcomes as the trusted driver reported them on its pipe (first report wins)."""
     cells: dict[int, tuple[str, str]] = {}
-    if not path.is_file():
-        return cells
-    for line in path.read_text(errors="replace").splitlines():
+    for line in data.decode("utf-8", "replace").splitlines():
         try:
             entry = json.loads(line)
             cells.setdefault(int(entry["cell"]), (str(entry["outcome"]), str(entry["message"])))
         except (ValueError, KeyError, TypeError):
             continue
     return cells
+
+
+EXPORT_CAP = 64 << 20  # bytes per exported file
+EXPORT_MAX_FILES = 256
+
+
+def collect_exports(box: Path, dest: Path, owner: int,
+                    cap: int = EXPORT_CAP) -> dict[str, str]:
+    """Copy the job's exports into the grader's private ``dest``; return {name: why refused}.
+
+    The job's folder is the student's: every step is opened without following a link, and only
+    regular files that the job itself wrote (owner ``owner``, one link) and at most ``cap``
+    bytes are taken. A link to a classmate's export, a hard link, a FIFO that would hang the
+    grader or a huge file is refused, never read.
+    """
+    refused: dict[str, str] = {}
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_DIRECTORY
+    fds: list[int] = []
+    try:
+        fds.append(os.open(box, flags))
+        for name in ("exchange", "exports"):
+            fds.append(os.open(name, flags, dir_fd=fds[-1]))
+    except OSError:
+        for fd in fds:
+            os.close(fd)
+        return {"exports": "the exports folder was replaced (a link or not a folder)"}
+    try:
+        names = sorted(os.listdir(fds[-1]))[:EXPORT_MAX_FILES]
+        for name in names:
+            why = _copy_export(fds[-1], name, dest, owner, cap)
+            if why:
+                refused[name] = why
+    finally:
+        for fd in fds:
+            os.close(fd)
+    return refused
+
+
+def _copy_export(dir_fd: int, name: str, dest: Path, owner: int, cap: int) -> str:
+    if name.startswith(".") or "/" in name:
+        return "not an export name"
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
+    except OSError as err:
+        return f"cannot be opened without following a link ({err.strerror})"
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return "not a regular file"
+        if st.st_uid != owner:
+            return "not written by this job"
+        if st.st_nlink != 1:
+            return "a hard link"
+        if st.st_size > cap:
+            return f"larger than {cap} bytes"
+        data = b""
+        while len(data) <= cap and (chunk := os.read(fd, 1 << 20)):
+            data += chunk
+        if len(data) > cap:
+            return f"larger than {cap} bytes"
+    finally:
+        os.close(fd)
+    with open(dest / name, "xb") as f:
+        f.write(data)
+    return ""
 
 
 def _not_run_reason(result: Any, cells: dict[int, tuple[str, str]]) -> str:
@@ -205,9 +274,34 @@ def _not_run_reason(result: Any, cells: dict[int, tuple[str, str]]) -> str:
     return "this test did not run (the notebook stopped early)"
 
 
+class GraderError(RuntimeError):
+    """Grading this one submission failed for a reason that is not the student's."""
+
+
+def grade_or_error(path: Path, config: GradingConfig,
+                   workroot: Path | None = None) -> SubmissionResult:
+    """:func:`grade_submission`, with a failure of the grader itself turned into a
+    ``grader-error`` row (with the reason) instead of an aborted run."""
+    try:
+        return grade_submission(path, config, workroot)
+    except Exception as err:  # noqa: BLE001 - whatever broke, the other rows must be written
+        reason = f"{type(err).__name__}: {str(err).strip().splitlines()[0] if str(err) else ''}"
+        try:
+            ids = [(t["id"], t["points"]) for t in load_spec(config)["tests"]]
+        except Exception:  # noqa: BLE001
+            ids = []
+        tests = [TestResult(i, p, 0.0, False, f"not graded: {reason}") for i, p in ids]
+        return SubmissionResult(path.stem, config.assignment, tests, "grader-error", reason)
+
+
 def grade_submission(path: Path, config: GradingConfig, workroot: Path | None = None,
                      keep: bool = False) -> SubmissionResult:
-    """Grade one notebook; never raises for what is in the notebook."""
+    """Grade one notebook; never raises for what is in the notebook.
+
+    The job's folder (``job/``) and the grader's private folder (``trusted/``, where exports
+    are copied and traces replayed) are siblings in a folder of the grader's: nothing the
+    student creates in the job's folder can stand in the grader's way.
+    """
     spec = load_spec(config)
     grader_path = config.tests_dir / "grader.py"
     grader = load_grader(grader_path)
@@ -219,11 +313,14 @@ def grade_submission(path: Path, config: GradingConfig, workroot: Path | None = 
                  for t in spec["tests"]]
         return SubmissionResult(student, config.assignment, tests, "unreadable")
     nb, public_cell, export_cell = build_grading_notebook(submission, spec)
-    box = Path(tempfile.mkdtemp(prefix=f"ag-{student[:20]}-", dir=workroot))
+    run_root = Path(tempfile.mkdtemp(prefix=f"ag-{student[:20]}-", dir=workroot))
+    box = run_root / "job"
+    trusted_dir = run_root / "trusted"
     uid = acquire_uid()
     try:
         for sub in ("home", "tmp", "exchange/exports"):
             (box / sub).mkdir(parents=True, exist_ok=True)
+        trusted_dir.mkdir(mode=0o700)
         all_cases = [grader.case(c) for t in spec["tests"] for c in t["case_ids"]]
         _write_inputs(box / "exchange", all_cases)
         nbformat.write(nb, str(box / "submission.ipynb"))
@@ -236,33 +333,44 @@ def grade_submission(path: Path, config: GradingConfig, workroot: Path | None = 
             memory_bytes=config.memory_bytes,
             hide=[str(config.tests_root), str(REPO_ROOT / "instructor"), *config.hide],
         )
-        cmd = [sys.executable, "-m", "pytest", "--nbval-lax", "--nbval-current-env",
+        # -P: the driver never imports from the job's folder; -s: nor from a user site.
+        cmd = [sys.executable, "-P", "-s", "-m", "pytest", "--nbval-lax", "--nbval-current-env",
                f"--nbval-cell-timeout={config.cell_timeout}", "-p", "autograder._nbval_log",
                "-p", "no:cacheprovider", "-c", "pytest.ini", "--rootdir", ".", "-q",
                "submission.ipynb"]
-        result = run_sandboxed(cmd, box, _sandbox_env(box, config), limits, uid)
-        reclaim_dir(box)
-        cells = _read_cell_log(box / "cells.jsonl")
+        result = run_sandboxed(cmd, box, _sandbox_env(box, config), limits, uid,
+                               cover=[str(run_root)], outcome_env=OUTCOME_FD_ENV)
+        missing = missing_protections(result.status, config.insecure)
+        if result.status.get("error") or missing or not result.status:
+            raise SandboxUnavailable(
+                result.status.get("error") or f"protections missing: {', '.join(missing)}"
+                if result.status else f"the sandbox did not start ({result.output[-300:]})")
+        cells = read_outcomes(result.outcomes)
+        if not cells and not result.timed_out:
+            tail = " / ".join(result.output.strip().splitlines()[-3:])
+            raise GraderError(f"the notebook driver reported no cell at all ({tail})")
         status = "timeout" if result.timed_out else "ok"
-        trusted_dir = box / "trusted"
-        trusted_dir.mkdir()
+        exports = trusted_dir / "exports"
+        exports.mkdir()
+        refused = collect_exports(box, exports, job_owner(uid))
         tests = [
-            _decide(test, cells, public_cell, export_cell, grader, grader_path, box, trusted_dir,
-                    result, config)
+            _decide(test, cells, public_cell, export_cell, grader, grader_path, exports,
+                    trusted_dir, result, config, refused)
             for test in spec["tests"]
         ]
         if keep:
-            (box / "sandbox_output.txt").write_text(result.output)
+            (run_root / "sandbox_output.txt").write_text(result.output)
         return SubmissionResult(student, config.assignment, tests, status)
     finally:
         release_uid(uid)
         if not keep:
-            shutil.rmtree(box, ignore_errors=True)
+            shutil.rmtree(run_root, ignore_errors=True)
 
 
 def _decide(test: dict[str, Any], cells: dict[int, tuple[str, str]], public_cell: dict[str, int],
-            export_cell: dict[str, int], grader: Any, grader_path: Path, box: Path,
-            trusted_dir: Path, result: Any, config: GradingConfig) -> TestResult:
+            export_cell: dict[str, int], grader: Any, grader_path: Path, exports: Path,
+            trusted_dir: Path, result: Any, config: GradingConfig,
+            refused: dict[str, str]) -> TestResult:
     test_id = test["id"]
     res = TestResult(test_id, test["points"], 0.0, False)
     public = cells.get(public_cell[test_id])
@@ -284,8 +392,11 @@ def _decide(test: dict[str, Any], cells: dict[int, tuple[str, str]], public_cell
             fraction, message = 0.0, f"the hidden test raised: {exported[1]}"
         else:
             fraction, message = case.check_export(
-                box / "exchange" / "exports", grader_path=grader_path, workdir=trusted_dir,
+                exports, grader_path=grader_path, workdir=trusted_dir,
                 run_trusted=lambda cmd, cwd: _run_trusted(cmd, cwd, config))
+            why = [f"{n}: {w}" for n, w in refused.items() if n.split(".")[0] == case_id]
+            if fraction == 0.0 and why:
+                message = f"the export was refused ({why[0]})"
         fractions.append(fraction)
         res.hidden.append((case_id, fraction >= 1.0, message, show))
     fraction = min(fractions) if fractions else 0.0
@@ -307,5 +418,6 @@ def _run_trusted(cmd: list[str], cwd: Path, config: GradingConfig) -> tuple[int,
             env[name] = os.environ[name]
     limits = Limits(wall_s=max(120.0, config.cell_timeout * 4), cpu_s=600,
                     memory_bytes=config.memory_bytes, nproc=None)
-    result = run_sandboxed(cmd, cwd, env, limits, uid=None)
+    # The trusted side: it reads grader.py wherever it lives, so the grader's home stays.
+    result = run_sandboxed(cmd, cwd, env, limits, uid=None, cover=[], cover_home=False)
     return result.returncode, result.output

@@ -24,7 +24,10 @@ def write_student(out: Path, result: SubmissionResult) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     lines = [f"# {result.assignment}: {result.student}", "",
              f"**Score: {_fmt(result.score)} / {_fmt(result.max_score)}**", ""]
-    if result.status != "ok":
+    if result.status == "grader-error":
+        lines += ["Note: not graded: the grader itself failed "
+                  f"({result.reason}). Your instructor will grade it again.", ""]
+    elif result.status != "ok":
         lines += [f"Note: {result.status}.", ""]
     for test in result.tests:
         mark = "passed" if test.passed else ("partial" if test.score > 0 else "failed")
@@ -53,9 +56,10 @@ def write_gradebook(out: Path, results: list[SubmissionResult]) -> Path:
     path = out / "grades.csv"
     with path.open("w", newline="") as f:
         writer = csv.writer(f)
-        writer.writerow(["student", "assignment", "score", "max_score", "status", *test_ids])
+        writer.writerow(["student", "assignment", "score", "max_score", "status", *test_ids,
+                         "reason"])
         for r in sorted(results, key=lambda r: r.student):
             per_test = {t.id: t.score for t in r.tests}
             writer.writerow([r.student, r.assignment, _fmt(r.score), _fmt(r.max_score), r.status,
-                             *[_fmt(per_test.get(i, 0.0)) for i in test_ids]])
+                             *[_fmt(per_test.get(i, 0.0)) for i in test_ids], r.reason])
     return path

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -18,6 +19,7 @@ import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 _UID_BASE = 200_000
 _uid_lock = threading.Lock()
@@ -35,13 +37,6 @@ class Limits:
     nproc: int | None = 256
     no_network: bool = True
     hide: list[str] = field(default_factory=list)
-
-
-@dataclass
-class SandboxResult:
-    returncode: int
-    output: str
-    timed_out: bool
 
 
 def is_root() -> bool:
@@ -96,41 +91,88 @@ def prepare_dir(path: Path, uid: int | None) -> None:
     os.chmod(path, 0o700)
 
 
-def reclaim_dir(path: Path) -> None:
-    """Make the sandbox directory readable by the grader again (root: chown back)."""
-    if not is_root():
-        return
-    for root, dirs, files in os.walk(path):
-        os.chown(root, 0, 0)
-        for name in dirs + files:
-            os.chown(os.path.join(root, name), 0, 0, follow_symlinks=False)
+def job_owner(uid: int | None) -> int:
+    """The user id that owns what a job writes: its own uid as root, else the grader's."""
+    return uid if uid is not None else os.getuid()
+
+
+class SandboxUnavailable(RuntimeError):
+    """The sandbox cannot start on this machine, or lacks a protection that grading needs.
+
+    Raised before anyone is graded (a row of zeros would be a lie); the message says what to
+    fix.
+    """
+
+
+@dataclass
+class SandboxResult:
+    returncode: int
+    output: str
+    timed_out: bool
+    status: dict[str, Any] = field(default_factory=dict)  # protections the job really had
+    outcomes: bytes = b""  # what the trusted driver wrote on the outcome pipe
+
+
+def keep_paths(extra: list[str] | None = None) -> list[tuple[str, str]]:
+    """What a job must reach: the interpreter, its libraries, the repository (read-only)."""
+    paths = {os.path.dirname(os.path.realpath(sys.executable)), sys.prefix, sys.base_prefix,
+             os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix),
+             str(Path(__file__).resolve().parent.parent)}
+    paths |= {p for p in sys.path if p and ("site-packages" in p or "dist-packages" in p
+                                           or p.endswith(".zip"))}
+    return sorted((p, "ro") for p in paths | set(extra or []) if os.path.exists(p))
 
 
 def run_sandboxed(cmd: list[str], cwd: Path, env: dict[str, str], limits: Limits,
-                  uid: int | None = None) -> SandboxResult:
-    """Run ``cmd`` in ``cwd`` under ``limits``; never raises for what the command does."""
+                  uid: int | None = None, cover: list[str] | None = None,
+                  outcome_env: str | None = None, namespaces: bool = True,
+                  cover_home: bool = True) -> SandboxResult:
+    """Run ``cmd`` in ``cwd`` under ``limits``; never raises for what the command does.
+
+    ``cwd`` is the job's folder (the only writable place besides a private ``/tmp``);
+    ``cover`` lists folders to show empty (the folder of all jobs, the grader's home). With
+    ``outcome_env``, a pipe is handed to the command, its descriptor number in that
+    environment variable: what arrives on it is ``SandboxResult.outcomes``.
+    """
     nproc = limits.nproc
     if nproc is not None and uid is None:
         # Not root: the limit counts every process of this user, the grader's included.
         nproc += _count_own_processes()
+    status_r, status_w = os.pipe()
+    outcome_r, outcome_w = os.pipe() if outcome_env else (None, None)
+    env = dict(env)
+    if outcome_w is not None and outcome_env:
+        env[outcome_env] = str(outcome_w)
+    home = os.path.expanduser("~") if cover_home else ""
     config = {
         "cpu_s": limits.cpu_s, "memory_bytes": limits.memory_bytes,
         "file_bytes": limits.file_bytes, "nproc": nproc, "no_network": limits.no_network,
         "hide": [str(Path(p).resolve()) for p in limits.hide], "uid": uid,
-        "cwd": str(cwd), "env": env,
-        "expose": sorted({os.path.realpath(sys.executable), sys.prefix, sys.base_prefix,
-                          os.path.realpath(sys.base_prefix)}),
+        "cwd": str(cwd), "env": env, "namespaces": namespaces,
+        "keep": [(str(cwd), "rw"), *keep_paths()],
+        "cover": [p for p in [*(cover or []), home] if p and p != "/"],
+        "status_fd": status_w,
+        "close_in_parent": [fd for fd in [outcome_w] if fd is not None],
     }
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+    fd, config_path = tempfile.mkstemp(suffix=".json")
+    with os.fdopen(fd, "w") as f:
         json.dump(config, f)
-        config_path = f.name
-    os.chmod(config_path, 0o600)
     full = [sys.executable, "-m", "autograder._sandbox_exec", config_path, "--", *cmd]
     timed_out = False
+    chunks: dict[str, list[bytes]] = {"status": [], "outcomes": []}
+    readers = [_reader(status_r, chunks["status"])]
+    if outcome_r is not None:
+        readers.append(_reader(outcome_r, chunks["outcomes"]))
     with tempfile.TemporaryFile() as out:
-        proc = subprocess.Popen(full, stdout=out, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True,
-                                env=_grader_env())
+        try:
+            proc = subprocess.Popen(full, stdout=out, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, start_new_session=True,
+                                    env=_grader_env(),
+                                    pass_fds=[f for f in (status_w, outcome_w) if f is not None])
+        finally:
+            for f in (status_w, outcome_w):
+                if f is not None:
+                    os.close(f)
         try:
             proc.wait(timeout=limits.wall_s)
         except subprocess.TimeoutExpired:
@@ -139,10 +181,146 @@ def run_sandboxed(cmd: list[str], cwd: Path, env: dict[str, str], limits: Limits
         proc.wait()
         if uid is not None:
             kill_uid(uid)
+        for reader in readers:
+            reader.join(timeout=10)
         os.unlink(config_path)
         out.seek(0)
         output = out.read()[-200_000:].decode("utf-8", "replace")
-    return SandboxResult(proc.returncode, output, timed_out)
+    status: dict[str, Any] = {}
+    text = b"".join(chunks["status"]).decode("utf-8", "replace").strip()
+    if text:
+        try:
+            status = json.loads(text.splitlines()[0])
+        except ValueError:
+            status = {"error": f"unreadable sandbox status {text[:200]!r}"}
+    return SandboxResult(proc.returncode, output, timed_out, status,
+                         b"".join(chunks["outcomes"]))
+
+
+def _reader(fd: int, sink: list[bytes]) -> threading.Thread:
+    def run() -> None:
+        with os.fdopen(fd, "rb", buffering=0) as f:
+            total = 0
+            while chunk := f.read(65536):
+                total += len(chunk)
+                if total <= 16 << 20:  # more than 16 MiB of outcomes is not a notebook
+                    sink.append(chunk)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+# What each protection means, for `python -m autograder doctor` and the error messages.
+PROTECTIONS = {
+    "uid": "the job runs under its own unprivileged user id (root only)",
+    "mount_ns": "own mount namespace",
+    "readonly_root": "the whole file system is read-only to the job",
+    "private_tmp": "private /tmp, /var/tmp and /dev/shm; other jobs' folders are invisible",
+    "pid_ns": "own PID namespace: every process dies with the job",
+    "private_proc": "own /proc: the job sees only its own processes",
+    "net_ns": "no network (loopback only)",
+    "user_ns": "user namespace (how an ordinary user gets the walls above)",
+}
+REQUIRED = ("mount_ns", "readonly_root", "private_tmp", "pid_ns", "private_proc", "net_ns")
+
+_PROBE = """
+import json, os, sys
+report = {"python": sys.executable}
+try:
+    import autograder.harness, ipykernel, jupyter_client, nbval, numpy  # noqa: F401
+    report["imports"] = "ok"
+except Exception as err:
+    report["imports"] = f"{type(err).__name__}: {err}"
+report["processes_seen"] = len([p for p in os.listdir("/proc") if p.isdigit()])
+try:
+    open(os.path.join(sys.argv[1], ".autograder-probe"), "w").close()
+    report["repository_writable"] = True
+except OSError:
+    report["repository_writable"] = False
+print("AUTOGRADER-PROBE " + json.dumps(report))
+"""
+
+
+@dataclass
+class Preflight:
+    """What a job started exactly as grading starts one could do, and what it lacked."""
+
+    status: dict[str, Any]
+    probe: dict[str, Any]
+    problems: list[str]
+    output: str
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def required_protections(insecure: bool = False) -> list[str]:
+    if insecure:
+        return []
+    return [*REQUIRED, *(["uid"] if is_root() else [])]
+
+
+def missing_protections(status: dict[str, Any], insecure: bool = False) -> list[str]:
+    return [name for name in required_protections(insecure) if not status.get(name)]
+
+
+def preflight(insecure: bool = False, hide: list[str] | None = None,
+              workroot: Path | None = None) -> Preflight:
+    """Start one job as grading does (same user, walls and interpreter) running a probe."""
+    repo = str(Path(__file__).resolve().parent.parent)
+    run_root = Path(tempfile.mkdtemp(prefix="ag-doctor-", dir=workroot))
+    box = run_root / "job"
+    box.mkdir()
+    uid = acquire_uid()
+    try:
+        prepare_dir(box, uid)
+        env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(box),
+               "PYTHONPATH": repo, "PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8"}
+        result = run_sandboxed([sys.executable, "-s", "-c", _PROBE, repo], box, env,
+                               Limits(wall_s=120.0, hide=list(hide or [])), uid,
+                               cover=[str(run_root)])
+    finally:
+        release_uid(uid)
+        shutil.rmtree(run_root, ignore_errors=True)
+    probe: dict[str, Any] = {}
+    for line in result.output.splitlines():
+        if line.startswith("AUTOGRADER-PROBE "):
+            probe = json.loads(line.split(" ", 1)[1])
+    problems = []
+    if result.status.get("error"):
+        problems.append(result.status["error"])
+    if not probe:
+        tail = " / ".join(result.output.strip().splitlines()[-3:]) or "no output"
+        who = f"user id {uid}" if uid is not None else "the job"
+        problems.append(f"{who} cannot start the grader's Python {sys.executable} in the "
+                        f"sandbox ({tail})")
+    elif probe.get("imports") != "ok":
+        problems.append(f"the job's Python cannot import what grading needs: {probe['imports']}")
+    if probe.get("repository_writable"):
+        problems.append(f"the job can write into the repository {repo}")
+    for name in missing_protections(result.status, insecure):
+        problems.append(f"protection missing: {PROTECTIONS[name]}")
+    return Preflight(result.status, probe, problems, result.output)
+
+
+def explain(report: Preflight) -> str:
+    """The message for an instructor when grading cannot go on."""
+    lines = ["the sandbox cannot grade on this machine:"]
+    lines += [f"  - {p}" for p in report.problems]
+    lines += [
+        "what to do:",
+        "  - grade as root in a container (the strongest sandbox), with the grader's Python "
+        "where a job user may read it (it is exposed read-only when it is not);",
+        "  - as an ordinary user, unprivileged user namespaces must be allowed "
+        "(sysctl user.max_user_namespaces > 0, kernel.unprivileged_userns_clone=1, no AppArmor "
+        "restriction);",
+        "  - or pass --insecure to grade with resource limits only: the students' code can then "
+        "read and change everything your user can (never for real submissions).",
+        "`python -m autograder doctor` shows what is active.",
+    ]
+    return "\n".join(lines)
 
 
 def _grader_env() -> dict[str, str]:
