@@ -93,5 +93,7 @@ def build(
     while it runs (:class:`~mlc.errors.IndexOutOfBoundsError`). ``bounds_check=False`` (or
     ``MLC_BOUNDS_CHECK=0``) leaves the index checks out, for experts timing a kernel.
     """
+    if hasattr(obj, "__mlc_build__"):  # an IRModule (mlc.script): ["main"], ["mm_relu"]...
+        return obj.__mlc_build__(target)
     with config.bounds_checks(bounds_check):
         return target_build(_to_prim_func(obj, args, name), target)
