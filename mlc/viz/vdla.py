@@ -71,9 +71,9 @@ def vdla_gantt(stats: Stats, program: Program | None = None, until: int | None =
     for event in stats.timeline:
         if event.start >= end:
             continue
-        spans = groups.setdefault(_kind(event, program), {})
-        spans.setdefault(event.module, []).append((event.start, max(event.end - event.start,
-                                                                    1)))
+        by_module = groups.setdefault(_kind(event, program), {})
+        by_module.setdefault(event.module, []).append(
+            (event.start, max(event.end - event.start, 1)))
     for kind, by_module in groups.items():
         first = True
         for module, spans in by_module.items():
