@@ -71,6 +71,13 @@ class IRModule:
         out.functions[name] = func
         return out
 
+    def __mlc_build__(self, target: Any) -> Any:
+        """``mlc.build(mod, target)``: every prim_func compiled; ``["main"]`` runs the
+        graph-level function (see :mod:`mlc.graph.relax.bridge`)."""
+        from mlc.script.relax import build_module
+
+        return build_module(self, target)
+
     def script(self) -> str:
         """The module as TVMScript: ``@ir_module class Module:`` with ``@T.prim_func`` and
         ``@R.function`` methods, which :func:`from_source` reads back."""

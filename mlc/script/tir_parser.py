@@ -178,8 +178,11 @@ class TIRParser:
 
     # -- entry ---------------------------------------------------------------------------------
     def parse_func(self, fdef: ast.FunctionDef) -> PrimFunc:
+        for s in fdef.body:  # `n = T.int64()` declares a size the parameters' shapes use
+            if self._size_var_decl(s):
+                continue
         params = self._params(fdef)
-        body_nodes = list(fdef.body)
+        body_nodes = [s for s in fdef.body if not self._size_var_decl(s, define=False)]
         if body_nodes and isinstance(body_nodes[0], ast.Expr) and isinstance(
             body_nodes[0].value, ast.Constant) and isinstance(body_nodes[0].value.value, str):
             body_nodes = body_nodes[1:]  # a docstring
@@ -255,21 +258,33 @@ class TIRParser:
         if name == "match_buffer":
             self._match_buffer(target.id, value)
             return True
-        if name is not None and (name in ("var", "int32", "int64") and not value.args
-                                 or name == "var" and value.args):
-            dtype = "int32"
-            if name == "var":
-                dtype = str(self.literal(value.args[0])) if value.args else "int32"
-            elif name == "int64":
-                dtype = "int64"
-            self.f.define(target.id, SizeVar(target.id, dtype))
-            return True
         if name == "alloc_buffer" and root_allocs is not None:
             buf = self._buffer_decl(value, target.id)
             self.f.define(target.id, buf)
             root_allocs.append(buf)
             return True
         return False
+
+    def _size_var_decl(self, s: ast.stmt, define: bool = True) -> bool:
+        """``n = T.int64()`` / ``n = T.var("int64")``: a symbolic size."""
+        if not isinstance(s, (ast.Assign, ast.AnnAssign)):
+            return False
+        target, value = _assign_parts(s)
+        if not isinstance(target, ast.Name) or not isinstance(value, ast.Call):
+            return False
+        name = self._callee(value)
+        if name == "var" and len(value.args) <= 1 and not value.keywords:
+            dtype = str(self.literal(value.args[0])) if value.args else "int32"
+        elif name is not None and _is_dtype(name) and dt.is_int(name) and not value.args \
+                and not value.keywords:
+            dtype = name
+        else:
+            return False
+        if define:
+            if not _is_dtype(dtype) or not dt.is_int(dtype):
+                raise self.error(value, f"a size variable is an integer, got {dtype!r}")
+            self.f.define(target.id, SizeVar(target.id, dtype))
+        return True
 
     def _match_buffer(self, name: str, call: ast.Call) -> None:
         if not call.args or not isinstance(call.args[0], ast.Name):
@@ -511,7 +526,8 @@ class TIRParser:
             if targets is None or len(targets) != len(it.args) or it.keywords:
                 raise self.error(s.target, f"T.grid({len(it.args)} extents) needs as many "
                                            "loop variables: for i, j in T.grid(m, n)")
-            ranges = [(const(0), self.expr(a)) for a in it.args]
+            exts = [self.expr(a) for a in it.args]
+            ranges = [(_zero_like(e), e) for e in exts]
             return self._nest(s, targets, ranges, [ForKind.SERIAL] * len(targets),
                               [None] * len(targets), [()] * len(targets))
         if name not in _LOOP_KINDS:
@@ -544,7 +560,7 @@ class TIRParser:
         if thread is not None and kind != ForKind.THREAD_BINDING:
             raise self.error(it, f"{name}(...) takes no thread name")
         if len(args) == 1:
-            lo, ext = const(0), self.expr(args[0])
+            ext = self.expr(args[0])
             lo = _zero_like(ext)
         elif len(args) == 2:
             lo, hi = self.expr(args[0]), self.expr(args[1])

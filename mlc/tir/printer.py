@@ -317,6 +317,9 @@ class _Printer:
         params = ", ".join(f"{self.name_of(b)}: {self.buffer_decl(b)}" for b in f.params)
         self.emit(0, "@" + self.t("prim_func"))
         self.emit(0, f"def {f.name}({params}):", f)
+        for v in f.size_vars:  # sizes that are not int32 say so: `n = T.int64()`
+            if v.dtype != "int32":
+                self.emit(1, f"{self.name_of(v)} = {self.t(v.dtype)}()")
         if f.attrs:
             attrs = ", ".join(f"{_quote(k)}: {self.expr(v)}" for k, v in f.attrs)
             self.emit(1, f"{self.t('func_attr')}({{{attrs}}})")
