@@ -257,7 +257,7 @@ def test_prim_funcs_and_graph_functions_share_a_module() -> None:
         @R.function
         def main(x: R.Tensor((4,), "float32")):
             with R.dataflow():
-                lv = R.call_tir(double, (x,), out_sinfo=R.Tensor((4,), "float32"))
+                lv = R.call_tir(double, (x,), out_sinfo=R.Tensor((4,), "float32"))  # noqa: F821
                 gv = R.nn.relu(lv)
                 R.output(gv)
             return gv
