@@ -25,7 +25,7 @@ from __future__ import annotations
 from mlc.tir.expr import IntImm, IterKind, Var
 from mlc.tir.functor import uses_var
 from mlc.tir.schedule import state
-from mlc.tir.stmt import BlockRealize, For, ForKind, PrimFunc, Stmt
+from mlc.tir.stmt import BlockRealize, Buffer, For, ForKind, PrimFunc, Stmt
 
 # ---------------------------------------------------------------------------------------------
 # storage scopes
@@ -74,13 +74,14 @@ def _thread_tag(loop: Stmt) -> str | None:
 
 def relaxed_thread_loops(loop_loc: state.Location, scope: str) -> list[For]:
     """The thread-bound loops at or above the loop at ``loop_loc`` whose threads all see one
-    copy of a buffer in ``scope``: for ``"shared"`` and ``"global"`` the ``threadIdx.*``
-    loops (inside the enclosing ``blockIdx`` loops), for ``"warp"`` ``threadIdx.x``, for
-    ``"local"`` none. A block that computes such a buffer under these loops must cover what
-    all their threads need."""
+    copy of a buffer in ``scope``: for ``"shared"`` the ``threadIdx.*`` loops (inside the
+    enclosing ``blockIdx`` loops), for ``"warp"`` ``threadIdx.x``, for ``"local"`` and
+    ``"global"`` none (a global intermediate computed under threads keeps what each thread
+    needs itself, as a te schedule does). A block that computes such a buffer under these
+    loops must cover what all their threads need."""
     rank = scope_rank(scope)
-    if rank is None or rank >= RANKS["local"]:
-        return []
+    if rank is None or rank in (RANKS["global"], RANKS["local"]):
+        return []  # a global buffer keeps each thread's own region, as te does
     loops = [n for n in loop_loc.path if isinstance(n, For)]
     if isinstance(loop_loc.stmt, For):
         loops.append(loop_loc.stmt)
@@ -110,6 +111,7 @@ def check_thread_bindings(func: PrimFunc) -> tuple[str, dict[Stmt, str]] | None:
       use, writing memory the threads share: all of them would update the same elements at
       once.
     """
+    blocks: list[state.Location] = []
     for loc in state.walk(func.body):
         node = loc.stmt
         if isinstance(node, For) and node.kind is ForKind.THREAD_BINDING:
@@ -117,10 +119,79 @@ def check_thread_bindings(func: PrimFunc) -> tuple[str, dict[Stmt, str]] | None:
             if problem is not None:
                 return problem
         if isinstance(node, BlockRealize) and loc.path:
+            blocks.append(loc)
             problem = _check_block(node, loc)
             if problem is not None:
                 return problem
+    return _check_private_memory(blocks, set(func.params))
+
+
+def _private_tag(scope: str, tag: str) -> bool:
+    """Does each thread of ``tag`` have its own copy of a buffer in ``scope``?"""
+    rank = scope_rank(scope)
+    if rank is None or rank == RANKS["global"]:
+        return False
+    if tag.startswith("blockIdx."):
+        return True
+    if rank == RANKS["warp"]:
+        return tag in ("threadIdx.y", "threadIdx.z")
+    return rank == RANKS["local"] and tag.startswith("threadIdx.")
+
+
+def _check_private_memory(
+    blocks: list[state.Location], params: set[Buffer]
+) -> tuple[str, dict[Stmt, str]] | None:
+    """A block that touches a buffer private to each thread (``"local"``) or each thread
+    block (``"shared"``) through a loop bound to those threads must have that loop around
+    every other block touching the buffer: otherwise a thread writes only its share of
+    elements that another one reads, or reads only its share of what it must copy out.
+    Only blocks already in one kernel are compared: a te schedule binds the consumer's
+    loops before it moves the cache in."""
+    users: dict[Buffer, list[state.Location]] = {}
+    for loc in blocks:
+        block = loc.stmt.block  # type: ignore[attr-defined]
+        for r in (*block.reads, *block.writes):
+            if scope_rank(r.buffer.scope) not in (None, RANKS["global"]) and r.buffer not in params:
+                lst = users.setdefault(r.buffer, [])
+                if all(u is not loc for u in lst):
+                    lst.append(loc)
+    for buf, locs in users.items():
+        if len(locs) < 2:
+            continue
+        for loc in locs:
+            br: BlockRealize = loc.stmt  # type: ignore[assignment]
+            for f in loc.enclosing_loops(stop_at_block=False):
+                tag = _thread_tag(f) or ""
+                if not _private_tag(buf.scope, tag) or _is_one(f) or not _uses(br, f):
+                    continue
+                for other in locs:
+                    if other is loc or any(p is f for p in other.path):
+                        continue
+                    if not _same_kernel(loc, other):
+                        continue  # not yet in one kernel: a later compute_at may move it
+                    name = buf.name
+                    scope = buf.scope
+                    ob = other.stmt.block  # type: ignore[attr-defined]
+                    return (
+                        f"block {br.block.name!r} uses loop {f.loop_var.name!r}, bound to "
+                        f"{tag}, to reach {name!r}, a {scope!r} buffer each {tag.split('.')[0]} "
+                        f"has its own copy of; block {ob.name!r}, which also uses {name!r}, "
+                        f"is outside {f.loop_var.name!r}, so each thread would see only its "
+                        f"share of the elements. Use a 'shared' buffer for a cooperative "
+                        f"copy, or do not bind this loop",
+                        {f: tag, br: f"uses {name}", other.stmt: f"also uses {name}"},
+                    )
     return None
+
+
+def _same_kernel(a: state.Location, b: state.Location) -> bool:
+    """Are the two blocks under one thread-bound loop (so in one GPU kernel)?"""
+    return any(_thread_tag(p) is not None and any(p is q for q in b.path) for p in a.path)
+
+
+def _uses(br: BlockRealize, f: For) -> bool:
+    var: Var = f.loop_var
+    return any(uses_var(e, lambda v: v is var) for e in (*br.iter_values, br.predicate))
 
 
 def _check_nested_extent(loop: For, loc: state.Location) -> tuple[str, dict[Stmt, str]] | None:

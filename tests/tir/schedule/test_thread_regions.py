@@ -107,3 +107,20 @@ def test_shared_reduction_under_an_unused_thread_loop_is_refused():
     c = np.zeros(64, "float32")
     f(a, c)
     np.testing.assert_allclose(c, a.sum(1) + 1, rtol=1e-5)
+
+
+def test_binding_the_copy_of_a_local_cache_to_threads_is_refused():
+    """Found by the random GPU schedules: a "local" cache is per thread, so a copy loop
+    bound to threadIdx.x would fill only a share of each thread's copy."""
+    A = te.placeholder((1027,), name="A")
+    B = te.compute((1024,), lambda i: A[i] + A[i + 1] + A[i + 2], name="C")
+    sch = tir.Schedule(te.create_prim_func([A, B]))
+    c = sch.get_block("C")
+    (i,) = sch.get_loops(c)
+    i0, i1 = sch.split(i, [None, 128])
+    sch.bind(i0, "blockIdx.x")
+    sch.bind(i1, "threadIdx.y")
+    s = sch.cache_read(c, 0, "local")
+    sch.compute_at(s, i1)
+    with pytest.raises(ScheduleError, match="'A_local', a 'local' buffer each threadIdx has its"):
+        sch.bind(sch.get_loops(s)[-1], "threadIdx.x")
