@@ -1,4 +1,4 @@
-# ruff: noqa: F821  (R.call_tir names prim_funcs of the module, as the course writes it)
+# ruff: noqa: F821, UP037  (R.call_tir names the module's prim_funcs; T.Buffer[..., "float32"] is the notes' spelling)
 """The MLC course's chapter 2-3 programs, typed as in the notes (``tvm.script`` ->
 ``mlc.script``), transformed with tir.Schedule and checked against numpy."""
 
