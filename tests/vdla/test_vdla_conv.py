@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from mlc.errors import VDLAProgramError
-from mlc.vdla import AluOp
+from mlc.vdla import Alu, AluOp, Load
 from mlc.vdla.conv import ConvTiling, conv2d, conv2d_reference
 
 
@@ -36,7 +36,7 @@ def test_conv2d_matches_numpy(threads: int, dims: tuple[int, ...], pool: bool,
     np.testing.assert_array_equal(out, ref)
     n, c, o, h, wd = dims
     assert stats.macs == n * c * o * h * wd * 9
-    ops = {ins.op for ins in program.instructions if hasattr(ins, "op")}
+    ops = {ins.op for ins in program.instructions if isinstance(ins, Alu)}
     assert ops == {AluOp.ADD, AluOp.SHR, AluOp.MAX, AluOp.MIN}
 
 
@@ -45,7 +45,7 @@ def test_padding_comes_from_the_dma() -> None:
     x, w, bias = _layer(8, 8, 8, 1, 1)
     out, _, program = conv2d(x, w, bias, shift=4, pool=False, tiling=ConvTiling(1, 1))
     np.testing.assert_array_equal(out, conv2d_reference(x, w, bias, 4, False))
-    loads = [ins for ins in program.instructions if getattr(ins, "y_pad", None)]
+    loads = [ins for ins in program.instructions if isinstance(ins, Load)]
     assert any(ins.y_pad == (1, 1) and ins.x_pad == (1, 1) for ins in loads)
 
 
