@@ -208,6 +208,11 @@ def _kind(fdef: ast.FunctionDef) -> str | None:
     return None
 
 
+def _is_ir_module(node: ast.expr) -> bool:
+    name = dotted(node.func if isinstance(node, ast.Call) else node)
+    return name is not None and name.split(".")[-1] == "ir_module"
+
+
 def _only_def(tree: ast.Module, src: Source) -> ast.FunctionDef:
     defs = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
     if len(defs) != 1:
@@ -232,8 +237,13 @@ def from_source(text: str, filename: str = "<script>") -> Any:
                         "expected one @T.prim_func def or one @ir_module class")
     node = body[0]
     if isinstance(node, ast.ClassDef):
+        if not any(_is_ir_module(d) for d in node.decorator_list):
+            raise src.error(node, f"class {node.name} needs the @ir_module decorator")
         return parse_module_class(node, src)
     kind = _kind(node)
+    if kind is None:
+        raise src.error(node, f"def {node.name} needs a decorator: @T.prim_func (or the "
+                              "printed @prim_func) or @R.function")
     if kind == "function":
         from mlc.script.relax import parse_graph_function
 

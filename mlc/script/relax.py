@@ -327,7 +327,13 @@ def _first(s: ast.AST) -> str:
 
 def parse_graph_function(fdef: ast.FunctionDef, src: Source, mod: Any) -> Any:
     """Read an ``@R.function`` def; ``mod`` holds the prim_funcs it may call."""
-    return _GraphParser(src, mod).parse(fdef)
+    try:
+        return _GraphParser(src, mod).parse(fdef)
+    except SyntaxError:
+        raise
+    except (GraphError, ValueError, TypeError, KeyError, IndexError, AttributeError) as e:
+        raise src.error(fdef, f"cannot read R.function {fdef.name!r}: "
+                              f"{type(e).__name__}: {e}") from None
 
 
 def build_module(mod: Any, target: Any) -> Any:

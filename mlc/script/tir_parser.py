@@ -172,12 +172,26 @@ class TIRParser:
         self.src = src
         self.f = _Func()
         self.flat: dict[Var, Buffer] = {}  # flat views of buffers, by their data variable
+        self.allow_flat = False
 
     def error(self, node: ast.AST | None, message: str) -> Exception:
         return self.src.error(node, message)
 
     # -- entry ---------------------------------------------------------------------------------
     def parse_func(self, fdef: ast.FunctionDef) -> PrimFunc:
+        """The PrimFunc of ``fdef``; every mistake is a ScriptError at its position."""
+        try:
+            return self._parse_func(fdef)
+        except SyntaxError:
+            raise
+        except (MLCError, ValueError, TypeError, KeyError, IndexError, AttributeError,
+                ArithmeticError) as e:
+            raise self.error(fdef, f"cannot read prim_func {fdef.name!r}: "
+                                   f"{type(e).__name__}: {e}") from None
+        except RecursionError:
+            raise self.error(fdef, "the prim_func is nested too deeply to read") from None
+
+    def _parse_func(self, fdef: ast.FunctionDef) -> PrimFunc:
         for s in fdef.body:  # `n = T.int64()` declares a size the parameters' shapes use
             if self._size_var_decl(s):
                 continue
@@ -187,6 +201,7 @@ class TIRParser:
             body_nodes[0].value, ast.Constant) and isinstance(body_nodes[0].value.value, str):
             body_nodes = body_nodes[1:]  # a docstring
         has_blocks = any(self._is_block_with(n) for s in body_nodes for n in ast.walk(s))
+        self.allow_flat = not has_blocks  # lowered code indexes flat views of its buffers
         root_allocs: list[Buffer] = []
         rest: list[ast.stmt] = []
         for s in body_nodes:
@@ -497,7 +512,7 @@ class TIRParser:
             if not dt.is_int(dt.element(x.dtype)):
                 raise self.error(e, f"a buffer index must be an integer, got {x} ({x.dtype})")
             out.append(x)
-        if len(out) == 1 and (len(buf.shape) > 1 or buf.strides):
+        if self.allow_flat and len(out) == 1 and (len(buf.shape) > 1 or buf.strides):
             return self._flat_view(buf), tuple(out)
         if len(out) != len(buf.shape) and len(buf.shape) > 0:
             raise self.error(sub, f"{buf.name} has {len(buf.shape)} dimension(s) "
@@ -812,13 +827,15 @@ class TIRParser:
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
             return self.expr(node)
 
-    def expr(self, node: ast.expr) -> PrimExpr:  # noqa: C901 - one case per syntax node
+    def expr(self, node: ast.expr) -> PrimExpr:
         try:
             return self._expr(node)
+        except SyntaxError:
+            raise
         except MLCError as e:
-            if isinstance(e, SyntaxError):
-                raise
             raise self.error(node, str(e)) from None
+        except (ValueError, TypeError, ArithmeticError) as e:
+            raise self.error(node, f"cannot build `{ast.unparse(node)}`: {e}") from None
 
     def _expr(self, node: ast.expr) -> PrimExpr:  # noqa: C901
         if isinstance(node, ast.Constant):
