@@ -269,7 +269,10 @@ def test_doctor_reports_the_protections(capsys):
 @pytest.mark.skipif(bool(os.environ.get(INNER)), reason="this is the ordinary user's run")
 def test_again_as_an_ordinary_user():
     """The same attacks, graded by ``nobody``: the walls come from user namespaces."""
-    home = Path(tempfile.mkdtemp(prefix="ag-as-user-"))
+    # The user's home outside /tmp (as a real home is), so that the walls around it are tested
+    # rather than /tmp's.
+    home = Path(tempfile.mkdtemp(prefix="ag-as-user-", dir="/run" if os.path.isdir("/run")
+                                 else None))
     try:
         os.chown(home, NOBODY, NOBODY)
         os.chmod(home, 0o755)
