@@ -41,6 +41,13 @@ class Source:
             lines, start = inspect.getsourcelines(obj)
             filename = inspect.getsourcefile(obj) or inspect.getfile(obj)
         except (OSError, TypeError) as e:
+            found = _class_source(obj) if isinstance(obj, type) else None
+            if found is not None:
+                lines, start, filename = found
+                text = "".join(lines)
+                dedented = textwrap.dedent(text)
+                indent = _first_indent(text) - _first_indent(dedented)
+                return Source(dedented, filename, max(start, 1), indent)
             raise ScriptError(
                 f"cannot read the source of {getattr(obj, '__qualname__', obj)!r} ({e}); "
                 "mlc.script reads the program's text, so define it in a file or a notebook "
@@ -82,6 +89,31 @@ class Source:
         err = ScriptError(f"{where}: {message}{shown}")
         err.filename, err.lineno, err.offset, err.text = self.filename, line, col, text
         return err
+
+
+def _class_source(cls: type) -> tuple[list[str], int, str] | None:
+    """A class's source found through one of its methods (Python < 3.13 cannot find a class
+    defined in a notebook cell: its module has no file, but its methods' code knows the
+    cell)."""
+    import linecache
+    import re
+
+    for value in vars(cls).values():
+        fn = getattr(value, "fn", value)  # a pending @T.prim_func / @R.function
+        code = getattr(fn, "__code__", None)
+        if code is None:
+            continue
+        filename = code.co_filename
+        lines = linecache.getlines(filename)
+        pattern = re.compile(rf"^\s*class\s+{re.escape(cls.__name__)}\b")
+        for i in range(min(code.co_firstlineno, len(lines)) - 1, -1, -1):
+            if pattern.match(lines[i]):
+                first = i
+                while first > 0 and lines[first - 1].lstrip().startswith("@"):
+                    first -= 1
+                block = inspect.getblock(lines[i:])
+                return lines[first:i] + list(block), first + 1, filename
+    return None
 
 
 def _first_indent(text: str) -> int:
