@@ -128,6 +128,82 @@ except LoweringError as err:
 viz.loop_tree(lowered)
 
 # %% [markdown]
+# ## Writing a program in script form
+# The MLC course writes tensor programs by hand, as TVMScript: an `@ir_module` class whose
+# `@T.prim_func` methods are loop nests of blocks. mlc reads the same text (from
+# `mlc.script`) without running it, into the same `PrimFunc` that `te.create_prim_func`
+# builds; `T.reads`/`T.writes` may be left out, they are inferred. Here is the course's
+# `mm_relu`:
+
+# %%
+import numpy as np
+from mlc.script import ir_module, T
+
+@ir_module
+class MyModule:
+    @T.prim_func
+    def mm_relu(A: T.Buffer((128, 128), "float32"),
+                B: T.Buffer((128, 128), "float32"),
+                C: T.Buffer((128, 128), "float32")):
+        T.func_attr({"global_symbol": "mm_relu", "tir.noalias": True})
+        Y = T.alloc_buffer((128, 128), dtype="float32")
+        for i, j, k in T.grid(128, 128, 128):
+            with T.block("Y"):
+                vi = T.axis.spatial(128, i)
+                vj = T.axis.spatial(128, j)
+                vk = T.axis.reduce(128, k)
+                with T.init():
+                    Y[vi, vj] = T.float32(0)
+                Y[vi, vj] = Y[vi, vj] + A[vi, vk] * B[vk, vj]
+        for i, j in T.grid(128, 128):
+            with T.block("C"):
+                vi = T.axis.spatial(128, i)
+                vj = T.axis.spatial(128, j)
+                C[vi, vj] = T.max(Y[vi, vj], T.float32(0))
+
+# %% [markdown]
+# Transform it with `tir.Schedule`, as in the course: split `j`, move the reduction out,
+# compute `C` under the outer `j` loop. `sch.mod.script()` prints TVMScript (with `T.`),
+# `print(sch.mod)` the same program without the prefix; `mlc.script.from_source` reads
+# either back.
+
+# %%
+sch = tir.Schedule(MyModule["mm_relu"])
+block_Y = sch.get_block("Y")
+i, j, k = sch.get_loops(block_Y)
+j0, j1 = sch.split(j, factors=[None, 4])
+sch.reorder(j0, k, j1)
+sch.reverse_compute_at(sch.get_block("C"), j0)
+print(sch.mod.script())
+
+# %%
+a_np = np.random.default_rng(0).random((128, 128), dtype=np.float32)
+b_np = np.random.default_rng(1).random((128, 128), dtype=np.float32)
+c_np = np.empty((128, 128), dtype="float32")
+rt_lib = mlc.build(sch.mod, target="llvm")
+rt_lib(a_np, b_np, c_np)
+np.testing.assert_allclose(c_np, np.maximum(a_np @ b_np, 0), rtol=1e-4)
+tir.assert_structural_equal(sch.mod, mlc.script.from_source(sch.mod.script()))
+print("the transformed mm_relu matches numpy, and its script reads back to the same program")
+
+# %% [markdown]
+# A mistake in a script points at the line and column that caused it:
+
+# %%
+from mlc.errors import ScriptError
+try:
+    mlc.script.from_source("""
+@T.prim_func
+def f(A: T.Buffer((8,), "float32")):
+    for i in range(8):
+        with T.block("A"):
+            vi, vj = T.axis.remap("SS", [i])
+            A[vi] = 0.0
+""")
+except ScriptError as err:
+    print(err)
+
+# %% [markdown]
 # ## Exercises
 # 1. How many passes does the pipeline run? (count `PASSES`)
 # 2. After lowering, does any `Block` remain? Find out with `tir.post_order_visit`.

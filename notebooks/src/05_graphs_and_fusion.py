@@ -93,6 +93,89 @@ print(f"unfused {t_unfused * 1e6:.1f} us, fused {t_fused * 1e6:.1f} us "
       f"({t_unfused / t_fused:.2f}x)")
 
 # %% [markdown]
+# ## Your own rewrite
+# Fusion is one rewrite the compiler knows. You can write others, as the MLC course does,
+# with a mutator over the graph-level function: override `visit_call_`, visit the
+# arguments first (`visit_expr_post_order`), look at what made an argument
+# (`lookup_binding`), and return a new call. Here: `add(multiply(x, y), z)` becomes one
+# `ewise_fma(x, y, z)` op.
+
+# %%
+from mlc.graph import relax
+from mlc.script import ir_module, R
+import mlc
+
+@ir_module
+class FMAModule:
+    @R.function
+    def main(x: R.Tensor((3, 4), "float32"), y: R.Tensor((3, 4), "float32")):
+        with R.dataflow():
+            lv0 = R.multiply(x, y)
+            gv0 = R.add(lv0, y)
+            R.output(gv0)
+        return gv0
+
+@relax.expr_functor.mutator
+class EwiseFMARewriter(relax.PyExprMutator):
+    def visit_call_(self, call):
+        call = self.visit_expr_post_order(call)
+        add_op = relax.Op.get("relax.add")
+        multiply_op = relax.Op.get("relax.multiply")
+        ewise_fma_op = relax.Op.get("relax.ewise_fma")
+        if call.op != add_op:
+            return call
+        value = self.lookup_binding(call.args[0])
+        if not isinstance(value, relax.Call) or value.op != multiply_op:
+            return call
+        return relax.Call(ewise_fma_op, [value.args[0], value.args[1], call.args[1]], None, None)
+
+updated_fn = EwiseFMARewriter().visit_expr(FMAModule["main"])
+updated_fn.show()
+
+# %% [markdown]
+# The multiply is still there, unused: dead-code elimination removes it.
+
+# %%
+cleaned = relax.analysis.remove_all_unused(updated_fn)
+cleaned.show()
+xs = rng.standard_normal((3, 4)).astype("float32")
+ys = rng.standard_normal((3, 4)).astype("float32")
+out = mlc.build(relax.from_graph(relax.to_graph(cleaned)))["main"](xs, ys)
+np.testing.assert_allclose(out, xs * ys + ys, rtol=1e-6)
+print("ewise_fma(x, y, y) == x * y + y")
+
+# %% [markdown]
+# **Exercise.** Write `ReluOfReluRewriter`: `relu(relu(x))` is `relu(x)`; return
+# `value` (the inner call) when the argument of a relu was made by a relu.
+
+# %%
+@relax.expr_functor.mutator
+class ReluOfReluRewriter(relax.PyExprMutator):
+    def visit_call_(self, call):
+        call = self.visit_expr_post_order(call)
+        relu = relax.Op.get("relax.nn.relu")
+        if call.op != relu:
+            return call
+        value = self.lookup_binding(call.args[0])
+        if isinstance(value, relax.Call) and value.op == relu:
+            return call.args[0]
+        return call
+
+@ir_module
+class Twice:
+    @R.function
+    def main(x: R.Tensor((2, 3), "float32")):
+        with R.dataflow():
+            lv0 = R.nn.relu(x)
+            gv0 = R.nn.relu(lv0)
+            R.output(gv0)
+        return gv0
+
+simplified = relax.analysis.remove_all_unused(ReluOfReluRewriter().visit_expr(Twice["main"]))
+simplified.show()
+assert len(simplified.bindings()) == 1
+
+# %% [markdown]
 # ## Exercises
 # 1. How many kernels does the optimized graph have, and which ops share one?
 # 2. Add a `graph.nn.relu` after the second dense: does the kernel count change? (It should
