@@ -149,7 +149,10 @@ def _plan(
             place = min(depth, cut)
             if place == 0 and same_shape:
                 return None
-            new = Buffer(buf.name, shape, buf.dtype, buf.scope)
+            scope = buf.scope
+            if scope == "global" and any(_tag(f).startswith("threadIdx.") for f in prefix[:place]):
+                scope = "local"  # one copy per GPU thread, as te gives an intermediate there
+            new = Buffer(buf.name, shape, buf.dtype, scope)
             return (prefix[place - 1].loop_var if place else None), new, offsets
     return None
 

@@ -17,6 +17,7 @@ from mlc.transform.check_bounds import check_bounds
 from mlc.transform.compact_buffers import compact_buffers
 from mlc.transform.flatten_buffers import flatten_buffers
 from mlc.transform.lower_blocks import lower_blocks
+from mlc.transform.lower_cross_thread_reduction import lower_cross_thread_reduction
 from mlc.transform.simplify import simplify
 from mlc.transform.unroll import unroll_loops
 from mlc.transform.vectorize import vectorize_loops
@@ -25,6 +26,7 @@ Pass = Callable[[PrimFunc], PrimFunc]
 
 PASSES: list[tuple[str, Pass]] = [
     ("check_bounds", check_bounds),          # refuse accesses outside an array (no crash)
+    ("lower_cross_thread_reduction", lower_cross_thread_reduction),  # reduce loop on threads
     ("lower_blocks", lower_blocks),          # blocks -> loops, ifs, allocations
     ("compact_buffers", compact_buffers),    # allocate intermediates small, where used
     ("flatten_buffers", flatten_buffers),    # A[i, j] -> A[i * m + j]

@@ -13,6 +13,7 @@ import dataclasses
 
 from mlc.tir.arith import Analyzer
 from mlc.tir.expr import IntImm, IterKind, PrimExpr, Range, Var, const
+from mlc.tir.functor import substitute
 from mlc.tir.schedule import region as R
 from mlc.tir.schedule import state
 from mlc.tir.schedule.inline import InlinePrimitives
@@ -396,6 +397,15 @@ class ComputeLocationPrimitives(InlinePrimitives):
         old_pred = realize.predicate
         if not (isinstance(old_pred, IntImm) and old_pred.value):
             if R.mentions(old_pred, [f.loop_var for f in kept_loops]):
+                # a moved loop that was the whole binding of a variable is that variable's
+                # new value (`k_0 * 16 + k_1 < m` with vk_1 = k_1 now placed at ax0)
+                loop_sub: dict[Var, PrimExpr] = {
+                    values[k]: new_values[k]  # type: ignore[misc]
+                    for k in mapped
+                    if isinstance(values[k], Var) and any(values[k] is v for v in dropped)
+                }
+                if loop_sub:
+                    old_pred = substitute(old_pred, loop_sub)
                 if R.mentions(old_pred, dropped):
                     raise self._error(
                         f"{what}: the predicate of block {block.name!r} ({old_pred}) mixes "

@@ -413,7 +413,7 @@ class LoopPrimitives(ScheduleBase):
                 f"bind: {thread_axis!r} is not a thread axis; use one of {', '.join(THREAD_AXES)}",
                 for_,
             )
-        self._check_data_parallel(for_, f"bind to {tag}")
+        self._check_data_parallel(for_, f"bind to {tag}", tag.startswith("threadIdx."))
         new = dataclasses.replace(for_, kind=ForKind.THREAD_BINDING, thread_binding=tag)
         self._update_checking_threads(state.replace(self._func, for_, new), f"bind to {tag}")
         self._record("bind", {"loop": loop, "thread_axis": tag}, None)
@@ -473,10 +473,12 @@ class LoopPrimitives(ScheduleBase):
         new = dataclasses.replace(for_, kind=kind, thread_binding=tag)
         self._update(state.replace(self._func, for_, new))
 
-    def _check_data_parallel(self, for_: For, what: str) -> None:
+    def _check_data_parallel(self, for_: For, what: str, across_threads: bool = False) -> None:
         """Refuse when the loop variable feeds a reduce/ordered block variable, or when a
         reduction block under the loop does not depend on it (every iteration would update
-        the same values at once)."""
+        the same values at once). With ``across_threads`` (a bind to threadIdx) a reduce
+        variable of a ``C = C op value`` block is fine: the threads combine their parts in a
+        tree reduction in shared memory (``lower_cross_thread_reduction``)."""
         var, name = for_.loop_var, for_.loop_var.name
         # only the outermost blocks: a blockized block speaks for the blocks inside it
         body = for_.body
@@ -488,6 +490,8 @@ class LoopPrimitives(ScheduleBase):
                 if not uses_var(value, lambda v: v is var):
                     continue
                 depends = True
+                if iv.kind is IterKind.REDUCE and across_threads and block.init is not None:
+                    continue
                 if iv.kind in (IterKind.REDUCE, IterKind.ORDERED):
                     kind = "reduce" if iv.kind == IterKind.REDUCE else "ordered (scan)"
                     raise self._error(
@@ -495,8 +499,14 @@ class LoopPrimitives(ScheduleBase):
                         f"{iv.var.name} of block {block.name!r}; "
                         + (
                             f"a reduction cannot run its steps at once ({what}): they update "
-                            "the same element. Use rfactor, or choose a loop bound to a spatial "
-                            "variable"
+                            "the same element. "
+                            + (
+                                "Bind it to threadIdx.x instead (the threads of a block then "
+                                "combine their parts)"
+                                if what.startswith("bind") and block.init is not None
+                                else "Use rfactor to make it spatial first"
+                            )
+                            + ", or choose a loop bound to a spatial variable"
                             if iv.kind == IterKind.REDUCE
                             else "its steps must run one after another. Choose a loop bound "
                             "to a spatial variable"

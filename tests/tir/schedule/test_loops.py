@@ -420,9 +420,9 @@ def test_bind_reduce_refused() -> None:
     sch = tir.Schedule(_matmul())
     _, _, k = sch.get_loops(sch.get_block("C"))
     with pytest.raises(
-        ScheduleError, match="bind to threadIdx.x: the loop 'k' is bound to the reduce"
+        ScheduleError, match="bind to blockIdx.x: the loop 'k' is bound to the reduce"
     ):
-        sch.bind(k, "threadIdx.x")
+        sch.bind(k, "blockIdx.x")  # threadIdx.x is a cross-thread reduction (gpu_schedules)
 
 
 # ---------------------------------------------------------------------------------------------
