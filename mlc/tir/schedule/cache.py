@@ -15,6 +15,7 @@ from mlc.tir.expr import IntImm, IterKind, IterVar, Range, Var, const
 from mlc.tir.schedule import region as R
 from mlc.tir.schedule import state
 from mlc.tir.schedule.base import ScheduleBase
+from mlc.tir.schedule.threads import SCOPES, scope_rank
 from mlc.tir.schedule.trace import BlockRV
 from mlc.tir.stmt import (
     Block,
@@ -28,8 +29,6 @@ from mlc.tir.stmt import (
     Stmt,
     seq,
 )
-
-SCOPES = ("global", "shared", "shared.dyn", "local", "warp")
 
 
 class CachePrimitives(ScheduleBase):
@@ -249,8 +248,12 @@ class CachePrimitives(ScheduleBase):
         return regions[index]
 
     def _check_scope(self, scope: str, what: str) -> None:
-        if scope not in SCOPES:
-            raise self._error(f"{what}: unknown storage scope {scope!r}; use one of {SCOPES}")
+        if not isinstance(scope, str) or scope_rank(scope) is None:
+            raise self._error(
+                f"{what}: unknown storage scope {scope!r}; use one of {SCOPES}, or a tagged "
+                "scope such as 'local.acc_buffer' or 'global.A_reg' (the part before the "
+                "dot says which threads share it)"
+            )
 
     def _check_intermediate(self, buf: Buffer, realize: BlockRealize, what: str) -> None:
         if buf in self._func.params:
@@ -259,7 +262,7 @@ class CachePrimitives(ScheduleBase):
                 "function allocates can change (use cache_write to get one)", realize)
 
     def _cache_buffer(self, buf: Buffer, scope: str) -> Buffer:
-        name = self._fresh(f"{buf.name}_{scope}")
+        name = self._fresh(f"{buf.name}_{scope.replace('.', '_')}")  # a C identifier
         return Buffer(name, buf.shape, buf.dtype, scope)
 
     def _copy_nest(self, name: str, src: Buffer, dst: Buffer) -> Stmt:
