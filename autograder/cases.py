@@ -113,10 +113,12 @@ class TraceCase:
     the expected output (numpy); ``inputs(**params)`` the input spec. ``params`` may name
     ``n``, which ``--size``/``$AUTOGRADER_SIZE`` overrides for quick runs.
 
-    Speed score: with ``ratio = t_reference / t_student`` (1.0 at parity), the fraction of
-    points is ``clip((ratio - floor) / (1 - floor), 0, 1)``: full points at parity or better,
-    zero at ``floor`` times the reference speed or slower, linear in between. A wrong result
-    scores 0. With ``speed=False`` only correctness is graded.
+    Speed score: with ``ratio = t_reference / t_student`` (1.0 at parity; the ratio of the
+    medians of interleaved rounds), the fraction of points is
+    ``clip((ratio - floor) / (full - floor), 0, 1)``: full points from ``full`` times the
+    reference speed up (0.9 by default: the reference itself, replayed as a student, must get
+    full points whatever the noise), zero at ``floor`` or slower, linear in between. A wrong
+    result scores 0. With ``speed=False`` only correctness is graded.
     """
 
     id: str
@@ -127,6 +129,7 @@ class TraceCase:
     params: dict[str, Any] = field(default_factory=dict)
     speed: bool = True
     floor: float = 0.25
+    full: float = 0.9
     rtol: float = 1e-3
     atol: float = 1e-3
     seed: int = 0
@@ -143,15 +146,27 @@ class TraceCase:
         return random_inputs(spec, self.seed + zlib.crc32(self.id.encode()))
 
     def score(self, ratio: float) -> float:
-        return float(np.clip((ratio - self.floor) / (1.0 - self.floor), 0.0, 1.0))
+        return float(np.clip((ratio - self.floor) / (self.full - self.floor), 0.0, 1.0))
 
     def check_local(self, value: Any) -> tuple[float, str]:
         from autograder.replay import replay_and_time
 
-        report = replay_and_time(self, str(value), number=1, repeat=1)
+        report = replay_and_time(self, str(value), rounds=5, min_time=0.005, settle=0.0)
         if not report["correct"]:
             return 0.0, report["message"]
-        return 1.0, f"{report['message']}; speed ratio to the reference {report['ratio']:.2f}"
+        if not self.speed:
+            return 1.0, report["message"]
+        return 1.0, f"{report['message']}; {self.speed_message(report)}"
+
+    def speed_message(self, report: dict[str, Any]) -> str:
+        """Both times, the ratio with its spread, and the scale, for the student."""
+        return (
+            f"{report['ratio']:.2f}x the reference schedule's speed (yours "
+            f"{report['t_student'] * 1e3:.3g} ms, reference {report['t_reference'] * 1e3:.3g} ms; "
+            f"medians of {report['rounds']} interleaved rounds, per-round ratios "
+            f"{report['ratio_min']:.2f} to {report['ratio_max']:.2f}); scale: 0% at "
+            f"{self.floor:g}x or slower, 100% from {self.full:g}x"
+        )
 
     def check_export(self, exports: Path, *, grader_path: Path, run_trusted: Callable[
             [list[str], Path], tuple[int, str]], workdir: Path, **_: Any) -> tuple[float, str]:
@@ -177,11 +192,7 @@ class TraceCase:
         if not self.speed:
             return 1.0, report["message"]
         fraction = self.score(report["ratio"])
-        return fraction, (
-            f"correct; {report['ratio']:.2f}x the reference schedule's speed "
-            f"({report['t_student'] * 1e3:.2f} ms vs {report['t_reference'] * 1e3:.2f} ms), "
-            f"{fraction:.0%} of the points"
-        )
+        return fraction, f"correct; {self.speed_message(report)}: {fraction:.0%} of the points"
 
 
 class Grader:

@@ -4,8 +4,11 @@ Run by the grader in its own process (``python -m autograder.replay GRADER CASE 
 with resource limits and no network: the trace is data from the student, everything else is
 trusted. The student's schedule is rebuilt from scratch (a fresh ``tir.Schedule`` of the
 reference PrimFunc, then ``tir.Trace.apply_json_to_schedule``), checked against numpy and
-timed *interleaved* with the reference schedule (ref, student, ref, student, ...), so that
-machine noise hits both alike. The result is a JSON report.
+timed *interleaved* with the reference schedule over at least five rounds, with a settle
+pause before each (:func:`time_interleaved`), so that machine noise hits both alike; the
+ratio of the medians decides, and the per-round spread is reported. Nothing of the student's
+code runs here: the trace is a list of schedule primitives, so whatever the notebook did to
+its own timer, cache or modules is not in this process. The result is a JSON report.
 """
 
 from __future__ import annotations
@@ -38,8 +41,52 @@ def _time_once(module: Any, args: list[np.ndarray], number: int) -> float:
     return (time.perf_counter() - start) / number
 
 
-def replay_and_time(case: TraceCase, trace_text: str, number: int = 3,
-                    repeat: int = 5) -> dict[str, Any]:
+def _calls_for(module: Any, args: list[np.ndarray], min_time: float) -> int:
+    """How many calls make one timing last at least ``min_time`` (after a warm-up call)."""
+    module(*args)
+    once = _time_once(module, args, 1)
+    return max(1, min(10_000, int(np.ceil(min_time / max(once, 1e-9)))))
+
+
+def time_interleaved(student: Any, args_s: list[np.ndarray], reference: Any,
+                     args_r: list[np.ndarray], rounds: int = 7, min_time: float = 0.02,
+                     settle: float = 0.02, give_up_below: float = 0.0) -> dict[str, Any]:
+    """Time ``student`` against ``reference`` in interleaved rounds; medians and spread.
+
+    Each side is warmed up and gets its own number of calls per timing (at least
+    ``min_time`` seconds each). Every round sleeps ``settle`` seconds, then times both, the
+    order alternating (ref, student; student, ref; ...) so drifts in clock speed or load hit
+    both alike. The ratio is the median of the per-round ratios ``t_reference / t_student``
+    (each round's pair shares the machine's state at that moment, so a burst of load from
+    elsewhere cancels out); the spread is the lowest and highest per-round ratio; the times
+    reported are the medians of each side. At least five rounds always run; after five, a student
+    whose best round is below ``give_up_below`` (far under the scale's floor) stops early.
+    """
+    rounds = max(5, rounds)
+    number_s = _calls_for(student, args_s, min_time)
+    number_r = _calls_for(reference, args_r, min_time)
+    t_stu: list[float] = []
+    t_ref: list[float] = []
+    for r in range(rounds):
+        time.sleep(settle)
+        if r % 2 == 0:
+            t_ref.append(_time_once(reference, args_r, number_r))
+            t_stu.append(_time_once(student, args_s, number_s))
+        else:
+            t_stu.append(_time_once(student, args_s, number_s))
+            t_ref.append(_time_once(reference, args_r, number_r))
+        per_round = [a / max(b, 1e-12) for a, b in zip(t_ref, t_stu)]
+        if len(per_round) >= 5 and max(per_round) < give_up_below:
+            break
+    per_round = [a / max(b, 1e-12) for a, b in zip(t_ref, t_stu)]
+    ts, tr = statistics.median(t_stu), statistics.median(t_ref)
+    return {"t_student": ts, "t_reference": tr, "ratio": statistics.median(per_round),
+            "ratio_min": min(per_round), "ratio_max": max(per_round), "rounds": len(per_round),
+            "calls": [number_s, number_r]}
+
+
+def replay_and_time(case: TraceCase, trace_text: str, rounds: int = 7,
+                    min_time: float = 0.02, settle: float = 0.02) -> dict[str, Any]:
     """Replay ``trace_text`` on ``case``'s reference computation; return a report dict."""
     import mlc
     from mlc import tir
@@ -58,23 +105,18 @@ def replay_and_time(case: TraceCase, trace_text: str, number: int = 3,
     ok, message = compare(expected, out, case.rtol, case.atol)
     if not ok:
         return {"correct": False, "message": f"wrong result: {message}"}
+    report: dict[str, Any] = {"correct": True, "message": "correct"}
+    if not case.speed:
+        return report
     ref_sch = tir.Schedule(case.make_func(**params))
     case.reference_schedule(ref_sch)
     reference = mlc.build(ref_sch.mod, target="llvm")
     ref_out = np.zeros_like(expected)
-    args_s = [*arrays.values(), out]
-    args_r = [*arrays.values(), ref_out]
-    t_ref = [_time_once(reference, args_r, 1)]
-    t_stu = [_time_once(student, args_s, 1)]
-    if t_stu[0] * case.floor < t_ref[0] / 2:  # far below the floor: no need to time more
-        repeat = 0
-    for _ in range(repeat):
-        t_ref.append(_time_once(reference, args_r, number))
-        t_stu.append(_time_once(student, args_s, number))
-    tr = statistics.median(t_ref[1:] or t_ref)
-    ts = statistics.median(t_stu[1:] or t_stu)
-    return {"correct": True, "message": "correct", "t_student": ts, "t_reference": tr,
-            "ratio": tr / ts if ts > 0 else float("inf")}
+    report.update(time_interleaved(student, [*arrays.values(), out], reference,
+                                   [*arrays.values(), ref_out], rounds=rounds,
+                                   min_time=min_time, settle=settle,
+                                   give_up_below=case.floor / 2))
+    return report
 
 
 def main(argv: list[str]) -> int:
