@@ -137,31 +137,29 @@ class CachePrimitives(ScheduleBase):
         for other in infos:
             if other is me:
                 continue
+            inside = other.realize is items[pos] or other.under(items[pos])
+            if buf in other.writes and inside and (
+                other.under(realize) or other.index < me.index
+            ):
+                continue  # a block inside a blockized one, or a decomposed init: same nest
             if buf in other.writes:
                 raise self._error(
                     f"cache_write: {buf.name!r} is also written by block "
                     f"{other.block.name!r}; a write cache needs a single writer",
                     other.realize,
                 )
-            inside = other.realize is items[pos] or other.under(items[pos])
-            if inside and buf in other.reads:
+            if inside and buf in other.reads and not other.under(realize):
                 raise self._error(
                     f"cache_write: block {other.block.name!r} reads {buf.name!r} inside the "
                     f"same loop nest as {name!r}; it would read before the copy-back",
                     other.realize,
                 )
         cache = self._cache_buffer(buf, storage_scope)
-        b = realize.block
-        new_block = dataclasses.replace(
-            b,
-            body=R.replace_buffers(b.body, {buf: cache}),
-            init=R.replace_buffers(b.init, {buf: cache}) if b.init is not None else None,
-            reads=R.replace_buffers(b.reads, {buf: cache}),
-            writes=R.replace_buffers(b.writes, {buf: cache}),
-        )
+        # every writer in this nest (the block, the blocks inside it, a decomposed init)
+        new_item = R.replace_buffers(items[pos], {buf: cache})
         copy = self._copy_nest(cache.name, cache, buf)
-        func = state.replace(self._func, realize, dataclasses.replace(realize, block=new_block))
-        func = self._insert_root(func, _item_holding(func, new_block), copy, after=True)
+        func = state.replace(self._func, items[pos], new_item)
+        func = self._insert_root(func, new_item, copy, after=True)
         self._update(R.add_root_alloc(func, cache))
         rv = self._block_rv(cache.name)
         self._record(

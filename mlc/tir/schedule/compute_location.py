@@ -72,7 +72,11 @@ class ComputeLocationPrimitives(InlinePrimitives):
                 f"Use cache_write on {name!r} first, then compute_at the cache block.",
                 realize,
             )
-        consumers = [i for i in infos if i is not me and i.reads & me.writes]
+        scope = bloc.enclosing_block()  # blocks inside a blockized block speak through it
+        consumers = [
+            i for i in infos
+            if i is not me and i.reads & me.writes and i.loc.enclosing_block() is scope
+        ]
         under = [c for c in consumers if c.under(target)]
         if not under:
             raise self._error(
@@ -170,7 +174,11 @@ class ComputeLocationPrimitives(InlinePrimitives):
         infos = R.blocks_in_order(self._func)
         me = R.info_of(infos, realize)
         self._check_movable(me, bloc, target, lloc, "reverse_compute_at")
-        producers = [i for i in infos if i.under(target) and i.writes & me.reads]
+        scope = bloc.enclosing_block()  # blocks inside a blockized block speak through it
+        producers = [
+            i for i in infos
+            if i.under(target) and i.writes & me.reads and i.loc.enclosing_block() is scope
+        ]
         if not producers:
             raise self._error(
                 f"reverse_compute_at: block {name!r} reads nothing that a block under loop "
@@ -202,6 +210,8 @@ class ComputeLocationPrimitives(InlinePrimitives):
         for other in infos:
             if other is me or not (other.under(target) or last < other.index < me.index):
                 continue
+            if other.loc.enclosing_block() is not scope:
+                continue  # inside a blockized block: its outer block speaks for it
             if other in producers:
                 bad = me.writes & (other.reads | other.writes)
             else:
