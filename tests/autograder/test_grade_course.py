@@ -14,7 +14,8 @@ pytestmark = pytest.mark.slow
 
 @pytest.mark.parametrize("name, extra", [
     ("a1_tensor_expressions", []),
-    ("a2_gemm_schedule", ["--size", "64"]),  # the schedule is replayed at 64^3 to stay quick
+    ("a2_gemm_schedule", ["--size", "256"]),  # at 64^3 timing noise on a loaded 2-core machine
+    # moved the near-equal solution across the full-credit mark (0.64-1.11); 256^3 is steadier
 ])
 def test_solution_full_marks_blank_zero(name, extra, tmp_path):
     pytest.importorskip("mlc.te")
