@@ -64,13 +64,7 @@ __all__ = [
     "scan", "size_var", "thread_axis", "var",
 ]
 
-try:  # the te-style schedule facade (written separately)
-    from mlc.te.schedule import Schedule, Stage, create_schedule  # noqa: F401
-
-    __all__ += ["Schedule", "Stage", "create_schedule"]
-except ImportError:  # pragma: no cover
-    pass
-
+from mlc.te.schedule import Schedule, Stage, create_schedule  # noqa: E402
 from mlc.te.tensor_intrin import decl_tensor_intrin  # noqa: E402
 
-__all__ += ["decl_tensor_intrin"]
+__all__ += ["Schedule", "Stage", "create_schedule", "decl_tensor_intrin"]

@@ -12,6 +12,8 @@ import enum
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar, Union
 
+import numpy as np
+
 from mlc.errors import MLCTypeError
 from mlc.tir import dtype as dt
 
@@ -162,14 +164,41 @@ class SizeVar(Var):
 
 @_node
 class IntImm(PrimExpr):
+    """An integer (or bool) constant. Like TVM's, it converts to a Python number:
+    ``int(c)``, ``float(c)``, ``bool(c)``, and it is usable wherever Python wants an index
+    (``__index__``), so ``np.zeros(A.shape)`` and ``range(A.shape[0])`` work."""
+
     value: int
     dtype: str = "int32"
+
+    def __int__(self) -> int:
+        return self.value
+
+    def __index__(self) -> int:
+        return self.value
+
+    def __float__(self) -> float:
+        return float(self.value)
+
+    def __bool__(self) -> bool:
+        return self.value != 0
 
 
 @_node
 class FloatImm(PrimExpr):
+    """A float constant; ``float(c)`` and ``int(c)`` (truncating, as Python's) work."""
+
     value: float
     dtype: str = "float32"
+
+    def __float__(self) -> float:
+        return self.value
+
+    def __int__(self) -> int:
+        return int(self.value)
+
+    def __bool__(self) -> bool:
+        return self.value != 0.0
 
 
 @_node
@@ -255,18 +284,49 @@ class CmpOp(BinaryOp):
 @_node
 class EQ(CmpOp):
     def __bool__(self) -> bool:
-        # Lets `var in [...]` and dict lookups work: true when both sides are the same node.
-        return self.a is self.b or (
-            isinstance(self.a, (IntImm, FloatImm))
-            and isinstance(self.b, (IntImm, FloatImm))
-            and self.a.value == self.b.value
-        )
+        return _equality_truth(self.a, self.b, "==")
 
 
 @_node
 class NE(CmpOp):
     def __bool__(self) -> bool:
-        return not EQ(self.a, self.b).__bool__()
+        return not _equality_truth(self.a, self.b, "!=")
+
+
+def _imm_value(e: PrimExpr) -> int | float | None:
+    """The Python value of a constant, looking through the Cast that mixing dtypes adds."""
+    while isinstance(e, Cast):
+        e = e.value
+    if isinstance(e, (IntImm, FloatImm)):
+        return e.value
+    return None
+
+
+def _equality_truth(a: PrimExpr, b: PrimExpr, op: str) -> bool:
+    """What Python's ``if`` sees in ``a == b`` (an ``EQ`` node).
+
+    * the same node on both sides: True (``x == x``);
+    * two constants: their values compare (``A.shape[0] == 4``);
+    * two distinct variables: False. Variables have identity semantics, and Python asks this
+      question in ``v in [i, j]``, ``list.index(v)`` and other container lookups;
+    * anything else (``i == 0``, ``i + 1 == j``) depends on values known only when the
+      program runs, so Python cannot decide it: a typed error says what to write instead.
+      (TVM answers False here, which silently takes the wrong branch.)
+    """
+    if a is b:
+        return True
+    va, vb = _imm_value(a), _imm_value(b)
+    if va is not None and vb is not None:
+        return va == vb
+    if isinstance(a, Var) and isinstance(b, Var):
+        return False
+    raise MLCTypeError(
+        f"`{a} {op} {b}` is a symbolic condition: its value is known only when the program "
+        "runs, so Python's `if`/`and`/`or`/`not` cannot decide it. Inside te.compute use "
+        f"te.if_then_else({a} {op} {b}, then_value, else_value); to compare constants, "
+        "use int(...) on them; to ask whether two expressions are the same program, use "
+        "tir.structural_equal(a, b)."
+    )
 
 
 @_node
@@ -517,13 +577,8 @@ def convert(value: Any, dtype: str | None = None) -> PrimExpr:
         return value.var
     if isinstance(value, (bool, int, float)):
         return const(value, dtype)
-    try:
-        import numpy as np
-
-        if isinstance(value, np.generic):
-            return const(value.item(), dtype or str(value.dtype))
-    except ImportError:  # pragma: no cover
-        pass
+    if isinstance(value, np.generic):
+        return const(value.item(), dtype or str(value.dtype))
     raise MLCTypeError(
         f"expected an expression or a number, got {type(value).__name__}: {value!r}"
     )

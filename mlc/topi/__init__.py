@@ -27,11 +27,7 @@ from mlc.topi.elemwise import (
     tanh,
 )
 from mlc.topi.reduction import max, mean, min, sum
+from mlc.topi.schedule import default_schedule
 from mlc.topi.transform import concatenate, flatten, pad, reshape, transpose
-
-try:  # schedules need tir.Schedule
-    from mlc.topi.schedule import default_schedule  # noqa: F401
-except ImportError:  # pragma: no cover
-    pass
 
 # ruff: noqa: F401

@@ -11,10 +11,9 @@ from autograder import harness
 from autograder.cases import load_grader
 from autograder.cli import main
 from autograder.graphio import GraphFormatError, dump_graph, dump_groups, load_graph
+from mlc import graph
 
 REPO = Path(__file__).resolve().parents[2]
-pytest.importorskip("mlc.graph")
-from mlc import graph  # noqa: E402
 
 A3 = load_grader(REPO / "instructor" / "a3_fusion" / "grader.py")
 A4 = load_grader(REPO / "instructor" / "a4_tuning" / "grader.py")
@@ -134,7 +133,6 @@ def test_a4_needs_a_space_with_sampled_decisions(tmp_path):
     ("a4_tuning", ["--size", "128"]),  # tuned and replayed at 128^3 to stay quick
 ])
 def test_solution_full_marks_blank_zero(name, extra, tmp_path):
-    pytest.importorskip("mlc.te")
     subs = tmp_path / "subs"
     subs.mkdir()
     (subs / "solution.ipynb").write_bytes(

@@ -6,6 +6,8 @@ from typing import Any
 
 import numpy as np
 
+from mlc.testing.interpreter import eval_prim_func as run_reference
+from mlc.tir import assert_structural_equal
 from mlc.tir import dtype as dt
 from mlc.tir.expr import (
     BufferLoad,
@@ -36,24 +38,15 @@ from mlc.tir.stmt import (
 
 
 def assert_ir_equal(actual: Any, expected: Any) -> None:
-    """Structural equality when mlc.tir has it, else the printed programs must match.
+    """Structural equality (free variables matched by position).
 
     Flat buffers are new Buffer objects that share the original's data variable, so they
     are matched like free variables (by position); tests check the data variables apart."""
-    try:
-        from mlc.tir import assert_structural_equal  # type: ignore[attr-defined]
-    except ImportError:
-        assert str(actual) == str(expected), f"\n--- actual\n{actual}\n--- expected\n{expected}"
-        return
     assert_structural_equal(actual, expected, map_free_vars=True)
 
 
 def eval_prim_func(func: PrimFunc, *arrays: np.ndarray) -> None:
-    try:
-        from mlc.testing import eval_prim_func as run  # type: ignore[attr-defined]
-    except ImportError:
-        from mlc.testing.interpreter import eval_prim_func as run
-    run(func, *arrays)
+    run_reference(func, *arrays)
 
 
 _ALLOWED = (For, IfThenElse, LetStmt, SeqStmt, BufferStore, Evaluate, Allocate)

@@ -9,7 +9,7 @@ import graphviz
 import numpy as np
 import pytest
 
-from mlc import te, tir, viz
+from mlc import graph, te, tir, viz
 from mlc.errors import MLCTypeError
 
 
@@ -205,7 +205,6 @@ def test_explorer_rebuilds_and_shows_errors() -> None:
 
 
 def test_graph_drawing() -> None:
-    graph = pytest.importorskip("mlc.graph")
     x = graph.var("x", shape=(1, 8))
     w = np.ones((4, 8), np.float32)
     y = graph.nn.relu(graph.nn.dense(x, graph.const(w)))

@@ -109,9 +109,6 @@ def test_gemm_write_cache_journey_builds_with_llvm() -> None:
 
     import mlc
 
-    build = getattr(mlc, "build", None)
-    if build is None:
-        pytest.skip("mlc.build is not available")
     sch = tir.Schedule(matmul(16, 16, 16))
     c = sch.get_block("C")
     copy = sch.cache_write(c, 0, "local")
@@ -122,7 +119,7 @@ def test_gemm_write_cache_journey_builds_with_llvm() -> None:
     sch.reorder(io, jo, ko, ii, ki, ji)
     sch.reverse_compute_at(copy, jo)
     sch.decompose_reduction(c, ko)
-    f = build(sch.mod, target="llvm")
+    f = mlc.build(sch.mod, target="llvm")
     rng = np.random.default_rng(3)
     a = rng.random((16, 16), dtype=np.float32)
     b = rng.random((16, 16), dtype=np.float32)
