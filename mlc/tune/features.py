@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from mlc.errors import MLCTypeError
 from mlc.tir import dtype as dt
 from mlc.tir.arith import evaluate_int
 from mlc.tir.expr import (
@@ -139,7 +140,7 @@ def _stride(flat: PrimExpr | None, var: Var, others: list[Var]) -> float:
     try:
         a = evaluate_int(flat, {**base, var: 0})
         b = evaluate_int(flat, {**base, var: 1})
-    except Exception:
+    except (MLCTypeError, ZeroDivisionError):  # an index read from data, a division by zero
         return 0.0
     return float(abs(b - a))
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
+from mlc.errors import MLCError
 from mlc.tir.stmt import PrimFunc
 from mlc.tune.record import MeasureResult
 
@@ -133,13 +134,28 @@ def _worker_main(conn: Any) -> None:
             conn.send(MeasureResult(costs, None, build_seconds))
         except _WrongAnswer as err:
             conn.send(MeasureResult([], str(err)))
-        except Exception as err:  # a build or run error of this candidate
+        except (MLCError, MemoryError) as err:  # this candidate cannot be built or run
             last = traceback.format_exception_only(type(err), err)[-1].strip()
             conn.send(MeasureResult([], f"{type(err).__name__}: {last}"[:2000]))
+        except Exception:  # a bug in mlc, not a bad candidate: the tuner must stop and say so
+            conn.send(_WorkerBug(traceback.format_exc()))
 
 
 class _WrongAnswer(Exception):
     pass
+
+
+@dataclass(frozen=True)
+class _WorkerBug:
+    """Sent by a worker when building or running raised something no candidate should."""
+
+    traceback: str
+
+    def raise_(self) -> None:
+        raise RuntimeError(
+            "a bug in mlc while measuring a candidate (not a refused configuration); "
+            f"the worker's traceback:\n{self.traceback}"
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -227,9 +243,14 @@ class Measurer:
             w.conn.send({"key": self.key, "ref": self._ref, "target": self.target,
                          "check": self.option.check})
             # starting Python, importing mlc and running the reference can take a while
-            if not w.conn.poll(max(120.0, self.option.timeout)) or w.conn.recv() != "ready":
+            reply = w.conn.recv() if w.conn.poll(max(120.0, self.option.timeout)) else None
+            if reply != "ready":
                 w.kill()
-                raise RuntimeError("the measurement worker could not build the reference program")
+                if isinstance(reply, _WorkerBug):
+                    reply.raise_()
+                raise RuntimeError(
+                    f"the measurement worker could not build the reference program: {reply}"
+                )
             self._workers[slot] = w
         return w
 
@@ -269,7 +290,10 @@ class Measurer:
         remaining = self.option.timeout - (time.perf_counter() - start)
         try:
             if w.conn.poll(max(remaining, 0.0)):
-                result: MeasureResult = w.conn.recv()
+                result: MeasureResult | _WorkerBug = w.conn.recv()
+                if isinstance(result, _WorkerBug):
+                    result.raise_()
+                assert isinstance(result, MeasureResult)
                 return result
             self._restart(slot)
             return MeasureResult([], f"timeout: no result within {self.option.timeout:g} s")

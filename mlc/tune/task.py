@@ -82,6 +82,9 @@ def template(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         run.__doc__ = fn.__doc__
         run.template_name = name  # type: ignore[attr-defined]
         _TEMPLATES[name] = run
+        # a notebook cell run again redefines the template: its old search spaces are stale
+        for key in [k for k in _SPACES if json.loads(k)[0] == name]:
+            del _SPACES[key]
         return run
 
     return register

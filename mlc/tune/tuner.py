@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from mlc.errors import MLCError
 from mlc.tir.stmt import PrimFunc
 from mlc.tune import record
 from mlc.tune.measure import MeasureOption, Measurer
@@ -123,7 +124,7 @@ class Tuner:
                     self.visited.add(i)
                     try:
                         funcs.append(self.space.build(i))
-                    except Exception as err:  # a config the schedule refuses
+                    except MLCError as err:  # a config the schedule refuses
                         funcs.append(f"{type(err).__name__}: {err}".splitlines()[0])
                 to_run = [f for f in funcs if isinstance(f, PrimFunc)]
                 measured = iter(m.measure(to_run)) if to_run else iter(())
@@ -256,9 +257,10 @@ class XGBTuner(Tuner):
         from mlc.tune.features import LENGTH, itervar_features
 
         try:
-            return itervar_features(self.space.build(index))
-        except Exception:
+            func = self.space.build(index)
+        except MLCError:  # a config the schedule refuses: measured as a failure anyway
             return [0.0] * LENGTH
+        return itervar_features(func)
 
     def next_batch(self, n: int) -> list[int]:
         out: list[int] = []
