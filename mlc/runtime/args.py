@@ -309,10 +309,7 @@ def _expr_text(e: PrimExpr | int) -> str:
         return str(e.value)
     if isinstance(e, Var):
         return e.name
-    try:
-        return str(e)
-    except Exception:  # the printer may be missing in a stripped-down install
-        return type(e).__name__
+    return str(e)
 
 
 def _np_dtype(buf: Buffer) -> np.dtype:

@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mlc.errors import TEError
+from mlc.errors import MLCTypeError, TEError
 from mlc.tir import dtype as dt
 from mlc.tir.expr import (
     BufferLoad,
@@ -316,7 +316,7 @@ def _as_int_expr(x: Any, what: str) -> PrimExpr:
         raise TEError(f"{what}: sizes must be integers, got {x!r}")
     try:
         e = convert(x)
-    except Exception as err:
+    except MLCTypeError as err:
         raise TEError(f"{what}: sizes must be integers or te.var(...), got {x!r}") from err
     if not dt.is_int(e.dtype):
         raise TEError(f"{what}: sizes must be integers, got `{e}` of dtype {e.dtype}")
@@ -404,7 +404,7 @@ def compute(
         )
     try:
         body = convert(body)
-    except Exception as err:
+    except MLCTypeError as err:
         raise TEError(f"{what}: fcompute must return an expression, got {body!r}") from err
     _check_body(body, what)
     return ComputeOp(name, tag, attrs or {}, axis, body).output(0)
