@@ -17,6 +17,7 @@ import numpy as np
 
 from mlc.errors import TEError
 from mlc.tir import dtype as dt
+from mlc.tir import intrin
 from mlc.tir.expr import (
     And,
     Call,
@@ -48,31 +49,34 @@ def _float_arg(x: Any, fname: str) -> PrimExpr:
     return e
 
 
-def _unary(op: str, doc: str) -> Any:
+def _unary(op: str) -> Any:
+    """``te.<op>``: a Call of the intrinsic table's function ``op`` (mlc/tir/intrin.py)."""
+    row = intrin.INTRINSICS[op]
+
     def f(x: Any) -> PrimExpr:
-        e = _float_arg(x, op)
+        e = _float_arg(x, op) if row.float_only else convert(x)
         return Call(e.dtype, op, (e,))
 
     f.__name__ = op
-    f.__doc__ = doc
+    f.__doc__ = row.doc
     return f
 
 
-exp = _unary("exp", "e ** x")
-exp2 = _unary("exp2", "2 ** x")
-log = _unary("log", "natural logarithm")
-log2 = _unary("log2", "base-2 logarithm")
-log10 = _unary("log10", "base-10 logarithm")
-sqrt = _unary("sqrt", "square root")
-rsqrt = _unary("rsqrt", "1 / sqrt(x)")
-tanh = _unary("tanh", "hyperbolic tangent")
-sigmoid = _unary("sigmoid", "1 / (1 + exp(-x))")
-floor = _unary("floor", "largest integer <= x (as a float)")
-ceil = _unary("ceil", "smallest integer >= x (as a float)")
-round = _unary("round", "nearest integer, ties to even (as a float)")  # noqa: A001
-erf = _unary("erf", "the error function")
-sin = _unary("sin", "sine")
-cos = _unary("cos", "cosine")
+exp = _unary("exp")
+exp2 = _unary("exp2")
+log = _unary("log")
+log2 = _unary("log2")
+log10 = _unary("log10")
+sqrt = _unary("sqrt")
+rsqrt = _unary("rsqrt")
+tanh = _unary("tanh")
+sigmoid = _unary("sigmoid")
+floor = _unary("floor")
+ceil = _unary("ceil")
+round = _unary("round")  # noqa: A001
+erf = _unary("erf")
+sin = _unary("sin")
+cos = _unary("cos")
 
 
 def abs(x: Any) -> PrimExpr:  # noqa: A001

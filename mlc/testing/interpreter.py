@@ -21,7 +21,6 @@ evaluates only the side it picks. Use ``source(func)`` to read the generated Pyt
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Any
 
@@ -30,6 +29,7 @@ import numpy as np
 from mlc.errors import InterpreterError
 from mlc.tir import dtype as dt
 from mlc.tir import expr as E
+from mlc.tir import intrin
 from mlc.tir import stmt as S
 from mlc.tir.functor import post_order_visit
 
@@ -113,51 +113,13 @@ def _tmod(a: Any, b: Any) -> Any:
     return np.fmod(a, b)
 
 
-def _erf(x: Any) -> Any:
-    a = np.asarray(x)
-    out = np.vectorize(math.erf, otypes=[a.dtype])(a) if a.ndim else a.dtype.type(math.erf(a))
-    return out
-
-
 def _call(op: str, dtype: str, *args: Any) -> Any:
-    fn = _MATH.get(op)
+    fn = intrin.lookup(op)
     if fn is None:
         raise InterpreterError(f"the interpreter does not know the intrinsic {op!r}")
     with np.errstate(all="ignore"):
-        return _cast(fn(*args), dtype)
+        return _cast(fn.numpy(*args), dtype)
 
-
-_MATH: dict[str, Any] = {
-    "exp": np.exp,
-    "exp2": np.exp2,
-    "log": np.log,
-    "log2": np.log2,
-    "log10": np.log10,
-    "sqrt": np.sqrt,
-    "rsqrt": lambda x: 1 / np.sqrt(x),
-    "tanh": np.tanh,
-    "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
-    "fabs": np.abs,
-    "abs": np.abs,
-    "pow": np.power,
-    "floor": np.floor,
-    "ceil": np.ceil,
-    "round": np.round,
-    "nearbyint": np.round,
-    "trunc": np.trunc,
-    "erf": _erf,
-    "sin": np.sin,
-    "cos": np.cos,
-    "fma": lambda a, b, c: a * b + c,
-    "likely": lambda x: x,  # a branch hint
-    "omp_get_thread_num": lambda: 0,  # the interpreter runs parallel loops on one thread
-    "log1p": np.log1p,
-    "expm1": np.expm1,
-    "tan": np.tan,
-    "atan": np.arctan,
-    "min": np.minimum,
-    "max": np.maximum,
-}
 
 # Intrinsics that only matter on a real machine (synchronisation, prefetch hints).
 _NO_OPS = {"tvm_storage_sync", "syncthreads", "prefetch", "noop"}

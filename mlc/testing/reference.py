@@ -18,7 +18,6 @@ appear in an input). A load outside a tensor raises, except on the side of an
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -28,15 +27,7 @@ from mlc.errors import EvaluationError
 from mlc.te.tensor import ComputeOp, PlaceholderOp, ScanOp, Tensor
 from mlc.tir import dtype as dt
 from mlc.tir import expr as E
-
-_NP_MATH: dict[str, Any] = {
-    "exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2, "log10": np.log10,
-    "sqrt": np.sqrt, "rsqrt": lambda x: 1 / np.sqrt(x), "tanh": np.tanh,
-    "sigmoid": lambda x: 1 / (1 + np.exp(-x)), "fabs": np.abs, "abs": np.abs,
-    "pow": np.power, "floor": np.floor, "ceil": np.ceil, "round": np.round,
-    "nearbyint": np.round, "trunc": np.trunc, "sin": np.sin, "cos": np.cos,
-    "erf": lambda x: np.vectorize(math.erf, otypes=[np.asarray(x).dtype])(x),
-}  # fmt: skip
+from mlc.tir import intrin
 
 
 def _np_dtype(dtype: str) -> np.dtype:
@@ -162,10 +153,10 @@ class _Evaluator:
         return self(e.body)
 
     def e_Call(self, e: E.Call) -> Any:
-        fn = _NP_MATH.get(e.op)
+        fn = intrin.lookup(e.op)
         if fn is None:
             raise EvaluationError(f"no numpy reference for the intrinsic {e.op!r}")
-        return _cast(fn(*(np.asarray(self(a)) for a in e.args)), e.dtype)
+        return _cast(fn.numpy(*(np.asarray(self(a)) for a in e.args)), e.dtype)
 
     def e_BufferLoad(self, e: E.BufferLoad) -> Any:
         arr = self.arrays.get(id(e.buffer))

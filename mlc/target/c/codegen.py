@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Literal
 
 from mlc.errors import CodegenError
 from mlc.target.common import c_name, flat_index
 from mlc.tir import dtype as dt
+from mlc.tir import intrin
 from mlc.tir.expr import (
     EQ,
     GE,
@@ -89,14 +91,6 @@ static inline int64_t mlc_floormod(int64_t a, int64_t b) {
 _BINARY = {Add: "+", Sub: "-", Mul: "*", Div: "/", Mod: "%", And: "&&", Or: "||",
            LT: "<", LE: "<=", GT: ">", GE: ">=", EQ: "==", NE: "!="}
 
-_MATH = {  # op -> C function for double; float adds the "f" suffix
-    "exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2", "log10": "log10",
-    "sqrt": "sqrt", "fabs": "fabs", "abs": "fabs", "floor": "floor", "ceil": "ceil",
-    "trunc": "trunc", "round": "round", "nearbyint": "nearbyint", "sin": "sin", "cos": "cos",
-    "tanh": "tanh", "erf": "erf", "pow": "pow",
-}
-
-
 def c_type(dtype: str) -> str:
     """``float32`` -> ``float``, ``int8`` -> ``int8_t``, ``float16`` -> ``_Float16``."""
     e = dt.element(dtype)
@@ -109,6 +103,8 @@ def c_type(dtype: str) -> str:
 
 class CodeGenC:
     """Prints one lowered PrimFunc as a C function. Use :func:`codegen_c`."""
+
+    language: Literal["c", "cuda"] = "c"  # which form of the intrinsic table's rows to print
 
     def __init__(self) -> None:
         self.lines: list[str] = []
@@ -322,22 +318,12 @@ class CodeGenC:
         return f"{self.name_of(e.buffer.data)}[{self.expr(index, lane)}]"
 
     def expr_Call(self, e: Call, lane: str | None) -> str:
-        args = [self.expr(a, lane) for a in e.args]
-        suffix = "f" if dt.element(e.dtype) in ("float32", "float16") else ""
-        one = "1.0f" if suffix else "1.0"
-        if e.op == "sigmoid":
-            return f"({one} / ({one} + exp{suffix}(-{args[0]})))"
-        if e.op == "rsqrt":
-            return f"({one} / sqrt{suffix}({args[0]}))"
-        if e.op == "abs" and not dt.is_float(e.dtype):
-            return f"(({args[0]}) < 0 ? -({args[0]}) : ({args[0]}))"
-        if e.op == "omp_get_thread_num":
-            return "omp_get_thread_num()"
-        if e.op == "likely":
-            return args[0]
-        if e.op not in _MATH:
-            raise CodegenError(f"the C backend does not know the function {e.op!r}")
-        return f"{_MATH[e.op]}{suffix}({', '.join(args)})"
+        fn = intrin.lookup(e.op)
+        if fn is None:
+            raise CodegenError(
+                f"the {self.language.upper()} backend does not know the function {e.op!r}"
+            )
+        return fn.source(self.language, [self.expr(a, lane) for a in e.args], e.dtype)
 
 
 def _strip(text: str) -> str:

@@ -68,6 +68,8 @@ def cuda_type(dtype: str) -> str:
 class CodeGenCUDA(CodeGenC):
     """Prints one :class:`~mlc.tir.stmt.KernelLaunch` as an ``extern "C" __global__`` function."""
 
+    language = "cuda"  # the intrinsic table's CUDA forms (mlc/tir/intrin.py)
+
     def __init__(self) -> None:
         super().__init__()
         self.builtin: dict[int, str] = {}

@@ -1,14 +1,14 @@
 """Math functions (``Call`` nodes) as LLVM intrinsics or C library calls.
 
-=========================================  ==================================================
-``exp exp2 log log2 log10 sqrt fabs pow``  LLVM intrinsics (``llvm.exp.f32``, vectors too);
-``floor ceil trunc round nearbyint sin``   the backend turns them into instructions
-``cos``                                    (``vsqrtps``) or libm calls (``expf``)
-``tanh erf``                               libm (``tanhf``, ``erf``), one lane at a time
-``sigmoid``                                ``1 / (1 + exp(-x))``
-``rsqrt``                                  ``1 / sqrt(x)``
-``abs``                                    ``fabs`` on floats, ``x < 0 ? -x : x`` on integers
-=========================================  ==================================================
+Which form each name takes is a column of the intrinsic table (:mod:`mlc.tir.intrin`):
+
+==============  ==================================================================
+``intrinsic``   LLVM intrinsics (``llvm.exp.f32``, vectors too); the backend turns
+                them into instructions (``vsqrtps``) or libm calls (``expf``)
+``libm``        the C library (``tanhf``, ``erf``), one lane at a time
+``expanded``    ``sigmoid`` = ``1 / (1 + exp(-x))``, ``rsqrt`` = ``1 / sqrt(x)``,
+                ``abs`` = ``fabs`` on floats, ``x < 0 ? -x : x`` on integers
+==============  ==================================================================
 
 ``round`` rounds halves away from zero (C's ``round``); ``nearbyint`` rounds halves to even,
 like ``numpy.round``. ``float16`` math is computed in ``float32``.
@@ -23,14 +23,7 @@ from llvmlite import ir
 from mlc.errors import CodegenError
 from mlc.target.llvm import types as ty
 from mlc.tir import dtype as dt
-
-LLVM_UNARY = (
-    "exp", "exp2", "log", "log2", "log10", "sqrt", "fabs", "floor", "ceil", "trunc", "round",
-    "nearbyint", "sin", "cos",
-)
-LIBM_UNARY = ("tanh", "erf")
-EXPANDED = ("sigmoid", "rsqrt", "abs")
-MATH_OPS = (*LLVM_UNARY, *LIBM_UNARY, *EXPANDED, "pow")
+from mlc.tir import intrin
 
 
 class IntrinsicEmitter:
@@ -45,10 +38,11 @@ class IntrinsicEmitter:
         def broadcast(self, v: ir.Value, lanes: int) -> ir.Value: ...
 
     def math(self, op: str, args: list[ir.Value], dtype: str) -> ir.Value:
-        if op not in MATH_OPS:
+        fn = intrin.lookup(op)
+        if fn is None or fn.llvm == "codegen":
             raise CodegenError(
                 f"unknown function {op!r} in a Call; the LLVM backend knows "
-                f"{', '.join(sorted(MATH_OPS))}"
+                f"{', '.join(n for n in intrin.names() if n not in intrin.names('codegen'))}"
             )
         if op == "abs" and not dt.is_float(dtype):
             x = args[0]
@@ -62,16 +56,14 @@ class IntrinsicEmitter:
             return self.cast(self.math(op, args, wide), wide, dtype)
         x = args[0]
         if op == "abs":
-            op = "fabs"
-        if op in LLVM_UNARY:
-            return self._intrinsic(op, [x])
-        if op == "pow":
-            base, exponent = args
-            if ty.lanes_of(base.type) != ty.lanes_of(exponent.type):
-                n = max(ty.lanes_of(base.type), ty.lanes_of(exponent.type))
-                base = base if ty.is_vector(base.type) else self.broadcast(base, n)
-                exponent = exponent if ty.is_vector(exponent.type) else self.broadcast(exponent, n)
-            return self._intrinsic("pow", [base, exponent])
+            return self._intrinsic("fabs", [x])
+        if fn.llvm == "intrinsic":
+            n = max(ty.lanes_of(a.type) for a in args)
+            if any(ty.lanes_of(a.type) != n for a in args):  # pow(vector, scalar)
+                args = [a if ty.is_vector(a.type) else self.broadcast(a, n) for a in args]
+            return self._intrinsic(op, args)
+        if fn.llvm == "libm":
+            return self._libm(op, x)
         one = ir.Constant(x.type, 1.0) if not ty.is_vector(x.type) else ir.Constant(
             x.type, [1.0] * x.type.count
         )
@@ -80,7 +72,7 @@ class IntrinsicEmitter:
             return self.b.fdiv(one, self.b.fadd(one, e))
         if op == "rsqrt":
             return self.b.fdiv(one, self._intrinsic("sqrt", [x]))
-        return self._libm(op, x)
+        raise CodegenError(f"the LLVM backend has no expansion of {op!r}")  # pragma: no cover
 
     def _intrinsic(self, name: str, args: list[ir.Value]) -> ir.Value:
         t = args[0].type

@@ -1,0 +1,119 @@
+"""The intrinsic table: every function a ``Call`` node may name, with all of its forms.
+
+A ``Call(dtype, "exp", (x,))`` means the same thing everywhere: ``te.exp`` builds it, the
+reference evaluator and the interpreter run its numpy form, and each code generator prints its
+own form. This table is the only list of those names, so adding a function is one row here::
+
+    name       numpy form            LLVM form                C / CUDA form
+    exp        np.exp                llvm.exp.f32 (vectors)   exp{f}(x)   (expf for float32)
+    tanh       np.tanh               libm tanhf, per lane     tanh{f}(x)
+    sigmoid    1 / (1 + np.exp(-x))  expanded: 1/(1+exp(-x))  (1.0f / (1.0f + expf(-x)))
+
+C and CUDA templates: ``{0}``, ``{1}``... are the printed arguments, ``{f}`` is ``"f"`` for
+float32 and float16 (``expf``) and empty for float64 (``exp``), ``{one}`` is ``1.0f`` or ``1.0``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from mlc.tir import dtype as dt
+
+LLVMForm = Literal["intrinsic", "libm", "expanded", "codegen"]
+
+
+@dataclass(frozen=True)
+class Intrinsic:
+    """One function a ``Call`` node may name.
+
+    ``llvm`` says how the LLVM backend emits it: ``"intrinsic"`` (``llvm.<llvm_name>.f32``; LLVM
+    picks an instruction such as ``vsqrtps`` or a libm call), ``"libm"`` (the C library's
+    function, one vector lane at a time), ``"expanded"`` (written with other intrinsics) or
+    ``"codegen"`` (the code generator handles the name itself: a hint, a runtime call).
+    ``c`` is the C template, ``cuda`` the CUDA one (``None``: the same as C). ``float_only``:
+    the arguments must be floats (``abs`` also takes integers, printed with ``c_int``)."""
+
+    name: str
+    arity: int
+    numpy: Callable[..., Any]
+    llvm: LLVMForm
+    c: str
+    cuda: str | None = None
+    float_only: bool = True
+    c_int: str | None = None
+    doc: str = ""
+
+    def source(self, language: Literal["c", "cuda"], args: list[str], dtype: str) -> str:
+        """The call in C or CUDA source (the ``c`` or ``cuda`` column), ``args`` printed."""
+        if self.c_int is not None and not dt.is_float(dtype):
+            template = self.c_int
+        else:
+            template = {"c": self.c, "cuda": self.cuda or self.c}[language]
+        single = dt.element(dtype) in ("float32", "float16")
+        return template.format(*args, f="f" if single else "", one="1.0f" if single else "1.0")
+
+
+def _erf(x: Any) -> Any:
+    a = np.asarray(x)
+    return np.vectorize(math.erf, otypes=[a.dtype])(a) if a.ndim else a.dtype.type(math.erf(a))
+
+
+def _fn(name: str, numpy: Callable[..., Any], llvm: LLVMForm, doc: str, arity: int = 1,
+        **kw: Any) -> Intrinsic:
+    """A plain C function call: ``exp{f}(x)``, ``pow{f}(x, y)``."""
+    args = ", ".join(f"{{{k}}}" for k in range(arity))
+    return Intrinsic(name, arity, numpy, llvm, f"{name}{{f}}({args})", doc=doc, **kw)
+
+
+_TABLE = [
+    _fn("exp", np.exp, "intrinsic", "e ** x"),
+    _fn("exp2", np.exp2, "intrinsic", "2 ** x"),
+    _fn("log", np.log, "intrinsic", "natural logarithm"),
+    _fn("log2", np.log2, "intrinsic", "base-2 logarithm"),
+    _fn("log10", np.log10, "intrinsic", "base-10 logarithm"),
+    _fn("sqrt", np.sqrt, "intrinsic", "square root"),
+    _fn("fabs", np.abs, "intrinsic", "|x| of a float"),
+    _fn("floor", np.floor, "intrinsic", "largest integer <= x (as a float)"),
+    _fn("ceil", np.ceil, "intrinsic", "smallest integer >= x (as a float)"),
+    _fn("trunc", np.trunc, "intrinsic", "x rounded toward zero (as a float)"),
+    _fn("round", np.round, "intrinsic", "nearest integer, ties to even (as a float)"),
+    _fn("nearbyint", np.round, "intrinsic", "nearest integer, ties to even (as a float)"),
+    _fn("sin", np.sin, "intrinsic", "sine"),
+    _fn("cos", np.cos, "intrinsic", "cosine"),
+    _fn("pow", np.power, "intrinsic", "x ** y", arity=2),
+    _fn("fma", lambda a, b, c: a * b + c, "intrinsic", "a * b + c, rounded once", arity=3),
+    _fn("tanh", np.tanh, "libm", "hyperbolic tangent"),
+    _fn("erf", _erf, "libm", "the error function"),
+    _fn("log1p", np.log1p, "libm", "log(1 + x), exact for small x"),
+    _fn("expm1", np.expm1, "libm", "exp(x) - 1, exact for small x"),
+    _fn("tan", np.tan, "libm", "tangent"),
+    _fn("atan", np.arctan, "libm", "arc tangent"),
+    Intrinsic("sigmoid", 1, lambda x: 1 / (1 + np.exp(-x)), "expanded",
+              "({one} / ({one} + exp{f}(-{0})))", doc="1 / (1 + exp(-x))"),
+    Intrinsic("rsqrt", 1, lambda x: 1 / np.sqrt(x), "expanded", "({one} / sqrt{f}({0}))",
+              doc="1 / sqrt(x)"),
+    Intrinsic("abs", 1, np.abs, "expanded", "fabs{f}({0})", float_only=False,
+              c_int="(({0}) < 0 ? -({0}) : ({0}))", doc="|x|: fabs on floats, a select on ints"),
+    # names the code generators handle themselves
+    Intrinsic("likely", 1, lambda x: x, "codegen", "{0}", float_only=False,
+              doc="a branch hint: the condition itself"),
+    Intrinsic("omp_get_thread_num", 0, lambda: 0, "codegen", "omp_get_thread_num()",
+              float_only=False, doc="the OpenMP thread running a parallel loop (0 in numpy)"),
+]  # fmt: skip
+
+INTRINSICS: dict[str, Intrinsic] = {i.name: i for i in _TABLE}
+
+
+def lookup(name: str) -> Intrinsic | None:
+    """The table's row for ``name`` (``None`` for a name it does not know)."""
+    return INTRINSICS.get(name)
+
+
+def names(llvm: LLVMForm | None = None) -> list[str]:
+    """The known names, sorted (only those with LLVM form ``llvm`` when given)."""
+    return sorted(n for n, i in INTRINSICS.items() if llvm is None or i.llvm == llvm)
