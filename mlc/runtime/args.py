@@ -20,17 +20,10 @@ import numpy as np
 
 from mlc.errors import ArgumentError, ArgumentTypeError
 from mlc.tir import dtype as dt
+from mlc.tir.arith import evaluate_known
 from mlc.tir.expr import (
-    Add,
-    BinaryOp,
-    FloorDiv,
-    FloorMod,
     IntImm,
-    Max,
-    Min,
-    Mul,
     PrimExpr,
-    Sub,
     Var,
 )
 from mlc.tir.functor import IRVisitor
@@ -74,34 +67,6 @@ def written_params(func: PrimFunc) -> set[int]:
 
     _Stores().visit(func.body)
     return out
-
-
-def _evaluate(e: PrimExpr | int, env: dict[int, int]) -> int | None:
-    """The value of an integer size expression, or None when a variable is unknown."""
-    if isinstance(e, int):
-        return e
-    if isinstance(e, IntImm):
-        return e.value
-    if isinstance(e, Var):
-        return env.get(id(e))
-    fn = _SIZE_OPS.get(type(e))
-    if fn is None or not isinstance(e, BinaryOp):
-        return None
-    a, b = _evaluate(e.a, env), _evaluate(e.b, env)
-    if a is None or b is None or (b == 0 and isinstance(e, (FloorDiv, FloorMod))):
-        return None
-    return fn(a, b)
-
-
-_SIZE_OPS: dict[type, Callable[[int, int], int]] = {
-    Add: lambda a, b: a + b,
-    Sub: lambda a, b: a - b,
-    Mul: lambda a, b: a * b,
-    FloorDiv: lambda a, b: a // b,
-    FloorMod: lambda a, b: a % b,
-    Min: min,
-    Max: max,
-}
 
 
 class ArgumentChecker:
@@ -210,7 +175,7 @@ class ArgumentChecker:
     def _check_exprs(self, args: Sequence[Any], sizes: list[int | None]) -> bool:
         env = {id(v): s for v, s in zip(self.size_vars, sizes) if s is not None}
         for k, axis, e in self._exprs:
-            if _evaluate(e, env) != args[k].shape[axis]:
+            if evaluate_known(e, env) != args[k].shape[axis]:
                 return False
         return True
 
@@ -253,7 +218,7 @@ class ArgumentChecker:
                 if isinstance(extent, Var) and id(extent) not in env:
                     env[id(extent)] = a.shape[axis]
                     origin[id(extent)] = what
-                want = _evaluate(extent, env)
+                want = evaluate_known(extent, env)
                 if want != a.shape[axis]:
                     note = ""
                     if isinstance(extent, Var) and id(extent) in origin:
@@ -285,7 +250,7 @@ class ArgumentChecker:
     def _shape_text(self, buf: Buffer, env: dict[int, int]) -> str:
         dims = []
         for e in buf.shape:
-            v = _evaluate(e, env)
+            v = evaluate_known(e, env)
             dims.append(str(v) if v is not None else _expr_text(e))
         return "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
 

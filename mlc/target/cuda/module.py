@@ -33,7 +33,8 @@ from mlc.target.cuda.codegen import CUDASource
 from mlc.target.gpu.split_host_device import BLOCK_AXES, THREAD_AXES
 from mlc.target.target import Target
 from mlc.tir import dtype as dt
-from mlc.tir.expr import BinaryOp, Cast, IntImm, PrimExpr, Var
+from mlc.tir.arith import evaluate_known
+from mlc.tir.expr import PrimExpr
 from mlc.tir.stmt import KernelLaunch, PrimFunc
 
 SOURCE_FORMATS = ("cuda", "ptx", "ll", "ll-unopt", "asm")
@@ -167,22 +168,7 @@ def _c_scalar(dtype: str, value: int) -> Any:
 
 def evaluate(e: PrimExpr | int, env: dict[int, int]) -> int:
     """The value of a launch extent (an integer expression of the size variables)."""
-    if isinstance(e, int):
-        return e
-    if isinstance(e, IntImm):
-        return e.value
-    if isinstance(e, Var):
-        return env[id(e)]
-    if isinstance(e, Cast):
-        return evaluate(e.value, env)
-    if isinstance(e, BinaryOp):
-        a, b = evaluate(e.a, env), evaluate(e.b, env)
-        ops: dict[str, Callable[[int, int], int]] = {
-            "Add": lambda x, y: x + y, "Sub": lambda x, y: x - y, "Mul": lambda x, y: x * y,
-            "FloorDiv": lambda x, y: x // y, "FloorMod": lambda x, y: x % y,
-            "Min": min, "Max": max,
-        }
-        fn = ops.get(type(e).__name__)
-        if fn is not None:
-            return fn(a, b)
-    raise ArgumentError(f"cannot evaluate the launch extent {e}")
+    value = evaluate_known(e, env)
+    if value is None:
+        raise ArgumentError(f"cannot evaluate the launch extent {e}")
+    return int(value)

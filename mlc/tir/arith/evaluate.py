@@ -1,4 +1,5 @@
-"""A tiny interpreter for scalar expressions, used by tests to check the simplifier.
+"""The one evaluator of scalar expressions: the simplifier's tests, the runtime's argument
+checks and the GPU launch sizes all use it.
 
     evaluate_int((i * 32 + j) // 32, {i: 3, j: 5})   # -> 3
 """
@@ -6,6 +7,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 from mlc.errors import MLCTypeError
@@ -66,6 +68,17 @@ def evaluate_int(expr: PrimExpr, env: dict[Var, Any]) -> Any:
     and floats, bools for conditions). Raises MLCTypeError for a free variable not in env."""
     values = {id(v): x for v, x in env.items()}
     return _eval(expr, values)
+
+
+def evaluate_known(expr: PrimExpr | int, values: Mapping[int, Any]) -> Any | None:
+    """``evaluate_int`` with ``values`` keyed by ``id(var)`` (the runtime's argument maps), or
+    None where the value is not known: a variable without a value, a division by zero."""
+    if isinstance(expr, int):
+        return expr
+    try:
+        return _eval(expr, dict(values))
+    except (MLCTypeError, ZeroDivisionError):
+        return None
 
 
 def _eval(e: PrimExpr, env: dict[int, Any]) -> Any:  # noqa: C901 - one case per node kind
