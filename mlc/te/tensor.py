@@ -40,6 +40,7 @@ from mlc.tir.expr import (
 )
 from mlc.tir.functor import post_order_visit
 from mlc.tir.stmt import Buffer
+from mlc.tir.thread_tag import ALL_TAGS
 
 # Every tensor, found from its buffer (a BufferLoad in a body names only the buffer).
 _TENSOR_OF_BUFFER: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDictionary()
@@ -491,19 +492,13 @@ class ThreadAxis(IterVar):
         return f"thread_axis({self.thread_tag!r})"
 
 
-_THREAD_TAGS = (
-    "blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z",
-    "vthread", "cthread",
-)
-
-
 def thread_axis(dom: Any = None, tag: str = "", name: str = "") -> ThreadAxis:
     """A thread axis by its tag: ``te.thread_axis("threadIdx.x")`` or, with an extent,
     ``te.thread_axis((0, 32), "threadIdx.x")``."""
     if isinstance(dom, str):
         dom, tag = None, dom
-    if tag not in _THREAD_TAGS:
-        raise TEError(f"te.thread_axis: unknown tag {tag!r}; use one of {', '.join(_THREAD_TAGS)}")
+    if tag not in ALL_TAGS:
+        raise TEError(f"te.thread_axis: unknown tag {tag!r}; use one of {', '.join(ALL_TAGS)}")
     rng = _as_range(dom, f"te.thread_axis({tag!r})") if dom is not None else Range(
         const(0), SizeVar(tag + ".extent")
     )

@@ -57,9 +57,8 @@ from mlc.tir.stmt import (
     Stmt,
     seq,
 )
+from mlc.tir.thread_tag import BLOCK_AXES, THREAD_AXES
 
-THREAD_AXES = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
-BLOCK_AXES = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
 MAX_THREADS_PER_BLOCK = 1024
 MAX_SHARED_BYTES = 48 * 1024
 

@@ -33,12 +33,9 @@ from mlc.tir.schedule.base import ScheduleBase
 from mlc.tir.schedule.simplify import IndexSimplifier
 from mlc.tir.schedule.trace import BlockRV, LoopRV
 from mlc.tir.stmt import Block, BlockRealize, For, ForKind, Stmt
+from mlc.tir.thread_tag import BINDABLE
 
-THREAD_AXES = (
-    "blockIdx.x", "blockIdx.y", "blockIdx.z",
-    "threadIdx.x", "threadIdx.y", "threadIdx.z",
-    "vthread", "vthread.x", "vthread.y", "vthread.z",
-)  # fmt: skip
+THREAD_AXES = BINDABLE  # the tags bind accepts (mlc/tir/thread_tag.py)
 
 
 class _Rebind(IRMutator):
