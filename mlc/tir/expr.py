@@ -36,7 +36,8 @@ T = TypeVar("T")
 
 @dataclass_transform(frozen_default=True, eq_default=False)
 def _node(cls: type[T]) -> type[T]:
-    """Frozen dataclass with identity equality/hash (``==`` is an IR operator here)."""
+    """Frozen dataclass with identity equality/hash (``==`` is an IR operator here); the
+    decorator of every IR node, expressions here and statements in stmt.py."""
     return dataclass(frozen=True, eq=False, repr=False)(cls)
 
 

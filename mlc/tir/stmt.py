@@ -10,26 +10,10 @@ rewrite this tree; lowering removes the blocks and flattens buffers to one dimen
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from dataclasses import field
+from typing import Any
 
-from mlc.tir.expr import IterVar, PrimExpr, Range, Var
-
-if TYPE_CHECKING:
-    from typing_extensions import dataclass_transform
-else:
-
-    def dataclass_transform(**kwargs: Any) -> Any:
-        return lambda fn: fn
-
-
-T = TypeVar("T")
-
-
-@dataclass_transform(frozen_default=True, eq_default=False)
-def _node(cls: type[T]) -> type[T]:
-    """Frozen dataclass with identity equality/hash (``==`` is an IR operator here)."""
-    return dataclass(frozen=True, eq=False, repr=False)(cls)
+from mlc.tir.expr import IterVar, PrimExpr, Range, Var, _node
 
 
 class _Printable:
