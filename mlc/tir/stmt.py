@@ -239,21 +239,16 @@ class PrimFunc(_Printable):
         """The symbolic sizes in the parameters' shapes, in order of first appearance. They
         bind from the arrays at call time and follow the data pointers in the native
         signature: ``name(A_ptr, B_ptr, ..., n, m)`` (each an int64)."""
+        from mlc.tir.functor import collect  # functor imports this module
+
         found: list[Var] = []
-
-        def walk(e: object) -> None:
-            if isinstance(e, Var):
-                if all(e is not f for f in found):
-                    found.append(e)
-                return
-            for name in getattr(e, "__dataclass_fields__", {}):
-                value = getattr(e, name)
-                if isinstance(value, PrimExpr):
-                    walk(value)
-
         for buf in self.params:
             for dim in (*buf.shape, *buf.strides):
-                walk(dim)
+                if not isinstance(dim, PrimExpr):
+                    continue  # a plain int in a hand-built buffer
+                for v in collect(dim, lambda n: isinstance(n, Var)):
+                    if all(v is not f for f in found):
+                        found.append(v)
         return tuple(found)
 
 
