@@ -29,7 +29,7 @@ from mlc.target import lower as target_lower
 from mlc.tir.stmt import PrimFunc
 
 
-def _to_prim_func(obj: Any, args: Sequence[Any] | None, name: str | None) -> PrimFunc:
+def to_prim_func(obj: Any, args: Sequence[Any] | None, name: str | None) -> PrimFunc:
     if isinstance(obj, PrimFunc):
         func = obj
     elif isinstance(getattr(obj, "mod", None), PrimFunc):  # tir.Schedule
@@ -68,7 +68,7 @@ def lower(
     program as that target's codegen receives it. ``simple_mode`` is accepted for TVM's call
     shape; mlc always prints the simple form."""
     del simple_mode
-    return target_lower(_to_prim_func(obj, args, name), target)
+    return target_lower(to_prim_func(obj, args, name), target)
 
 
 def build(
@@ -96,4 +96,4 @@ def build(
     if hasattr(obj, "__mlc_build__"):  # an IRModule (mlc.script): ["main"], ["mm_relu"]...
         return obj.__mlc_build__(target)
     with config.bounds_checks(bounds_check):
-        return target_build(_to_prim_func(obj, args, name), target)
+        return target_build(to_prim_func(obj, args, name), target)

@@ -9,9 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 from mlc.tir.printer import expr_to_str, to_html, to_str
+from mlc.tir.schedule.state import children, walk
 from mlc.tir.stmt import Block, BlockRealize, For, IfThenElse, PrimFunc, Stmt
 from mlc.viz._dot import Drawing, quote
-from mlc.viz._ir import as_func, children, find_named, walk
+from mlc.viz._ir import as_func, find_named
 
 _KIND_COLOR = {
     "serial": "#dbe9f6",
@@ -171,9 +172,9 @@ def _handles_to_nodes(sch: Any, mark: Any) -> Any:
             return sch.get(m)
         if isinstance(m, BlockRV):
             block = sch.get(m)
-            for node, _ in walk(sch.mod):
-                if isinstance(node, BlockRealize) and node.block is block:
-                    return node
+            for loc in walk(sch.mod.body):
+                if isinstance(loc.stmt, BlockRealize) and loc.stmt.block is block:
+                    return loc.stmt
             return block
         return m
 
