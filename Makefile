@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 PORT   ?= 8888
 STAMP  := $(VENV)/.installed
 
-.PHONY: lab test setup dot browser clean
+.PHONY: lab test lines setup dot browser clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -49,6 +49,10 @@ lab: setup
 
 test: setup browser $(FRONTENDS)
 	$(PY) -m pytest -q -n 2 tests
+
+# the line budget: core lines per folder of mlc/ (also printed at the end of every test run)
+lines:
+	$(PYTHON) tests/test_layering.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -76,3 +76,42 @@ def test_imports_point_upstream(path: Path) -> None:
             f"mlc/{rel}:{lineno} imports {module}, which is downstream of {home} "
             f"({target} comes after {home} in the data flow)"
         )
+
+
+# ---------------------------------------------------------------------------------------------
+# the line budget: core lines per folder, printed at the end of every test run (tests/conftest.py)
+# and by `make lines`, so that growth shows in CI output
+
+
+def core_lines() -> dict[str, int]:
+    """Lines of code per top-level part of mlc/ (blank lines and comment lines left out;
+    docstrings count: they are what a student reads)."""
+    counts: dict[str, int] = {}
+    for path in ROOT.rglob("*.py"):
+        rel = path.relative_to(ROOT)
+        part = rel.parts[0].removesuffix(".py") if len(rel.parts) > 1 else rel.stem
+        lines = path.read_text().splitlines()
+        counts[part] = counts.get(part, 0) + sum(
+            1 for line in lines if line.strip() and not line.lstrip().startswith("#")
+        )
+    return counts
+
+
+def line_table() -> str:
+    counts = core_lines()
+    order = sorted(counts, key=lambda p: (RANK.get(p, 99), p))
+    rows = [f"  {p:<10} {counts[p]:>6}" for p in order]
+    return "\n".join(["core lines per folder (mlc/, data-flow order):", *rows,
+                      f"  {'total':<10} {sum(counts.values()):>6}"])
+
+
+def test_line_budget_counts_every_folder() -> None:
+    counts = core_lines()
+    folders = {p.name for p in ROOT.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert folders <= set(counts)
+    assert all(n > 0 for n in counts.values())
+    print("\n" + line_table())  # visible with -s
+
+
+if __name__ == "__main__":
+    print(line_table())
