@@ -9,6 +9,17 @@ A reducer called with an axis builds a ``Reduce`` node, which must be the whole 
 
 Called with two values instead of an axis, a reducer just combines them:
 ``te.max(x, 0.0)`` is ``max(x, 0.0)`` (this is how the seeds write ReLU).
+
+**Start values.** ``te.sum`` starts from 0, ``te.max`` from ``-inf`` and ``te.min`` from
+``+inf`` for floats (so the max of an all ``-inf`` row is ``-inf``, as in numpy), and from
+the dtype's smallest/largest value for integers (``-2**31`` / ``2**31 - 1`` for int32). A
+reduction over an empty range gives the start value; numpy's ``np.max`` raises there instead.
+
+**NaN.** ``te.max``/``te.min`` are meant to propagate NaN like ``np.max``/``np.maximum``: one
+NaN among the reduced values makes the result NaN (``np.fmax``, which skips NaN, is *not*
+what they do). ``te.sum`` propagates NaN as any float addition does. The reference evaluator
+(``mlc.testing.evaluate``) and the interpreter (``mlc.testing.eval_prim_func``) compute
+exactly this; see ``tests/te/test_reduce.py`` for what compiled code does.
 """
 
 from __future__ import annotations
@@ -24,6 +35,7 @@ from mlc.tir.expr import (
     IterVar,
     PrimExpr,
     Reduce,
+    SizeVar,
     Var,
     _coerce,
     const,
@@ -33,15 +45,37 @@ from mlc.tir.expr import (
 Reducer = Callable[..., PrimExpr]
 
 
+def _not_a_reduce_axis(a: Any, name: str) -> TEError:
+    """The error for a reducer given an axis that te.reduce_axis did not make."""
+    if isinstance(a, IterVar):
+        a = a.var
+    label = f"'{a.name}'" if isinstance(a, Var) else f"`{a!r}`"
+    what = (
+        "a spatial axis (a loop variable of te.compute, one output index)"
+        if isinstance(a, Var) and not isinstance(a, SizeVar)
+        else "not a reduce axis"
+    )
+    return TEError(
+        f"te.{name}: the axis {label} is {what}; a reducer runs over a reduce axis. Make one "
+        f"with k = te.reduce_axis((0, extent), name=\"k\") and write te.{name}(expr, axis=k). "
+        "(To combine two values, one of them a loop variable, write tir.Max(a, b) / tir.Min.)"
+    )
+
+
+def _is_spatial_axis(a: Any) -> bool:
+    """A loop variable of a te.compute or a non-reduce IterVar (not a size like te.var)."""
+    if isinstance(a, IterVar):
+        return a.kind is not IterKind.REDUCE
+    return isinstance(a, Var) and not isinstance(a, SizeVar)
+
+
 def _axes(axis: Any, name: str) -> tuple[IterVar, ...]:
     items = list(axis) if isinstance(axis, (list, tuple)) else [axis]
     if not items:
         raise TEError(f"te.{name}: give at least one reduce axis")
     for a in items:
         if not isinstance(a, IterVar) or a.kind is not IterKind.REDUCE:
-            raise TEError(
-                f"te.{name}: axis must be made by te.reduce_axis((lo, hi)), got {a!r}"
-            )
+            raise _not_a_reduce_axis(a, name)
     return tuple(items)
 
 
@@ -78,6 +112,13 @@ def comm_reducer(
         is_axis = isinstance(axis, IterVar) or (
             isinstance(axis, (list, tuple)) and all(isinstance(a, IterVar) for a in axis)
         )
+        if isinstance(axis, (list, tuple)):
+            for a in axis:
+                if _is_spatial_axis(a) or isinstance(a, IterVar):
+                    _axes([a], name)
+        elif _is_spatial_axis(axis):
+            # te.sum(A[i], axis=i) would otherwise combine A[i] with the index i.
+            raise _not_a_reduce_axis(axis, name)
         if not is_axis:
             # Two values: combine them directly, e.g. te.max(x, 0).
             if where is not None:
@@ -102,12 +143,18 @@ def comm_reducer(
 
 
 def _identity_min(dtype: str) -> PrimExpr:
+    """Where te.max starts: -inf for floats, the dtype's minimum for integers."""
+    if dt.is_float(dtype):
+        return const(float("-inf"), dtype)
     from mlc.te.intrin import min_value
 
     return min_value(dtype)
 
 
 def _identity_max(dtype: str) -> PrimExpr:
+    """Where te.min starts: +inf for floats, the dtype's maximum for integers."""
+    if dt.is_float(dtype):
+        return const(float("inf"), dtype)
     from mlc.te.intrin import max_value
 
     return max_value(dtype)

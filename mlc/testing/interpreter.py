@@ -113,6 +113,17 @@ def _tmod(a: Any, b: Any) -> Any:
     return np.fmod(a, b)
 
 
+def _max(a: Any, b: Any) -> Any:
+    """``max`` that propagates NaN from either side, as ``np.maximum`` (Python's ``max``
+    drops a NaN in second place)."""
+    return a if (a > b or a != a) else b
+
+
+def _min(a: Any, b: Any) -> Any:
+    """``min`` that propagates NaN from either side, as ``np.minimum``."""
+    return a if (a < b or a != a) else b
+
+
 def _call(op: str, dtype: str, *args: Any) -> Any:
     fn = intrin.lookup(op)
     if fn is None:
@@ -158,6 +169,8 @@ _GLOBALS: dict[str, Any] = {
     "_tdiv": _tdiv,
     "_tmod": _tmod,
     "_call": _call,
+    "_max": _max,
+    "_min": _min,
     "_view": _view,
     "_alloc": _alloc,
     "InterpreterError": InterpreterError,
@@ -309,11 +322,11 @@ class _Gen:
         return self._bin(e, "%")
 
     def e_Min(self, e: E.Min) -> str:
-        fn = "np.minimum" if self.vec(e) else "min"
+        fn = "np.minimum" if self.vec(e) else "_min"
         return f"{fn}({self.expr(e.a)}, {self.expr(e.b)})"
 
     def e_Max(self, e: E.Max) -> str:
-        fn = "np.maximum" if self.vec(e) else "max"
+        fn = "np.maximum" if self.vec(e) else "_max"
         return f"{fn}({self.expr(e.a)}, {self.expr(e.b)})"
 
     def _cmp(self, e: E.CmpOp, op: str) -> str:
