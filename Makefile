@@ -52,7 +52,7 @@ test: setup browser $(FRONTENDS)
 
 # the line budget: core lines per folder of mlc/ (also printed at the end of every test run)
 lines:
-	$(PYTHON) tests/test_layering.py
+	$$( [ -x $(PY) ] && echo $(PY) || echo $(PYTHON) ) tests/test_layering.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info
