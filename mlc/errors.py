@@ -116,3 +116,9 @@ class VDLADeadlockError(VDLAError):
 class VDLARaceError(VDLAError):
     """Two modules touch the same on-chip buffer at the same time, one of them writing: a
     dependency token is missing between them."""
+
+
+class TraceError(ScheduleError, ValueError):
+    """A schedule trace (``sch.trace.as_json()``) that cannot be replayed: malformed JSON, an
+    unknown instruction, a missing or extra argument, a handle used before it is defined, or
+    a primitive that refuses the recorded arguments. The message names the instruction."""

@@ -13,11 +13,14 @@ makes the same choices. The same JSON rebuilds the schedule on a fresh PrimFunc:
 
 from __future__ import annotations
 
+import inspect
 import json
+import math
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from mlc.errors import ScheduleError
+from mlc.errors import ScheduleError, TraceError
 
 if TYPE_CHECKING:
     from mlc.tir.schedule.schedule import Schedule
@@ -117,37 +120,18 @@ class Trace:
     def apply_json_to_schedule(
         json_obj: Any, sch: Schedule, decisions: dict[int, Any] | None = None
     ) -> None:
-        """Replay JSON made by :meth:`as_json` (or its ``json.dumps`` text) on ``sch``."""
-        if isinstance(json_obj, str):
-            json_obj = json.loads(json_obj)
+        """Replay JSON made by :meth:`as_json` (or its ``json.dumps`` text) on ``sch``.
+
+        The trace is checked before each instruction runs: its shape (``[kind, inputs,
+        outputs]``), the kind (a primitive of :class:`~mlc.tir.Schedule`), the argument names
+        and value types, and every handle (defined by an earlier instruction, of the right
+        kind). Anything wrong, and any primitive that refuses its arguments, raises
+        :class:`~mlc.errors.TraceError` (a ``ScheduleError``) naming the instruction."""
+        insts = check_trace(json_obj)
         handles: dict[str, Any] = {}
-
-        def decode(value: Any) -> Any:
-            if isinstance(value, str) and value.startswith("$"):
-                if value[1:] not in handles:
-                    raise ScheduleError(f"trace refers to {value[1:]} before it is defined")
-                return handles[value[1:]]
-            if isinstance(value, list):
-                return [decode(v) for v in value]
-            return value
-
-        for k, entry in enumerate(json_obj):
-            kind, inputs, outputs = entry
-            method = getattr(sch, kind, None)
-            if method is None or kind.startswith("_"):
-                raise ScheduleError(f"trace instruction {k} uses unknown primitive {kind!r}")
-            args = {name: decode(v) for name, v in inputs.items()}
-            if decisions and k in decisions:
-                args["decision"] = decisions[k]
-            result = method(**args)
-            returned = _flatten(result)
-            if len(returned) != len(outputs):
-                raise ScheduleError(
-                    f"trace instruction {k} ({kind}) returned {len(returned)} handles, "
-                    f"the trace expects {len(outputs)}"
-                )
-            for rv_id, handle in zip(outputs, returned):
-                handles[rv_id] = handle
+        for k, (kind, inputs, outputs) in enumerate(insts):
+            override = decisions.get(k) if decisions and k in decisions else None
+            replay_instruction(sch, k, kind, inputs, outputs, handles, override)
 
 
 def _flatten(result: Any) -> list[Any]:
@@ -159,3 +143,298 @@ def _flatten(result: Any) -> list[Any]:
             out.extend(_flatten(r))
         return out
     return [result]
+
+
+# ---------------------------------------------------------------------------------------------
+# checking a trace before replay
+#
+# A trace may come from a file, a student's notebook or a tuning log, so it is checked as
+# data before anything runs. The argument kinds of the primitives are listed here; a public
+# Schedule method missing from the table is still replayable, with its argument names taken
+# from its signature and its values checked as plain JSON.
+
+MAX_INSTRUCTIONS = 100_000
+MAX_LIST = 256  # longest list argument (factors, loops, candidates...)
+MAX_INT = 2**63 - 1
+
+# argument kinds: "block", "loop", "block_or_loop" (handles), "blocks", "loops" (lists of
+# handles), "int", "bool", "str", "factors" (ints, null or "$v" sampled values), "ints",
+# "floats", "decision" (null, an int or a list of ints), "json" (any plain JSON value)
+_ARG_KINDS: dict[str, dict[str, str]] = {
+    "get_block": {"name": "str", "func_name": "str_or_null"},
+    "get_loops": {"block": "block"},
+    "get_child_blocks": {"block_or_loop": "block_or_loop"},
+    "get_producers": {"block": "block"},
+    "get_consumers": {"block": "block"},
+    "split": {"loop": "loop", "factors": "factors", "preserve_unit_iters": "bool"},
+    "fuse": {"loops": "loops", "preserve_unit_iters": "bool"},
+    "reorder": {"ordered_loops": "loops"},
+    "parallel": {"loop": "loop"},
+    "vectorize": {"loop": "loop"},
+    "unroll": {"loop": "loop"},
+    "bind": {"loop": "loop", "thread_axis": "str"},
+    "annotate": {"block_or_loop": "block_or_loop", "ann_key": "str", "ann_val": "json"},
+    "unannotate": {"block_or_loop": "block_or_loop", "ann_key": "str"},
+    "compute_at": {"block": "block", "loop": "loop", "preserve_unit_loops": "bool"},
+    "reverse_compute_at": {"block": "block", "loop": "loop", "preserve_unit_loops": "bool"},
+    "compute_inline": {"block": "block"},
+    "reverse_compute_inline": {"block": "block"},
+    "cache_read": {"block": "block", "read_buffer_index": "int", "storage_scope": "str",
+                   "consumer_blocks": "blocks"},
+    "cache_write": {"block": "block", "write_buffer_index": "int", "storage_scope": "str"},
+    "set_scope": {"block": "block", "buffer_index": "int", "storage_scope": "str"},
+    "storage_align": {"block": "block", "buffer_index": "int", "axis": "int", "factor": "int",
+                      "offset": "int"},
+    "decompose_reduction": {"block": "block", "loop": "loop"},
+    "rfactor": {"loop": "loop", "factor_axis": "int"},
+    "blockize": {"loop": "loop"},
+    "tensorize": {"block_or_loop": "block_or_loop", "tensor_intrin": "str"},
+    "sample_perfect_tile": {"loop": "loop", "n": "int", "max_innermost_factor": "int",
+                            "decision": "decision"},
+    "sample_categorical": {"candidates": "ints", "probs": "floats", "decision": "decision"},
+}  # fmt: skip
+
+# Public Schedule members that are not instructions of a trace.
+_NOT_INSTRUCTIONS = {"copy", "show", "get", "mod", "func", "trace", "seed"}
+
+_HANDLE_ID = re.compile(r"[blv][0-9]{1,9}")
+
+
+def _bad(k: int | None, kind: Any, message: str) -> TraceError:
+    if k is None:
+        return TraceError(f"trace: {message}")
+    label = kind if isinstance(kind, str) and len(kind) <= 40 else "?"
+    return TraceError(f"trace instruction {k} ({label}): {message}")
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number a trace may hold")
+
+
+def check_trace(json_obj: Any) -> list[tuple[str, dict[str, Any], list[str]]]:
+    """The instructions of a trace, each ``(kind, inputs, outputs)``, after checking the
+    shape of every instruction; raises :class:`TraceError` for anything malformed."""
+    if isinstance(json_obj, (bytes, bytearray)):
+        try:
+            json_obj = json_obj.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise _bad(None, None, f"the trace text is not UTF-8 ({err})") from None
+    if isinstance(json_obj, str):
+        try:
+            json_obj = json.loads(json_obj, parse_constant=_reject_constant)
+        except (ValueError, RecursionError) as err:
+            raise _bad(None, None, f"the trace text is not valid JSON ({err})") from None
+    if not isinstance(json_obj, (list, tuple)):
+        raise _bad(None, None, f"a trace is a list of instructions, got {type(json_obj).__name__}")
+    if len(json_obj) > MAX_INSTRUCTIONS:
+        raise _bad(None, None, f"{len(json_obj)} instructions (at most {MAX_INSTRUCTIONS})")
+    insts = []
+    for k, entry in enumerate(json_obj):
+        if not isinstance(entry, (list, tuple)) or len(entry) != 3:
+            raise _bad(k, None, "an instruction is [kind, inputs, outputs]")
+        kind, inputs, outputs = entry
+        if not isinstance(kind, str) or not kind.isidentifier() or kind.startswith("_"):
+            raise _bad(k, None, f"unknown instruction kind {_short(kind)}")
+        if not isinstance(inputs, dict) or not all(isinstance(n, str) for n in inputs):
+            raise _bad(k, kind, "the inputs must be a mapping of argument names to values")
+        if not isinstance(outputs, (list, tuple)) or not all(
+            isinstance(o, str) and _HANDLE_ID.fullmatch(o) for o in outputs
+        ):
+            raise _bad(k, kind, f"the outputs must be handle ids like 'b0', got {_short(outputs)}")
+        insts.append((kind, dict(inputs), list(outputs)))
+    return insts
+
+
+def _short(value: Any) -> str:
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001 - a repr that fails still gets a message
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _arg_kinds(sch: Schedule, k: int, kind: str) -> tuple[dict[str, str], set[str]]:
+    """The arguments ``kind`` takes (name -> argument kind) and the required ones."""
+    method = getattr(type(sch), kind, None)
+    if kind in _NOT_INSTRUCTIONS or not callable(method) or isinstance(method, property):
+        raise _bad(k, kind, f"unknown instruction kind {kind!r}: not a schedule primitive")
+    params = [p for p in inspect.signature(method).parameters.values() if p.name != "self"]
+    known = _ARG_KINDS.get(kind)
+    required = {
+        p.name
+        for p in params
+        if p.default is inspect.Parameter.empty
+        and p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    }
+    if known is not None:
+        # fuse(*loops) and reorder(*ordered_loops) record their loops as one list argument
+        return known, {n for n in known if n in required or n in ("loops", "ordered_loops")}
+    names = {
+        p.name: "json"
+        for p in params
+        if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    }
+    return names, required
+
+
+def _plain_json(value: Any, depth: int = 0) -> bool:
+    """A JSON scalar or a short, shallow list of them (no NaN or infinity, no huge ints)."""
+    if value is None or isinstance(value, (bool, str)):
+        return not isinstance(value, str) or len(value) <= 10_000
+    if isinstance(value, int):
+        return abs(value) <= MAX_INT
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, (list, tuple)) and depth < 4 and len(value) <= MAX_LIST:
+        return all(_plain_json(v, depth + 1) for v in value)
+    return False
+
+
+def _decode_arg(
+    k: int, kind: str, name: str, akind: str, value: Any, handles: dict[str, Any]
+) -> Any:
+    """The Python value of one argument, checked against its kind."""
+
+    def fail(what: str) -> TraceError:
+        return _bad(k, kind, f"argument {name!r} must be {what}, got {_short(value)}")
+
+    def handle(v: Any, want: tuple[str, ...], what: str) -> Any:
+        if not (isinstance(v, str) and v.startswith("$") and _HANDLE_ID.fullmatch(v[1:])):
+            raise fail(what)
+        if v[1:] not in handles:
+            raise _bad(k, kind, f"argument {name!r} refers to {v[1:]} before it is defined")
+        h = handles[v[1:]]
+        if type(h).__name__ not in want:
+            raise _bad(
+                k, kind, f"argument {name!r}: {v[1:]} is a {type(h).__name__}, not {what}"
+            )
+        return h
+
+    def is_int(v: Any) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool) and abs(v) <= MAX_INT
+
+    def short_list(v: Any) -> bool:
+        return isinstance(v, (list, tuple)) and len(v) <= MAX_LIST
+
+    if akind == "block":
+        if isinstance(value, str) and not value.startswith("$") and len(value) <= 200:
+            return value  # a block by name
+        return handle(value, ("BlockRV",), "a block handle")
+    if akind == "loop":
+        return handle(value, ("LoopRV",), "a loop handle")
+    if akind == "block_or_loop":
+        return handle(value, ("BlockRV", "LoopRV"), "a block or loop handle")
+    if akind in ("blocks", "loops"):
+        if value is None and akind == "blocks":
+            return None
+        if not short_list(value):
+            raise fail(f"a list of {akind[:-1]} handles")
+        want = ("BlockRV",) if akind == "blocks" else ("LoopRV",)
+        return [handle(v, want, f"a {akind[:-1]} handle") for v in value]
+    if akind == "int":
+        if not is_int(value):
+            raise fail("an integer")
+        return value
+    if akind == "bool":
+        if not isinstance(value, bool):
+            raise fail("true or false")
+        return value
+    if akind == "str":
+        if not isinstance(value, str) or len(value) > 200:
+            raise fail("a string")
+        return value
+    if akind == "str_or_null":
+        if value is not None and (not isinstance(value, str) or len(value) > 200):
+            raise fail("a string or null")
+        return value
+    if akind == "factors":
+        if not short_list(value):
+            raise fail("a list of factors")
+        out = []
+        for v in value:
+            if isinstance(v, str):
+                out.append(handle(v, ("SampledInt",), "a sampled value"))
+            elif v is None or is_int(v) or _is_expr(v):
+                out.append(v)
+            else:
+                raise fail("a list of integers, null or sampled values")
+        return out
+    if akind == "ints":
+        if not short_list(value) or not all(is_int(v) for v in value):
+            raise fail("a list of integers")
+        return list(value)
+    if akind == "floats":
+        if not short_list(value) or not all(
+            (is_int(v) or isinstance(v, float)) and math.isfinite(v) for v in value
+        ):
+            raise fail("a list of finite numbers")
+        return list(value)
+    if akind == "decision":
+        if value is None or is_int(value):
+            return value
+        if short_list(value) and all(is_int(v) for v in value):
+            return list(value)
+        raise fail("null, an integer or a list of integers")
+    if not _plain_json(value) and not _is_expr(value):
+        raise fail("a plain JSON value (a number, a string, a short list)")
+    if isinstance(value, str) and value.startswith("$"):
+        if value[1:] not in handles:
+            raise _bad(k, kind, f"argument {name!r} refers to {value[1:]} before it is defined")
+        return handles[value[1:]]
+    return value
+
+
+def _is_expr(value: Any) -> bool:
+    from mlc.tir.expr import PrimExpr
+
+    return isinstance(value, PrimExpr)
+
+
+def replay_instruction(
+    sch: Schedule,
+    k: int,
+    kind: str,
+    inputs: dict[str, Any],
+    outputs: list[str],
+    handles: dict[str, Any],
+    decision: Any = None,
+) -> None:
+    """Check instruction ``k`` against the primitive it names, run it on ``sch``, and record
+    the handles it returns under ``outputs``."""
+    kinds, required = _arg_kinds(sch, k, kind)
+    extra = sorted(set(inputs) - set(kinds))
+    if extra:
+        raise _bad(
+            k, kind, f"unknown argument{'s' if len(extra) > 1 else ''} {', '.join(extra)} "
+            f"(it takes {', '.join(kinds) or 'none'})"
+        )
+    missing = sorted(required - set(inputs))
+    if missing:
+        plural = "s" if len(missing) > 1 else ""
+        raise _bad(k, kind, f"missing argument{plural} {', '.join(missing)}")
+    args = {n: _decode_arg(k, kind, n, kinds[n], v, handles) for n, v in inputs.items()}
+    if decision is not None:
+        if "decision" not in kinds:
+            raise _bad(k, kind, "a decision was given for an instruction that samples nothing")
+        args["decision"] = _decode_arg(k, kind, "decision", "decision", decision, handles)
+    try:
+        result = getattr(sch, kind)(**args)
+    except TraceError:
+        raise
+    except ScheduleError as err:
+        raise _bad(k, kind, str(err)) from err
+    except RecursionError:
+        raise _bad(k, kind, "the program is too deeply nested to replay this step") from None
+    except Exception as err:  # noqa: BLE001 - a trace must never fail with another type
+        raise _bad(k, kind, f"the primitive refused its arguments ({type(err).__name__}: "
+                   f"{_short(str(err))})") from err
+    returned = _flatten(result)
+    if len(returned) != len(outputs):
+        raise _bad(
+            k, kind, f"returned {len(returned)} handles, the trace expects {len(outputs)}"
+        )
+    prefix = {"BlockRV": "b", "LoopRV": "l", "SampledInt": "v"}
+    for rv_id, h in zip(outputs, returned):
+        if prefix.get(type(h).__name__) != rv_id[0]:
+            raise _bad(k, kind, f"output {rv_id} names a {type(h).__name__}")
+        handles[rv_id] = h
