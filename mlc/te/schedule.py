@@ -28,6 +28,9 @@ from mlc.tir.schedule.schedule import Schedule as TirSchedule
 from mlc.tir.schedule.trace import BlockRV, LoopRV
 from mlc.tir.stmt import For, PrimFunc
 
+# Where a stage is computed: ("at", parent stage, axis), ("inline",) or ("root",).
+Attachment = tuple[Any, ...]
+
 
 def _topo_ops(outputs: Sequence[Operation]) -> list[Operation]:
     order: list[Operation] = []
@@ -77,10 +80,12 @@ class StageOp:
 
     @property
     def axis(self) -> tuple[IterVar, ...]:
+        self._stage._s._flush(self._stage)
         return tuple(self._stage.axis)
 
     @property
     def reduce_axis(self) -> tuple[IterVar, ...]:
+        self._stage._s._flush(self._stage)
         return tuple(self._stage.reduce_axis)
 
     def __getattr__(self, name: str) -> Any:
@@ -115,9 +120,17 @@ class Stage:
     def op(self) -> StageOp:
         return StageOp(self)
 
+    def _loop(self, axis: Any, stage: Stage | None = None) -> LoopRV:
+        """The loop handle of ``axis``, after placing this stage (and ``stage``) where a
+        pending compute_at/compute_inline puts them."""
+        self._s._flush(self)
+        if stage is not None and stage is not self:
+            self._s._flush(stage)
+        return self._s._loop(axis, stage or self)
+
     @property
     def block(self) -> BlockRV:
-        return self._s.sch.get_block(self.block_name)
+        return self._s._tir.get_block(self.block_name)
 
     def __repr__(self) -> str:
         return f"stage({self.name!r}, block={self.block_name!r})"
@@ -133,9 +146,9 @@ class Stage:
                 f"s[{self.name}].split({parent.var.name}): give exactly one of factor= "
                 f"(inner extent) or nparts= (outer extent)"
             )
-        loop = self._s._loop(parent, self)
+        loop = self._loop(parent)
         factors = [None, factor] if factor is not None else [nparts, None]
-        outer, inner = self._s.sch.split(loop, factors=factors)
+        outer, inner = self._s._tir.split(loop, factors=factors)
         return self._s._axis_for(outer, parent.kind), self._s._axis_for(inner, parent.kind)
 
     def tile(
@@ -151,73 +164,80 @@ class Stage:
         """Fuse directly nested axes (outermost first) into one."""
         if len(args) == 1 and isinstance(args[0], (list, tuple)):
             args = tuple(args[0])
-        loops = [self._s._loop(a, self) for a in args]
+        loops = [self._loop(a) for a in args]
         kind = IterKind.REDUCE if any(a.kind == IterKind.REDUCE for a in args) else IterKind.SPATIAL
-        return self._s._axis_for(self._s.sch.fuse(*loops), kind)
+        return self._s._axis_for(self._s._tir.fuse(*loops), kind)
 
     def reorder(self, *args: IterVar) -> None:
         """Put the given axes in this order (outermost first)."""
-        self._s.sch.reorder(*[self._s._loop(a, self) for a in args])
+        self._s._tir.reorder(*[self._loop(a) for a in args])
 
     def vectorize(self, var: IterVar) -> None:
-        self._s.sch.vectorize(self._s._loop(var, self))
+        self._s._tir.vectorize(self._loop(var))
 
     def unroll(self, var: IterVar) -> None:
-        self._s.sch.unroll(self._s._loop(var, self))
+        self._s._tir.unroll(self._loop(var))
 
     def parallel(self, var: IterVar) -> None:
-        self._s.sch.parallel(self._s._loop(var, self))
+        self._s._tir.parallel(self._loop(var))
 
     def tensorize(self, var: IterVar, tensor_intrin: Any) -> None:
         """Replace the tile under ``var`` by a tensor intrinsic (``te.decl_tensor_intrin`` or
         a registered name); the stage then names the tensorized block. ``tir``:
         ``sch.tensorize(loop, intrin)``."""
-        blk = self._s.sch.tensorize(self._s._loop(var, self), tensor_intrin)
-        self.block_name = self._s.sch._block_name(blk)
+        blk = self._s._tir.tensorize(self._loop(var), tensor_intrin)
+        self.block_name = self._s._tir._block_name(blk)
         self._s._refresh(self)
 
     def bind(self, ivar: IterVar, thread_ivar: Any) -> None:
         """Bind an axis to a GPU thread axis: ``s[C].bind(bx, te.thread_axis("blockIdx.x"))``."""
         tag = getattr(thread_ivar, "thread_tag", thread_ivar)
-        self._s.sch.bind(self._s._loop(ivar, self), tag)
+        self._s._tir.bind(self._loop(ivar), tag)
 
     def pragma(self, var: IterVar, pragma_type: str, pragma_value: Any = 1) -> None:
         """Annotate a loop with ``pragma_<type>`` (e.g. ``"auto_unroll_max_step"``)."""
-        self._s.sch.annotate(self._s._loop(var, self), "pragma_" + pragma_type, pragma_value)
+        self._s._tir.annotate(self._loop(var), "pragma_" + pragma_type, pragma_value)
 
     # -- where the stage is computed -----------------------------------------------------------
+    # As in TVM, these three are declarative: they say where the stage is computed, the last
+    # call wins, and the order of the calls across stages does not matter. They take effect
+    # when the schedule is lowered or built, or earlier when the stage's loops are used (a
+    # split of s[B] after s[B].compute_at(...) splits the loops under the attach point).
+
     def compute_at(self, parent: Stage, scope: IterVar) -> None:
         """Compute this stage inside loop ``scope`` of stage ``parent`` (only the part that
-        one iteration of ``scope`` needs). ``tir``: ``sch.compute_at(block, loop)``."""
-        target = self._s._loop(scope, parent)
-        self._s.sch.compute_at(self.block, target, preserve_unit_loops=True)
-        self._s._refresh(self, after=self._s.sch._loop_var(target))
+        one iteration of ``scope`` needs). ``tir``: ``sch.compute_at(block, loop)``.
+
+        A chain of stages may be attached in any order: with ``Y`` reading ``sm`` reading
+        ``e`` reading ``mx``, ``s[mx].compute_at(s[Y], i)`` may come first although ``mx``
+        is only needed under ``i`` once ``e`` is there."""
+        if not isinstance(parent, Stage):
+            raise ScheduleError(
+                f"s[{self.name}].compute_at(parent, axis): parent must be a stage, s[T]"
+            )
+        self._s._loop(scope, parent)  # a typo in the axis is reported here, not at build
+        self._s._attach(self, ("at", parent, scope))
 
     def compute_inline(self) -> None:
         """Substitute this stage's expression into its consumers (no buffer, no loops)."""
-        self._s.sch.compute_inline(self.block)
-        self.axis, self.reduce_axis = [], []
+        self._s._attach(self, ("inline",))
 
     def compute_root(self) -> None:
-        """Compute the stage at the root of the program (where it starts out)."""
-        loc = self._s.sch._get_block(self.block_name)
-        own = {id(a.var) for a in self.axis + self.reduce_axis}
-        if any(id(f.loop_var) not in own for f in loc.enclosing_loops()):
-            raise ScheduleError(
-                f"s[{self.name}].compute_root(): the stage was moved with compute_at; moving it "
-                "back is not supported. Rebuild the schedule without that compute_at."
-            )
+        """Compute the stage at the root of the program (where it starts out): undoes a
+        compute_at or compute_inline given earlier for this stage."""
+        self._s._attach(self, ("root",))
 
     def storage_align(self, axis: IterVar, factor: int, offset: int) -> None:
         """Pad the stride of the buffer dimension of ``axis`` to ``k * factor + offset``
         elements (avoids shared-memory bank conflicts)."""
+        self._s._flush(self)
         dims = [k for k, a in enumerate(self.axis) if a is axis]
         if not dims:
             raise ScheduleError(
                 f"s[{self.name}].storage_align: {axis.var.name} is not one of the stage's "
                 f"original axes {[a.var.name for a in self.axis]}"
             )
-        self._s.sch.storage_align(self.block, 0, dims[0], factor, offset)
+        self._s._tir.storage_align(self.block, 0, dims[0], factor, offset)
 
 
 class Schedule:
@@ -229,21 +249,105 @@ class Schedule:
         self._placeholders = [op.output(0) for op in order if isinstance(op, PlaceholderOp)]
         self._args = self._placeholders + [op.output(0) for op in self.outputs]
         self.func = create_prim_func(self._args)
-        self.sch = TirSchedule(self.func)
+        self._tir = TirSchedule(self.func)
         self._loops: dict[int, LoopRV] = {}
         self._keep: list[IterVar] = []  # axes made here, kept alive (ids are table keys)
         self._stages: dict[int, Stage] = {}
         self.stages: list[Stage] = []
+        # compute_at/compute_inline not applied yet: stage id -> (stage, attachment)
+        self._pending: dict[int, tuple[Stage, Attachment]] = {}
+        self._applied: dict[int, Attachment] = {}  # stage id -> the attachment in effect
         for op in order:
             if isinstance(op, (ComputeOp, ScanOp)):
                 name = self._block_writing(op.output(0))
                 stage = Stage(self, op, name, op.axis, op.reduce_axis)
                 self._register(stage, op)
-                loops = self.sch.get_loops(self.sch.get_block(name))
-                by_var = {id(self.sch._loop_var(lp)): lp for lp in loops}
+                loops = self._tir.get_loops(self._tir.get_block(name))
+                by_var = {id(self._tir._loop_var(lp)): lp for lp in loops}
                 for a in [*op.axis, *op.reduce_axis]:
                     if id(a.var) in by_var:
                         self._loops[id(a)] = by_var[id(a.var)]
+
+    @property
+    def sch(self) -> TirSchedule:
+        """The TensorIR schedule underneath, with every compute_at/compute_inline applied."""
+        self._resolve()
+        return self._tir
+
+    # -- attachments (compute_at / compute_inline / compute_root) -------------------------------
+    def _attach(self, stage: Stage, attachment: Attachment) -> None:
+        applied = self._applied.get(id(stage), ("root",))
+        if attachment[0] == "root" and applied[0] != "root":
+            raise ScheduleError(
+                f"s[{stage.name}].compute_root(): the stage was already placed by "
+                f"{'compute_inline' if applied[0] == 'inline' else 'compute_at'}, because its "
+                "loops were used after that call (a split, an axis lookup...). Call "
+                "compute_root before using them, or rebuild the schedule without that call."
+            )
+        if applied[0] != "root":
+            raise ScheduleError(
+                f"s[{stage.name}]: the stage was already placed by an earlier compute_at or "
+                "compute_inline whose loops were used since; it cannot be moved again"
+            )
+        if attachment[0] == "root":
+            self._pending.pop(id(stage), None)
+        else:
+            self._pending[id(stage)] = (stage, attachment)
+
+    def _flush(self, stage: Stage) -> bool:
+        """Apply ``stage``'s pending attachment if it can be applied now; True when nothing
+        is left pending for it."""
+        item = self._pending.get(id(stage))
+        if item is None:
+            return True
+        try:
+            self._apply(stage, item[1])
+        except ScheduleError:
+            return False
+        return True
+
+    def _apply(self, stage: Stage, attachment: Attachment) -> None:
+        if attachment[0] == "at":
+            parent, scope = attachment[1], attachment[2]
+            self._flush(parent)
+            target = self._loop(scope, parent)
+            self._tir.compute_at(stage.block, target, preserve_unit_loops=True)
+            del self._pending[id(stage)]
+            self._applied[id(stage)] = attachment
+            self._refresh(stage, after=self._tir._loop_var(target))
+        else:
+            self._tir.compute_inline(stage.block)
+            del self._pending[id(stage)]
+            self._applied[id(stage)] = attachment
+            stage.axis, stage.reduce_axis = [], []
+
+    def _resolve(self) -> None:
+        """Apply every pending attachment, consumers before producers, retrying until none
+        is left; a ScheduleError names the call that cannot be applied."""
+        while self._pending:
+            progress = False
+            last: tuple[Stage, Attachment, ScheduleError] | None = None
+            order = sorted(
+                self._pending.values(),
+                key=lambda item: -next(
+                    (k for k, st in enumerate(self.stages) if st is item[0]), 0
+                ),
+            )
+            for stage, attachment in order:
+                try:
+                    self._apply(stage, attachment)
+                    progress = True
+                except ScheduleError as err:
+                    last = (stage, attachment, err)
+            if not progress and last is not None:
+                stage, attachment, err = last
+                call = (
+                    f"s[{stage.name}].compute_at(s[{attachment[1].name}], "
+                    f"{attachment[2].var.name})"
+                    if attachment[0] == "at"
+                    else f"s[{stage.name}].compute_inline()"
+                )
+                raise ScheduleError(f"{call} cannot be applied: {err}") from err
 
     # -- stages -------------------------------------------------------------------------------
     def __getitem__(self, key: Tensor | Operation | StageOp) -> Stage:
@@ -269,7 +373,7 @@ class Schedule:
     def _block_writing(self, t: Tensor) -> str:
         found = [
             loc.stmt.block.name  # type: ignore[attr-defined]
-            for loc in state.all_blocks(self.sch.mod)
+            for loc in state.all_blocks(self._tir.mod)
             if any(w.buffer is t.buffer for w in loc.stmt.block.writes)  # type: ignore[attr-defined]
         ]
         if not found:
@@ -289,7 +393,7 @@ class Schedule:
         return self._loops[id(axis)]
 
     def _axis_for(self, loop: LoopRV, kind: IterKind) -> IterVar:
-        for_: For = self.sch._get_loop(loop).stmt  # type: ignore[assignment]
+        for_: For = self._tir._get_loop(loop).stmt  # type: ignore[assignment]
         iv = IterVar(for_.loop_var, Range(for_.min, for_.extent), kind)
         self._loops[id(iv)] = loop
         self._keep.append(iv)
@@ -298,11 +402,11 @@ class Schedule:
     def _refresh(self, stage: Stage, after: Var | None = None) -> None:
         """Map the stage's axes to the current loops of its block by position (loops below
         ``after`` only, when given); make new axes when the counts differ."""
-        loops = self.sch.get_loops(self.sch.get_block(stage.block_name))
+        loops = self._tir.get_loops(self._tir.get_block(stage.block_name))
         if after is not None:
-            idx = [k for k, lp in enumerate(loops) if self.sch._loop_var(lp) is after]
+            idx = [k for k, lp in enumerate(loops) if self._tir._loop_var(lp) is after]
             loops = loops[idx[0] + 1 :] if idx else loops
-        realize = self.sch._get_block(stage.block_name).stmt
+        realize = self._tir._get_block(stage.block_name).stmt
         reduce_vars = [
             v
             for iv, v in zip(realize.block.iter_vars, realize.iter_values)  # type: ignore[attr-defined]
@@ -312,7 +416,7 @@ class Schedule:
 
         spatial, reduce = [], []
         for lp in loops:
-            var = self.sch._loop_var(lp)
+            var = self._tir._loop_var(lp)
             if any(uses_var(v, lambda x, var=var: x is var) for v in reduce_vars):  # type: ignore[misc]
                 reduce.append(lp)
             else:
@@ -329,7 +433,7 @@ class Schedule:
 
     # -- new stages ---------------------------------------------------------------------------
     def _new_stage(self, block: BlockRV, source: Tensor) -> Tensor:
-        name = self.sch._block_name(block)
+        name = self._tir._block_name(block)
         op = CacheOp(name, source, ())
         stage = Stage(self, op, name, [], [])
         self._register(stage, op)
@@ -340,17 +444,18 @@ class Schedule:
     def cache_read(self, tensor: Tensor, scope: str, readers: Sequence[Any]) -> Tensor:
         """A copy of ``tensor`` in ``scope`` that ``readers`` read instead of it. Returns the
         cache tensor; schedule it with ``s[AA]``."""
+        self._resolve()
         stages = [
             self[r]
             for r in cast("list[Any]", readers if isinstance(readers, (list, tuple)) else [readers])
         ]
         if not stages:
             raise ScheduleError("cache_read needs at least one reader")
-        first = self.sch._get_block(stages[0].block_name).stmt.block  # type: ignore[attr-defined]
+        first = self._tir._get_block(stages[0].block_name).stmt.block  # type: ignore[attr-defined]
         index = [k for k, r in enumerate(first.reads) if r.buffer is tensor.buffer]
         if not index:
             raise ScheduleError(f"{stages[0].name!r} does not read {tensor.name!r}")
-        block = self.sch.cache_read(
+        block = self._tir.cache_read(
             stages[0].block, index[0], scope, consumer_blocks=[s.block for s in stages]
         )
         return self._new_stage(block, tensor)
@@ -359,9 +464,10 @@ class Schedule:
         """Compute ``tensor`` into a cache in ``scope`` and copy it out. Returns the cache
         tensor ``CC`` (the computation, ``s[CC]``); ``s[C]`` becomes the copy, and
         ``C.op.axis`` now names the copy's loops."""
+        self._resolve()
         stage = self[tensor]
-        block = self.sch.cache_write(stage.block, 0, scope)
-        copy_name = self.sch._block_name(block)
+        block = self._tir.cache_write(stage.block, 0, scope)
+        copy_name = self._tir._block_name(block)
         # the computation keeps its loops and moves to a new stage with the reduce axes
         comp_op = CacheOp(copy_name, tensor, (), tuple(stage.reduce_axis))
         comp = Stage(self, comp_op, stage.block_name, [], stage.reduce_axis)
@@ -375,8 +481,9 @@ class Schedule:
     def rfactor(self, tensor: Tensor, axis: IterVar, factor_axis: int = 0) -> Tensor:
         """Factor the reduction of ``tensor`` over ``axis`` into a new stage whose output has
         ``axis`` as a spatial dimension; ``s[tensor]`` then reduces over it."""
+        self._resolve()
         stage = self[tensor]
-        block = self.sch.rfactor(self._loop(axis, stage), factor_axis)
+        block = self._tir.rfactor(self._loop(axis, stage), factor_axis)
         out = self._new_stage(block, tensor)
         self._refresh(stage)
         return out
