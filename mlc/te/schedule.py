@@ -340,14 +340,14 @@ class Schedule:
                 except ScheduleError as err:
                     last = (stage, attachment, err)
             if not progress and last is not None:
-                stage, attachment, err = last
+                stage, attachment, cause = last
                 call = (
                     f"s[{stage.name}].compute_at(s[{attachment[1].name}], "
                     f"{attachment[2].var.name})"
                     if attachment[0] == "at"
                     else f"s[{stage.name}].compute_inline()"
                 )
-                raise ScheduleError(f"{call} cannot be applied: {err}") from err
+                raise ScheduleError(f"{call} cannot be applied: {cause}") from cause
 
     # -- stages -------------------------------------------------------------------------------
     def __getitem__(self, key: Tensor | Operation | StageOp) -> Stage:
