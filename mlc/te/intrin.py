@@ -28,6 +28,7 @@ from mlc.tir.expr import (
     PrimExpr,
     Select,
     _coerce,
+    chain,
     convert,
 )
 from mlc.tir.expr import Div as _Div
@@ -116,7 +117,7 @@ def _logic(cls: type, conds: tuple[Any, ...], name: str) -> PrimExpr:
             raise TEError(f"te.{name}: `{e}` is {e.dtype}, not a condition")
     out = es[0]
     for e in es[1:]:
-        out = cls(out, e)
+        out = chain(cls, out, e)  # a long te.all(...) stays shallow
     return out
 
 

@@ -30,14 +30,19 @@ from typing import Any
 from mlc.errors import TEError
 from mlc.tir import dtype as dt
 from mlc.tir.expr import (
+    Add,
+    BinaryOp,
     CommReducer,
     IterKind,
     IterVar,
+    Max,
+    Min,
     PrimExpr,
     Reduce,
     SizeVar,
     Var,
     _coerce,
+    chain,
     const,
     convert,
 )
@@ -83,6 +88,7 @@ def comm_reducer(
     fcombine: Callable[[PrimExpr, PrimExpr], Any],
     fidentity: Callable[[str], Any],
     name: str = "reduce",
+    direct: type[BinaryOp] | None = None,
 ) -> Reducer:
     """Make a reducer from a commutative, associative combine function and its identity::
 
@@ -91,7 +97,8 @@ def comm_reducer(
         P = te.compute((m,), lambda i: product(A[i, k], axis=k))
 
     The result is called like ``te.sum``: ``reducer(expr, axis, where=None)``; with two
-    values instead of an axis, ``reducer(a, b)`` combines them directly."""
+    values instead of an axis, ``reducer(a, b)`` combines them directly (``direct`` is the
+    operator node that does so, for the built-in reducers)."""
 
     def make(dtype: str) -> CommReducer:
         lhs, rhs = Var("x", dtype), Var("y", dtype)
@@ -124,6 +131,8 @@ def comm_reducer(
             if where is not None:
                 raise TEError(f"te.{name}(a, b) combines two values and takes no where=")
             a, b = _coerce(expr, axis)
+            if direct is not None:
+                return chain(direct, a, b)  # long te.max(te.max(...), x) chains stay shallow
             c = make(a.dtype)
             from mlc.tir.functor import substitute
 
@@ -161,19 +170,15 @@ def _identity_max(dtype: str) -> PrimExpr:
 
 
 def _max2(x: PrimExpr, y: PrimExpr) -> PrimExpr:
-    from mlc.tir.expr import Max
-
     return Max(x, y)
 
 
 def _min2(x: PrimExpr, y: PrimExpr) -> PrimExpr:
-    from mlc.tir.expr import Min
-
     return Min(x, y)
 
 
-sum = comm_reducer(lambda x, y: x + y, lambda dtype: const(0, dtype), name="sum")  # noqa: A001
-max = comm_reducer(_max2, _identity_min, name="max")  # noqa: A001
-min = comm_reducer(_min2, _identity_max, name="min")  # noqa: A001
+sum = comm_reducer(lambda x, y: x + y, lambda dtype: const(0, dtype), name="sum", direct=Add)  # noqa: A001
+max = comm_reducer(_max2, _identity_min, name="max", direct=Max)  # noqa: A001
+min = comm_reducer(_min2, _identity_max, name="min", direct=Min)  # noqa: A001
 
 __all__: Sequence[str] = ["comm_reducer", "sum", "max", "min", "Reducer"]

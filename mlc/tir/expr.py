@@ -629,7 +629,88 @@ def _binary(cls: type[BinaryOp], a: Any, b: Any) -> PrimExpr:
         if cls is FloorMod:
             raise MLCTypeError(f"% needs integers, got {x.dtype}: `{x} % {y}`")
         return Call(x.dtype, "floor", (Div(x, y),))
+    if cls in _ASSOCIATIVE:
+        return chain(cls, x, y)
     return cls(x, y)
+
+
+# ---------------------------------------------------------------------------------------------
+# long chains of one associative operator
+#
+# ``sum(A[i, j] for j in range(10000))`` builds ``((A[i,0] + A[i,1]) + A[i,2]) + ...``, a tree
+# 10,000 levels deep that every recursive walk (printer, simplifier, verifier, codegen) would
+# overflow Python's stack on. Chains built with the operators are therefore kept shallow as
+# they grow: the first RUN terms stay exactly as written (left to right); after that, every
+# RUN terms become a unit and units are merged pairwise like a binary counter, so the depth
+# is about RUN + 2 * log2(terms / RUN) and building stays linear.
+#
+# The terms keep their order; only the grouping changes. For integers, min, max, & and |
+# that changes nothing. For floats it changes the rounding of long sums and products: the
+# result is that of a pairwise (tree) sum of left-to-right runs, whose error bound grows
+# like log(n) instead of n for a strict left-to-right sum, so it may differ from numpy's
+# left-to-right loop in the last bits (np.sum itself sums pairwise).
+
+_ASSOCIATIVE = (Add, Mul, Min, Max, And, Or)
+RUN = 32
+
+
+@dataclass(frozen=True)
+class _ChainInfo:
+    """Bookkeeping hidden on the top node of a chain built by :func:`chain`.
+
+    ``units`` are the finished, balanced groups (left to right) with their sizes in units;
+    ``run`` counts the terms of the open run on top of them (0: the node is the fold of
+    ``units`` itself); ``bottom`` is the first term when no unit exists yet."""
+
+    units: tuple[tuple[PrimExpr, int], ...]
+    run: int
+
+
+def _info(e: PrimExpr, cls: type[BinaryOp], dtype: str) -> _ChainInfo | None:
+    if type(e) is not cls or e.dtype != dtype:
+        return None
+    info: _ChainInfo | None = getattr(e, "_chain", None)
+    return info
+
+
+def _tag(e: PrimExpr, info: _ChainInfo) -> PrimExpr:
+    object.__setattr__(e, "_chain", info)
+    return e
+
+
+def chain(cls: type[BinaryOp], x: PrimExpr, y: PrimExpr) -> PrimExpr:
+    """``cls(x, y)`` for an associative operator, keeping long chains shallow (see above).
+    ``x`` and ``y`` already have one dtype."""
+    node = cls(x, y)
+    left = _info(x, cls, node.dtype)
+    if left is None:
+        return _tag(node, _ChainInfo((), 2))
+    run = left.run + 1
+    if run < RUN:
+        return _tag(node, _ChainInfo(left.units, run))
+    # The open run is full: take its terms off the top and make them a unit.
+    terms = [y]
+    cur: PrimExpr = x
+    for _ in range(run - 1 - (0 if left.units else 1)):
+        terms.append(cur.b)  # type: ignore[attr-defined]
+        cur = cur.a  # type: ignore[attr-defined]
+    if not left.units:
+        terms.append(cur)
+    terms.reverse()
+    unit = terms[0]
+    for t in terms[1:]:
+        unit = cls(unit, t)
+    # Merge equal-sized units from the right, like carrying in a binary counter.
+    units = list(left.units)
+    size = 1
+    while units and units[-1][1] == size:
+        prev, _ = units.pop()
+        unit, size = cls(prev, unit), size * 2
+    units.append((unit, size))
+    top = units[0][0]
+    for u, _ in units[1:]:
+        top = cls(top, u)
+    return _tag(top, _ChainInfo(tuple(units), 0))
 
 
 def _true_div(a: Any, b: Any) -> PrimExpr:
