@@ -353,7 +353,15 @@ class ComputeLocationPrimitives(InlinePrimitives):
         kept_values = [v for k, v in enumerate(values) if k not in mapped]
         kept_loops: list[For] = []
         dropped: list[Var] = []
-        for f in loc.enclosing_loops():
+        # a loop the block shares with other statements stays where it is; when the block's
+        # bindings do not use it, it is not regenerated either (a second compute_at deeper
+        # into the same consumer would otherwise run the block once more per iteration)
+        top = R.exclusive_top(loc)
+        own = loc.enclosing_loops()
+        start = next((k for k, f in enumerate(own) if f is top), len(own))
+        for n, f in enumerate(own):
+            if n < start and not R.mentions(list(values), [f.loop_var]):
+                continue
             in_mapped = R.mentions(mapped_values, [f.loop_var])
             in_kept = R.mentions(kept_values, [f.loop_var])
             if in_mapped and in_kept:
