@@ -54,5 +54,11 @@ test: setup browser $(FRONTENDS)
 lines:
 	$$( [ -x $(PY) ] && echo $(PY) || echo $(PYTHON) ) tests/test_layering.py
 
+# Thousands of random te programs and mutated traces (tests/fuzz), each program in a worker
+# process; FUZZ_EXAMPLES sets how many, and each run draws new ones.
+FUZZ_EXAMPLES ?= 5000
+fuzz: setup
+	MLC_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) MLC_FUZZ_RANDOM=1 $(PY) -m pytest -q -s tests/fuzz
+
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -235,8 +235,10 @@ def _compute(op: ComputeOp, arrays: dict[int, np.ndarray], env: dict[Any, Any],
     full = tuple(d[1] for d in doms)
     src = np.broadcast_to(ev(body.source), full)
     cond = np.broadcast_to(np.asarray(ev(body.condition), dtype=bool), full)
-    src = src.reshape(out_shape + (-1,))
-    cond = cond.reshape(out_shape + (-1,))
+    # (-1 cannot be inferred when the output is empty: give the reduced size explicitly)
+    reduced = int(np.prod(full[len(out_shape):], dtype=np.int64))
+    src = src.reshape(out_shape + (reduced,))
+    cond = cond.reshape(out_shape + (reduced,))
     return _fold(body.combiner, src, None if cond.all() else cond, body.dtype, local, arrays)
 
 
