@@ -151,14 +151,20 @@ class Stage:
         outer, inner = self._s._tir.split(loop, factors=factors)
         return self._s._axis_for(outer, parent.kind), self._s._axis_for(inner, parent.kind)
 
-    def tile(
-        self, x_parent: IterVar, y_parent: IterVar, x_factor: int, y_factor: int
-    ) -> tuple[IterVar, IterVar, IterVar, IterVar]:
-        """Split two axes and reorder to ``(x_outer, y_outer, x_inner, y_inner)``."""
-        xo, xi = self.split(x_parent, factor=x_factor)
-        yo, yi = self.split(y_parent, factor=y_factor)
-        self.reorder(xo, yo, xi, yi)
-        return xo, yo, xi, yi
+    def tile(self, *args: Any) -> tuple[IterVar, ...]:
+        """Split axes and put the outer parts first: ``tile(x, y, fx, fy)`` returns
+        ``(x_outer, y_outer, x_inner, y_inner)`` (TVM's); ``tile(x, y, z, fx, fy, fz)``, the
+        lecture notes' three-axis form, returns ``(xo, yo, zo, xi, yi, zi)``."""
+        if len(args) not in (4, 6):
+            raise ScheduleError(
+                f"s[{self.name}].tile takes two axes and two factors, or three and three; "
+                f"got {len(args)} arguments"
+            )
+        half = len(args) // 2
+        pairs = [self.split(ax, factor=f) for ax, f in zip(args[:half], args[half:])]
+        outer, inner = [p[0] for p in pairs], [p[1] for p in pairs]
+        self.reorder(*outer, *inner)
+        return (*outer, *inner)
 
     def fuse(self, *args: IterVar) -> IterVar:
         """Fuse directly nested axes (outermost first) into one."""
@@ -495,6 +501,8 @@ class Schedule:
         params = []
         for t in args:
             buf = getattr(t, "buffer", None)
+            if buf is not None and not any(buf is p for p in func.params):
+                func = _intermediate_as_param(func, buf)
             if not any(buf is p for p in func.params):
                 have = [p.name for p in func.params]
                 raise ScheduleError(
@@ -509,6 +517,23 @@ class Schedule:
 
     def __repr__(self) -> str:
         return repr(self.sch.mod)
+
+
+def _intermediate_as_param(func: PrimFunc, buf: Any) -> PrimFunc:
+    """``func`` with the intermediate buffer ``buf`` (allocated by the root block) turned
+    into a parameter, so the caller's array receives its values, as TVM allows."""
+    import dataclasses
+
+    from mlc.tir.stmt import BlockRealize
+
+    body = func.body
+    if not isinstance(body, BlockRealize) or all(b is not buf for b in body.block.alloc_buffers):
+        return func
+    root = dataclasses.replace(
+        body.block, alloc_buffers=tuple(b for b in body.block.alloc_buffers if b is not buf)
+    )
+    new_body = dataclasses.replace(body, block=root)
+    return PrimFunc((*func.params, buf), new_body, func.name, func.attrs)
 
 
 def create_schedule(ops: Operation | Tensor | Sequence[Operation | Tensor]) -> Schedule:

@@ -269,15 +269,89 @@ class Tensor:
     def __repr__(self) -> str:
         return f"Tensor(name={self.name!r}, shape={_shape_str(self.shape)}, dtype={self.dtype!r})"
 
-    # A Tensor is not an expression: give a hint instead of a confusing TypeError.
-    def _not_expr(self, *_: Any) -> Any:
-        raise TEError(
-            f"tensor {self.name!r} is not a value; index it to get one element, e.g. "
-            f"{self.name}[i] + 1 inside te.compute"
-        )
+    # Whole-tensor arithmetic, as TVM's topi.add/subtract/multiply/divide: numpy broadcasting
+    # (shapes aligned on the right, a size-1 dimension stretches), e.g. batch norm written
+    # as (X - Mean) / Std. Each operator makes one te.compute named T_<op>.
+    def __add__(self, other: Any) -> Tensor:
+        return broadcast_op(self, other, "add")
 
-    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _not_expr
-    __truediv__ = __rtruediv__ = __neg__ = _not_expr
+    def __radd__(self, other: Any) -> Tensor:
+        return broadcast_op(other, self, "add")
+
+    def __sub__(self, other: Any) -> Tensor:
+        return broadcast_op(self, other, "subtract")
+
+    def __rsub__(self, other: Any) -> Tensor:
+        return broadcast_op(other, self, "subtract")
+
+    def __mul__(self, other: Any) -> Tensor:
+        return broadcast_op(self, other, "multiply")
+
+    def __rmul__(self, other: Any) -> Tensor:
+        return broadcast_op(other, self, "multiply")
+
+    def __truediv__(self, other: Any) -> Tensor:
+        return broadcast_op(self, other, "divide")
+
+    def __rtruediv__(self, other: Any) -> Tensor:
+        return broadcast_op(other, self, "divide")
+
+    def __neg__(self) -> Tensor:
+        return broadcast_op(0, self, "subtract")
+
+
+_BROADCAST_FN: dict[str, Callable[[Any, Any], Any]] = {
+    "add": lambda a, b: a + b,
+    "subtract": lambda a, b: a - b,
+    "multiply": lambda a, b: a * b,
+    "divide": lambda a, b: a / b,
+}
+
+
+def _is_one(e: PrimExpr) -> bool:
+    return isinstance(e, IntImm) and e.value == 1
+
+
+def _same_size(a: PrimExpr, b: PrimExpr) -> bool:
+    if a is b:
+        return True
+    return isinstance(a, IntImm) and isinstance(b, IntImm) and a.value == b.value
+
+
+def broadcast_op(a: Any, b: Any, op: str) -> Tensor:
+    """``a <op> b`` elementwise with numpy broadcasting; either side may be a scalar."""
+    ta, tb = isinstance(a, Tensor), isinstance(b, Tensor)
+    sa = a.shape if ta else ()
+    sb = b.shape if tb else ()
+    rank = max(len(sa), len(sb))
+    pa = (None,) * (rank - len(sa)) + tuple(sa)
+    pb = (None,) * (rank - len(sb)) + tuple(sb)
+    out: list[PrimExpr] = []
+    for d, (x, y) in enumerate(zip(pa, pb)):
+        if x is None or (y is not None and _is_one(x)):
+            out.append(y)  # type: ignore[arg-type]
+        elif y is None or _is_one(y) or _same_size(x, y):
+            out.append(x)
+        else:
+            na, nb = getattr(a, "name", a), getattr(b, "name", b)
+            raise TEError(
+                f"{op}: cannot broadcast {na!r} of shape {_shape_str(sa)} with {nb!r} of "
+                f"shape {_shape_str(sb)}: dimension {d} is {x} against {y} (sizes must be "
+                "equal or 1)"
+            )
+
+    def index(t: Tensor, idx: tuple[Any, ...]) -> PrimExpr:
+        own = idx[rank - t.ndim :]
+        return t[tuple(0 if _is_one(n) else i for n, i in zip(t.shape, own))]
+
+    fn = _BROADCAST_FN[op]
+
+    def body(*idx: Any) -> Any:
+        x = index(a, idx) if ta else a
+        y = index(b, idx) if tb else b
+        return fn(x, y)
+
+    return compute(tuple(out), body, name=f"T_{op}", tag="broadcast")
 
 
 def tensor_of(buffer: Buffer) -> Tensor | None:

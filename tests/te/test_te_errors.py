@@ -64,8 +64,10 @@ def test_missing_placeholder_in_prim_func_arguments():
 
 
 def test_tensor_used_as_value():
-    with pytest.raises(TEError, match="tensor 'A' is not a value; index it"):
-        A + 1
+    B = te.placeholder((3,), name="B")
+    with pytest.raises(TEError, match=r"cannot broadcast 'A' of shape \(4, 5\) with 'B' of "
+                                      r"shape \(3,\): dimension 1 is 5 against 3"):
+        A + B
     with pytest.raises(TEError, match="fcompute returned the tensor 'A' itself"):
         te.compute((4,), lambda i: A, name="C")
 

@@ -191,8 +191,14 @@ class ScheduleBase:
     # ----------------------------------------------------------------------------------------
     # lookups (recorded: they define handles)
 
-    def get_block(self, name: str) -> BlockRV:
-        """The block called ``name`` (te.compute's ``name=``)."""
+    def get_block(self, name: str, func_name: str | None = None) -> BlockRV:
+        """The block called ``name`` (te.compute's ``name=``). ``func_name`` (TVM's, for
+        modules of several functions) must name this schedule's function when given."""
+        if func_name is not None and func_name not in (self._func.name, "main"):
+            raise self._error(
+                f"get_block({name!r}, func_name={func_name!r}): this schedule has one "
+                f"function, {self._func.name!r}"
+            )
         if state.find_block(self._func, name) is None:
             names = [loc.stmt.block.name for loc in state.all_blocks(self._func)]  # type: ignore[attr-defined]
             raise self._error(f"there is no block named {name!r}; the blocks are {names}")
