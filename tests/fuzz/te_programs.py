@@ -29,7 +29,7 @@ UNSAFE_INT_DIVISION = False
 UNGUARDED_GATHER = False
 NONFINITE_TO_INT_CAST = False
 # llvm codegen's Max/Min drop a NaN in first position (tests/te/test_reduce.py)
-MINMAX_NAN_INPUTS = False
+MINMAX_NAN_INPUTS = True
 # A reduction over an empty range never runs its block's init in compiled code, so the
 # output keeps whatever memory held (the lowering's; reproducer in the fuzzer's report).
 EMPTY_REDUCTION = False

@@ -107,7 +107,7 @@ def test_nan_like_numpy_in_reference_and_interpreter(name: str) -> None:
 # Compiled Max/Min is `select(a > b, a, b)` (mlc/target/llvm/expr.py `_min_max`): a NaN in
 # first position is dropped. The fix is the code generator's (it belongs to the back end);
 # once it lands these xfails turn into failures and must be removed.
-CODEGEN_MINMAX_PROPAGATES_NAN = False
+CODEGEN_MINMAX_PROPAGATES_NAN = True
 
 
 @pytest.mark.parametrize(

@@ -318,7 +318,9 @@ class ExprEmitter(IntrinsicEmitter):
     def _min_max(self, e: Any, op: str) -> ir.Value:
         a, b = self._operands(e)
         if dt.is_float(e.dtype):
-            pick_a = self.b.fcmp_ordered(op, a, b)
+            # NaN wins, as in numpy's maximum/minimum: pick a when it is NaN, and b (NaN or
+            # not) when the ordered comparison fails
+            pick_a = self.b.or_(self.b.fcmp_ordered(op, a, b), self.b.fcmp_unordered("uno", a, a))
         elif dt.is_uint(e.dtype) or dt.is_bool(e.dtype):
             pick_a = self.b.icmp_unsigned(op, a, b)
         else:
