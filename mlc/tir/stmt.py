@@ -228,6 +228,13 @@ class PrimFunc(_Printable):
     def show(self) -> None:
         print(self)
 
+    def script(self) -> str:
+        """The program as TVMScript (``@T.prim_func``, ``T.block``...), which
+        ``mlc.script.from_source`` reads back."""
+        from mlc.tir.printer import to_str
+
+        return to_str(self, script=True)
+
     def with_body(self, body: Stmt) -> PrimFunc:
         return PrimFunc(self.params, body, self.name, self.attrs)
 
