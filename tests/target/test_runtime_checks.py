@@ -66,7 +66,22 @@ def test_vectorized_division_checks_every_lane() -> None:
     f(a, b, c)
     np.testing.assert_array_equal(c, a)
     b[45] = 0
-    with pytest.raises(IntegerDivisionError):
+    with pytest.raises(IntegerDivisionError, match="divisor 0"):  # the failing lane's value
+        f(a, b, c)
+
+
+def test_a_division_in_a_parallel_loop_is_checked_in_every_thread() -> None:
+    A = te.placeholder((4096,), name="A", dtype="int32")
+    B = te.placeholder((4096,), name="B", dtype="int32")
+    C = te.compute((4096,), lambda i: A[i] % B[i], name="C")
+    s = te.create_schedule(C.op)
+    s[C].parallel(C.op.axis[0])
+    f = mlc.build(s, [A, B, C])
+    a, b, c = np.arange(4096, dtype="int32"), np.full(4096, 7, "int32"), np.zeros(4096, "int32")
+    f(a, b, c)
+    np.testing.assert_array_equal(c, a % 7)
+    b[4000] = 0
+    with pytest.raises(IntegerDivisionError, match=r"A\[i\] % B\[i\]"):
         f(a, b, c)
 
 

@@ -76,6 +76,8 @@ class CodeGenLLVM(ParallelEmitter, ExprEmitter):
         self.bounds_check = bounds_check
         self.conditional = 0  # depth of ifs and selects around the code being emitted
         self.loop_ranges: dict[Var, Range] = {}  # for proving indices in range
+        self.check_sites: list[tuple[str, str, str]] = []  # see mlc.target.llvm.checks
+        self.current_store = ""
         self.parallel_runtime = parallel_runtime
         self.num_threads = num_threads
         self.vars: dict[Var, ir.Value] = {}
@@ -289,5 +291,4 @@ def codegen_llvm(
     if data_layout:
         gen.module.data_layout = data_layout
     gen.add_function(func, entry)
-    sites = tuple(gen.__dict__.get("check_sites", ()))
-    return LLVMSource(gen.text(), entry, func, gen._n_outlined > 0, sites)
+    return LLVMSource(gen.text(), entry, func, gen._n_outlined > 0, tuple(gen.check_sites))

@@ -22,9 +22,9 @@ from llvmlite import ir
 from mlc.errors import CodegenError
 from mlc.target.common import flat_index
 from mlc.target.llvm import types as ty
+from mlc.target.llvm.checks import CheckEmitter, splat
 from mlc.target.llvm.intrin import IntrinsicEmitter
 from mlc.tir import dtype as dt
-from mlc.tir.arith import Analyzer
 from mlc.tir.expr import (
     EQ,
     GE,
@@ -56,12 +56,10 @@ from mlc.tir.expr import (
     StringImm,
     Sub,
     Var,
-    convert,
 )
-from mlc.tir.functor import IRVisitor, contains
+from mlc.tir.functor import IRVisitor
 from mlc.tir.stmt import Buffer
 
-ERROR_RECORD = "__mlc_error"
 _FAST = ("contract",)  # fast-math flags on float arithmetic: let LLVM fuse a*b+c into an FMA
 _CMP_SYMBOL = {LT: "<", LE: "<=", GT: ">", GE: ">=", EQ: "==", NE: "!="}
 
@@ -105,7 +103,7 @@ def _normalize_index(index: PrimExpr) -> PrimExpr:
     return index
 
 
-class ExprEmitter(IntrinsicEmitter):
+class ExprEmitter(CheckEmitter, IntrinsicEmitter):
     """Mixin: ``emit(expr) -> ir.Value``. Needs ``self.b``, ``self.vars``, ``self.module``."""
 
     b: ir.IRBuilder
@@ -188,84 +186,14 @@ class ExprEmitter(IntrinsicEmitter):
         return self.b.mul(a, b, flags=self._int_flags(e.dtype))
 
     def _divisor(self, b: ir.Value, e: Any = None, a: ir.Value | None = None) -> ir.Value:
-        """The divisor to use for ``a / b``: never zero, so the CPU never traps (SIGFPE would
-        kill the notebook's kernel).
-
-        Under a vector mask, lanes that are switched off divide by one. With checks on
-        (:meth:`fail_if`), a zero divisor, and ``INT_MIN / -1`` for signed types, records an
-        error that the Module raises after the call, and the division goes on with divisor
-        one. A non-zero constant divisor needs no check; the test is a compare and a select,
-        hoisted out of loops by LLVM when the divisor does not change in them."""
-        one = ir.Constant(b.type, [1] * b.type.count) if ty.is_vector(b.type) else ir.Constant(
-            b.type, 1)
+        """The divisor to use for ``a / b``: under a vector mask, lanes that are switched off
+        divide by one; with the division ``e`` given, a zero divisor (or ``INT_MIN / -1``) is
+        caught by :meth:`~mlc.target.llvm.checks.CheckEmitter.guard_divisor`."""
         if self._mask is not None and ty.is_vector(b.type):
-            b = self.b.select(self._mask, b, one)
-        if e is None or (isinstance(e.b, IntImm) and e.b.value not in (0, -1)):
+            b = self.b.select(self._mask, b, splat(b.type, 1))
+        if e is None:
             return b
-        zero = ir.Constant(b.type, [0] * b.type.count) if ty.is_vector(b.type) else ir.Constant(
-            b.type, 0)
-        bad = self.b.icmp_unsigned("==", b, zero)
-        if a is not None and dt.is_int(e.dtype) and not dt.is_uint(e.dtype):
-            bits = dt.bits(dt.element(e.dtype))
-            lowest = -(1 << (bits - 1)) & ((1 << bits) - 1)
-            minus_one = (1 << bits) - 1
-            lo = ir.Constant(a.type, [lowest] * a.type.count) if ty.is_vector(a.type) else (
-                ir.Constant(a.type, lowest))
-            m1 = ir.Constant(b.type, [minus_one] * b.type.count) if ty.is_vector(b.type) else (
-                ir.Constant(b.type, minus_one))
-            overflow = self.b.and_(self.b.icmp_unsigned("==", a, lo),
-                                   self.b.icmp_unsigned("==", b, m1))
-            bad = self.b.or_(bad, overflow)
-        self.fail_if(bad, self.check_site("division", e), b)
-        return self.b.select(bad, one, b)
-
-    # -- run-time checks ----------------------------------------------------------------------
-    def check_site(self, kind: str, e: Any, extra: str = "") -> int:
-        """Register what a run-time check guards; its number goes into the error record."""
-        sites: list[tuple[str, str, str]] = self.__dict__.setdefault("check_sites", [])
-        where = getattr(self, "current_store", "") or ""
-        sites.append((kind, f"{e}" + extra, where))
-        return len(sites)
-
-    def fail_if(self, bad: ir.Value, site: int, value: ir.Value) -> None:
-        """Record error ``site`` (and the offending ``value``) in the module's error record
-        when ``bad`` holds (in any lane); execution goes on, the Module raises afterwards."""
-        if ty.is_vector(bad.type):
-            if self._mask is not None:
-                bad = self.b.and_(bad, self._mask)
-            n = bad.type.count
-            any_fn = self.declare(f"llvm.vector.reduce.or.v{n}i1",
-                                  ir.FunctionType(ty.I1, [bad.type]))
-            first = self.b.extract_element(value, ir.Constant(ty.I32, 0))
-            value = first
-            bad = self.b.call(any_fn, [bad])
-        record = self.error_record()
-        with self.b.if_then(bad, likely=False):
-            slot0 = self.b.gep(record, [ty.I32(0), ty.I32(0)], inbounds=True)
-            slot1 = self.b.gep(record, [ty.I32(0), ty.I32(1)], inbounds=True)
-            first = self.b.icmp_unsigned("==", self.b.load(slot0), ir.Constant(ty.I64, 0))
-            self._record_first(first, slot0, slot1, site, value)
-
-    def _record_first(self, first: ir.Value, slot0: ir.Value, slot1: ir.Value, site: int,
-                      value: ir.Value) -> None:
-        """Only the first failure of a call is recorded: the one a student looks for."""
-        with self.b.if_then(first):
-            self.b.store(ir.Constant(ty.I64, site), slot0)
-            v = value
-            if isinstance(v.type, ir.IntType) and v.type.width < 64:
-                v = self.b.sext(v, ty.I64)
-            elif not isinstance(v.type, ir.IntType):
-                v = ir.Constant(ty.I64, 0)
-            self.b.store(v, slot1)
-
-    def error_record(self) -> ir.GlobalVariable:
-        """``@__mlc_error``: two int64s, (check site number, offending value); zero = no
-        error. The Module clears it before a call and reads it after."""
-        found = self.module.globals.get(ERROR_RECORD)
-        if found is None:
-            found = ir.GlobalVariable(self.module, ir.ArrayType(ty.I64, 2), ERROR_RECORD)
-            found.initializer = ir.Constant(ir.ArrayType(ty.I64, 2), [0, 0])
-        return found
+        return self.guard_divisor(e, a, b)
 
     def emit_Div(self, e: Div) -> ir.Value:
         a, b = self._operands(e)
@@ -359,7 +287,7 @@ class ExprEmitter(IntrinsicEmitter):
 
     # -- select and let -----------------------------------------------------------------------
     def emit_Select(self, e: Select) -> ir.Value:
-        self.conditional = getattr(self, "conditional", 0) + 1
+        self.conditional += 1
         try:
             return self._select(e)
         finally:
@@ -584,71 +512,6 @@ class ExprEmitter(IntrinsicEmitter):
         phi.add_incoming(value, loaded_in)
         phi.add_incoming(ir.Constant(value.type, None), before)
         return phi
-
-    def index_check(self, buf: Buffer, indices: tuple[PrimExpr, ...]) -> ir.Value | None:
-        """An ``i1`` that is true when the access is out of range, for the accesses that
-        :func:`mlc.transform.check_bounds` cannot decide before the run: an index read from
-        data (a gather ``A[I[i]]``), a buffer of symbolic size, an access under a condition
-        (whose guard may be wrong). None when no check is needed or checks are off."""
-        if not getattr(self, "bounds_check", False):
-            return None
-        index = _normalize_index(flat_index(buf, indices))
-        if len(buf.shape) != 1:
-            return None
-        numel = convert(buf.shape[0])
-        data_dependent = contains(index, lambda n: isinstance(n, BufferLoad))
-        if not (data_dependent or not isinstance(numel, IntImm)
-                or getattr(self, "conditional", 0) > 0):
-            return None
-        if not data_dependent and self._provably_inside(index, numel):
-            return None
-        n = self.cast(self.emit(numel), numel.dtype, "int64")
-        if isinstance(index, Ramp) and self._mask is None:
-            last = index.base + index.stride * (index.lanes - 1)
-            ends = [self.emit(index.base), self.emit(last)]
-        elif isinstance(index, Broadcast):
-            ends = [self.emit(index.value)]
-        else:
-            ends = [self.emit(index)]
-        bad: ir.Value | None = None
-        report = ends[0]
-        for v in ends:
-            wide = v
-            if ty.is_vector(v.type):
-                wide = self.b.sext(v, ir.VectorType(ty.I64, v.type.count))
-                limit = self.broadcast(n, v.type.count)
-                out = self.b.icmp_unsigned(">=", wide, limit)
-                if self._mask is not None:
-                    out = self.b.and_(out, self._mask)
-                any_fn = self.declare(f"llvm.vector.reduce.or.v{v.type.count}i1",
-                                      ir.FunctionType(ty.I1, [out.type]))
-                out = self.b.call(any_fn, [out])
-                report = self.b.extract_element(v, ir.Constant(ty.I32, 0))
-            else:
-                if v.type.width < 64:
-                    wide = self.b.sext(v, ty.I64)
-                out = self.b.icmp_unsigned(">=", wide, n)
-            bad = out if bad is None else self.b.or_(bad, out)
-        assert bad is not None
-        site = self.check_site("index", f"{buf.name}[{index}]",
-                               f" of {buf.name} with {numel} elements")
-        self.fail_if(bad, site, report)
-        return bad
-
-    def _provably_inside(self, index: PrimExpr, numel: PrimExpr) -> bool:
-        """Do the enclosing loops' ranges prove ``0 <= index < numel`` (every lane)?"""
-        analyzer = Analyzer()
-        for var, dom in getattr(self, "loop_ranges", {}).items():
-            analyzer.bind(var, dom)
-        if isinstance(index, Ramp):
-            ends = [index.base, index.base + index.stride * (index.lanes - 1)]
-        elif isinstance(index, Broadcast):
-            ends = [index.value]
-        elif dt.lanes(index.dtype) == 1:
-            ends = [index]
-        else:
-            return False
-        return all(analyzer.can_prove(e >= 0) and analyzer.can_prove(e < numel) for e in ends)
 
     def _store(self, buf: Buffer, value: PrimExpr, indices: tuple[PrimExpr, ...]) -> None:
         """``buf[indices] = value``: a scalar store, a vector store or a scatter."""
