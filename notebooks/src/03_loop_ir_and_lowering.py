@@ -17,7 +17,7 @@ import matplotlib
 matplotlib.rcParams["figure.dpi"] = 80
 import mlc
 from mlc import te, tir, viz
-from mlc.errors import LoweringError, ScheduleError
+from mlc.errors import IndexOutOfBoundsError, IntegerDivisionError, LoweringError, ScheduleError
 
 # %% [markdown]
 # ## Blocks
@@ -109,9 +109,8 @@ except ScheduleError as err:
 
 # %% [markdown]
 # Lowering checks one more thing before any code runs: that every access stays inside its
-# array. A compiled kernel does no bounds checks, so reading past the end could crash the
-# notebook; instead the first pass, `check_bounds`, refuses the program and says which block
-# reads what:
+# array. Reading past the end could crash the notebook, so where the loop bounds decide it,
+# the first pass, `check_bounds`, refuses the program and says which block reads what:
 
 # %%
 X = te.placeholder((16,), name="X")
@@ -120,6 +119,45 @@ try:
     mlc.build(te.create_schedule(shifted.op), [X, shifted])
 except LoweringError as err:
     print(err)
+
+# %% [markdown]
+# Some indices are known only when the kernel runs: an index read from another array (a
+# gather), an index into an array of symbolic size. Those accesses are checked *while* the
+# kernel runs; a bad one is skipped and the call raises `IndexOutOfBoundsError` afterwards,
+# naming the access and the value. Integer division works the same way: a CPU would kill
+# the process on a division by zero, so the compiled code divides by one instead, and the
+# call raises `IntegerDivisionError` (also a `ZeroDivisionError`). Accesses that the loops
+# prove in range carry no check, so kernels over constant shapes pay nothing.
+
+# %%
+
+idx = te.placeholder((4,), name="idx", dtype="int32")
+gathered = te.compute((4,), lambda i: X[idx[i]], name="gathered")
+f_gather = mlc.build(te.create_schedule(gathered.op), [X, idx, gathered])
+x16, out4 = np.arange(16, dtype="float32"), np.zeros(4, "float32")
+f_gather(x16, np.array([3, 1, 4, 1], "int32"), out4)
+print(out4)
+try:
+    f_gather(x16, np.array([3, 1, 40, 1], "int32"), out4)
+except IndexOutOfBoundsError as err:
+    print(err)
+
+# %%
+N = te.placeholder((4,), name="N", dtype="int32")
+D = te.placeholder((4,), name="D", dtype="int32")
+Q = te.compute((4,), lambda i: N[i] // D[i], name="Q")
+f_div = mlc.build(te.create_schedule(Q.op), [N, D, Q])
+try:
+    f_div(np.array([7, 8, 9, 10], "int32"), np.array([2, 0, 3, 5], "int32"), np.zeros(4, "int32"))
+except IntegerDivisionError as err:
+    print(err)
+
+# %%
+doubled = te.compute((15,), lambda i: X[i + 1] * 2.0, name="doubled")
+f_const = mlc.build(te.create_schedule(doubled.op), [X, doubled])
+print("run-time checks in the gather:", f_gather.has_checks,
+      "| in the constant-shape kernel:", f_const.has_checks)
+assert f_gather.has_checks and not f_const.has_checks
 
 # %% [markdown]
 # The lowered program as a tree: no blocks left, only loops.

@@ -82,6 +82,16 @@ src = fused.get_source("cuda")
 print(src[src.index("// grid"):])
 
 # %% [markdown]
+# How did the loops become a kernel? A GPU target runs its own passes after the common ones:
+# `split_host_device` turns the bound loops into a kernel launch whose body is what *one
+# thread* runs, and `insert_thread_sync` puts barriers where threads share memory.
+# `mlc.lower` with the target shows the program exactly as the CUDA code generator gets it:
+
+# %%
+print([name for name, _ in mlc.target.backend("cuda-sim").passes])
+print(mlc.lower(s, [x0, x1, x2, y], target="cuda-sim"))
+
+# %% [markdown]
 # The kernel's launch configuration: the grid depends on `n` (one block per 64 elements),
 # the block has 64 threads.
 
