@@ -65,6 +65,11 @@ def time_interleaved(student: Any, args_s: list[np.ndarray], reference: Any,
     rounds = max(5, rounds)
     number_s = _calls_for(student, args_s, min_time)
     number_r = _calls_for(reference, args_r, min_time)
+    if max(number_s, number_r) <= 2 * min(number_s, number_r):
+        # similar speeds: the same number of calls per timing, so the fixed cost of a
+        # timing (thread pools waking after the settle pause) weighs alike on both sides;
+        # calibrated separately, identical code measured ~0.87 under load
+        number_s = number_r = max(number_s, number_r)
     t_stu: list[float] = []
     t_ref: list[float] = []
     for r in range(rounds):
