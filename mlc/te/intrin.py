@@ -78,6 +78,12 @@ round = _unary("round")  # noqa: A001
 erf = _unary("erf")
 sin = _unary("sin")
 cos = _unary("cos")
+tan = _unary("tan")
+atan = _unary("atan")
+trunc = _unary("trunc")
+nearbyint = _unary("nearbyint")
+log1p = _unary("log1p")
+expm1 = _unary("expm1")
 
 
 def abs(x: Any) -> PrimExpr:  # noqa: A001

@@ -36,7 +36,9 @@ class Intrinsic:
     function, one vector lane at a time), ``"expanded"`` (written with other intrinsics) or
     ``"codegen"`` (the code generator handles the name itself: a hint, a runtime call).
     ``c`` is the C template, ``cuda`` the CUDA one (``None``: the same as C). ``float_only``:
-    the arguments must be floats (``abs`` also takes integers, printed with ``c_int``)."""
+    the arguments must be floats (``abs`` also takes integers, printed with ``c_int``).
+    ``llvm_name``: the LLVM intrinsic when it is not named like the function (``nearbyint``
+    means numpy's ties-to-even whatever the rounding mode: ``llvm.roundeven``)."""
 
     name: str
     arity: int
@@ -47,6 +49,7 @@ class Intrinsic:
     float_only: bool = True
     c_int: str | None = None
     doc: str = ""
+    llvm_name: str | None = None
 
     def source(self, language: Literal["c", "cuda"], args: list[str], dtype: str) -> str:
         """The call in C or CUDA source (the ``c`` or ``cuda`` column), ``args`` printed."""
@@ -61,6 +64,12 @@ class Intrinsic:
 def _erf(x: Any) -> Any:
     a = np.asarray(x)
     return np.vectorize(math.erf, otypes=[a.dtype])(a) if a.ndim else a.dtype.type(math.erf(a))
+
+
+def _round_half_away(x: Any) -> Any:
+    a = np.asarray(x)
+    t = np.trunc(a)  # a - t is exact: no |x| + 0.5 that rounds 0.49999997 up to 1
+    return np.where(np.abs(a - t) >= 0.5, t + np.sign(a), t).astype(a.dtype)
 
 
 def _fn(name: str, numpy: Callable[..., Any], llvm: LLVMForm, doc: str, arity: int = 1,
@@ -81,8 +90,11 @@ _TABLE = [
     _fn("floor", np.floor, "intrinsic", "largest integer <= x (as a float)"),
     _fn("ceil", np.ceil, "intrinsic", "smallest integer >= x (as a float)"),
     _fn("trunc", np.trunc, "intrinsic", "x rounded toward zero (as a float)"),
-    _fn("round", np.round, "intrinsic", "nearest integer, ties to even (as a float)"),
-    _fn("nearbyint", np.round, "intrinsic", "nearest integer, ties to even (as a float)"),
+    _fn("round", _round_half_away, "intrinsic",
+        "nearest integer, ties away from zero as C's round() and TVM's (np.round rounds ties "
+        "to even: that is nearbyint)"),
+    Intrinsic("nearbyint", 1, np.round, "intrinsic", "nearbyint{f}({0})", cuda="rint{f}({0})",
+              llvm_name="roundeven", doc="nearest integer, ties to even (as a float)"),
     _fn("sin", np.sin, "intrinsic", "sine"),
     _fn("cos", np.cos, "intrinsic", "cosine"),
     _fn("pow", np.power, "intrinsic", "x ** y", arity=2),

@@ -61,7 +61,7 @@ class IntrinsicEmitter:
             n = max(ty.lanes_of(a.type) for a in args)
             if any(ty.lanes_of(a.type) != n for a in args):  # pow(vector, scalar)
                 args = [a if ty.is_vector(a.type) else self.broadcast(a, n) for a in args]
-            return self._intrinsic(op, args)
+            return self._intrinsic(fn.llvm_name or op, args)
         if fn.llvm == "libm":
             return self._libm(op, x)
         one = ir.Constant(x.type, 1.0) if not ty.is_vector(x.type) else ir.Constant(
