@@ -127,18 +127,27 @@ def test_max_and_min_propagate_nan_on_the_gpu() -> None:
         np.testing.assert_array_equal(got, want)
 
 
-def test_float16_and_casts() -> None:
+def test_casts_between_float_and_int() -> None:
     n = 300
-    x = rng.uniform(-60, 60, n).astype("float16")
-    A = te.placeholder((n,), "float16", name="A")
-    B = te.compute((n,), lambda i: (A[i] * A[i]).astype("float32") + A[i].astype("float32"),
-                   name="B")
-    C = te.compute((n,), lambda i: B[i].astype("int32") % 7, name="C")
-    gpu, sim, cpu = three_ways([A, B, C], [x], "int32")
+    x = rng.uniform(-60, 60, n)
+    A = te.placeholder((n,), "float64", name="A")
+    C = te.compute(
+        (n,), lambda i: ((A[i] * A[i]).astype("float32") + A[i].astype("float32")).astype(
+            "int32") % 7, name="C")
+    gpu, sim, cpu = three_ways([A, C], [x], "int32")
     want = (x * x).astype("float32") + x.astype("float32")
-    np.testing.assert_array_equal(cpu, np.fmod(want.astype("int32"), 7) % 7)
+    np.testing.assert_array_equal(cpu, want.astype("int32") % 7)
     np.testing.assert_array_equal(gpu, cpu)
     np.testing.assert_array_equal(sim, cpu)
+
+
+def test_float16_is_refused_with_what_works() -> None:
+    A = te.placeholder((64,), "float16", name="A")
+    B = te.compute((64,), lambda i: A[i] * A[i], name="B")
+    s = te.create_schedule(B.op)
+    threads(s, B, 32)
+    with pytest.raises(mlc.errors.CodegenError, match="float16.*float32"):
+        mlc.build(s, [A, B], target="cuda")
 
 
 def test_reduction_and_if_then_else_with_symbolic_size() -> None:
