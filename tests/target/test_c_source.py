@@ -129,3 +129,18 @@ def test_c_source_prints_math_and_constants() -> None:
     value = Call("float64", "tanh", (A[i],)) + Call("float64", "rsqrt", (A[i],)) + float("inf")
     src = codegen_c(PrimFunc((A,), loop(i, 4, BufferStore(A, value, (i,))), "m"))
     assert "tanh(A[i])" in src and "(1.0 / sqrt(A[i]))" in src and "INFINITY" in src
+
+
+@needs_gcc
+def test_c_max_and_min_keep_a_nan_from_either_side(tmp_path: Path) -> None:
+    """``a > b ? a : b`` drops a NaN ``a``; numpy (and the LLVM build) keep it."""
+    n = 6
+    A = te.placeholder((n,), name="A")
+    B = te.placeholder((n,), name="B")
+    C = te.compute((n,), lambda i: te.max(A[i], B[i]) + te.min(A[i], B[i]), name="C")
+    lib = _compile(mlc.build([A, B, C], target="c", name="mx").get_source(), "mx", tmp_path)
+    a = np.array([np.nan, 1, np.nan, 2, -1, 0], np.float32)
+    b = np.array([1, np.nan, np.nan, -3, 5, 0], np.float32)
+    c = np.empty(n, np.float32)
+    lib.mx(_ptr(a), _ptr(b), _ptr(c))
+    np.testing.assert_array_equal(c, np.maximum(a, b) + np.minimum(a, b))

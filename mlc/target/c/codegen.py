@@ -280,12 +280,17 @@ class CodeGenC:
         return f"({c_type(e.dtype)}){helper}({a}, {b})"
 
     def expr_Min(self, e: Min, lane: str | None) -> str:
-        a, b = self.expr(e.a, lane), self.expr(e.b, lane)
-        return f"(({a}) < ({b}) ? ({a}) : ({b}))"
+        return self._pick("<", e, lane)
 
     def expr_Max(self, e: Max, lane: str | None) -> str:
+        return self._pick(">", e, lane)
+
+    def _pick(self, op: str, e: Min | Max, lane: str | None) -> str:
+        """``a < b ? a : b``; for floats a NaN in either operand is the answer (as numpy and
+        the LLVM backend do: C's ``fmaxf`` and the plain comparison drop a NaN ``a``)."""
         a, b = self.expr(e.a, lane), self.expr(e.b, lane)
-        return f"(({a}) > ({b}) ? ({a}) : ({b}))"
+        nan = f" || ({a}) != ({a})" if dt.is_float(e.dtype) else ""
+        return f"(({a}) {op} ({b}){nan} ? ({a}) : ({b}))"
 
     def expr_Not(self, e: Not, lane: str | None) -> str:
         return f"(!{self.expr(e.a, lane)})"
