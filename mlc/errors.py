@@ -122,3 +122,35 @@ class TraceError(ScheduleError, ValueError):
     """A schedule trace (``sch.trace.as_json()``) that cannot be replayed: malformed JSON, an
     unknown instruction, a missing or extra argument, a handle used before it is defined, or
     a primitive that refuses the recorded arguments. The message names the instruction."""
+
+
+class GPUCheckError(RuntimeCheckError):
+    """``cuda-sim``'s checks (:mod:`mlc.target.cuda_sim.check`) found a bug a real GPU would
+    not report: a data race, a read of shared memory nothing wrote, an index outside a
+    buffer, a barrier not every thread reaches. The message names the kernel, the buffer, the
+    element, the threads (blockIdx, threadIdx) and the line of the loop IR; ``findings``
+    holds every problem found (:class:`mlc.target.cuda_sim.check.Finding`), for
+    :func:`mlc.viz.gpu.race_picture`."""
+
+    def __init__(self, message: str, findings: list | None = None) -> None:
+        super().__init__(message)
+        self.findings = list(findings or [])
+
+
+class RaceError(GPUCheckError):
+    """Two threads touch the same element between the same two barriers (or from different
+    blocks), one of them writing: the result depends on which runs first."""
+
+
+class UninitializedReadError(GPUCheckError):
+    """A thread read an element of shared memory that no thread of its block has written
+    since the kernel began (shared memory starts as garbage on a GPU)."""
+
+
+class GPUIndexError(GPUCheckError, IndexOutOfBoundsError):
+    """A GPU thread's index left its buffer (global, shared or local)."""
+
+
+class BarrierDivergenceError(GPUCheckError):
+    """``__syncthreads()`` reached by some threads of a block and not by others: on a GPU
+    the block hangs (or worse)."""
