@@ -11,7 +11,10 @@ Lowering substitutes the bindings into the body and turns the block's extras int
             C[vi, vj] += A[vi, vk] * B[vk, vj]
 
 * the ``init`` of a reduction runs when every reduce iteration variable is at the start of its
-  domain (``if vk == 0``), just before the update;
+  domain (``if vk == 0``), just before the update; when a reduction loop may run zero times
+  (a symbolic extent, or 0), that step never comes, so the init is first moved out into its
+  own nest before the reduction loops (``decompose_reduction``): an empty sum is 0, an empty
+  max is -inf, as in numpy;
 * a predicate (``where io * 4 + ii < n``, from a split that does not divide) becomes an
   ``if`` around the block;
 * buffers allocated in a block (the root block's intermediates, cache buffers) become
@@ -20,8 +23,11 @@ Lowering substitutes the bindings into the body and turns the block's extras int
 
 from __future__ import annotations
 
-from mlc.tir.expr import IterKind, PrimExpr, Var, convert
+from mlc.errors import LoweringError, ScheduleError
+from mlc.tir.expr import IntImm, IterKind, PrimExpr, Var, convert
 from mlc.tir.functor import IRMutator, substitute
+from mlc.tir.schedule import Schedule, state
+from mlc.tir.schedule.region import mentions
 from mlc.tir.stmt import Allocate, Block, BlockRealize, IfThenElse, PrimFunc, Stmt, seq
 from mlc.transform._arith import is_const_true
 
@@ -29,7 +35,48 @@ from mlc.transform._arith import is_const_true
 def lower_blocks(func: PrimFunc) -> PrimFunc:
     """Turn every ``BlockRealize`` of ``func`` into loops, ifs and allocations (see the
     module docstring)."""
+    func = _separate_inits_of_maybe_empty_reductions(func)
     return func.with_body(_BlockLowerer().visit(func.body))
+
+
+def _separate_inits_of_maybe_empty_reductions(func: PrimFunc) -> PrimFunc:
+    """``decompose_reduction`` at the outermost reduction loop of every reduction block
+    whose reduction loops are not all known to run at least once."""
+    names = [
+        loc.stmt.block.name
+        for loc in state.walk(func.body)
+        if isinstance(loc.stmt, BlockRealize) and loc.stmt.block.init is not None
+    ]
+    sch: Schedule | None = None
+    for name in names:
+        current = sch.mod if sch is not None else func
+        loc = state.find_block(current, name)
+        if loc is None:
+            continue
+        realize = loc.stmt
+        if not isinstance(realize, BlockRealize):
+            continue
+        reduce_vals = [
+            v
+            for iv, v in zip(realize.block.iter_vars, realize.iter_values)
+            if iv.kind is not IterKind.SPATIAL
+        ]
+        loops = [f for f in loc.enclosing_loops() if mentions(reduce_vals, [f.loop_var])]
+        if all(isinstance(f.extent, IntImm) and f.extent.value >= 1 for f in loops):
+            continue
+        if sch is None:
+            sch = Schedule(func)
+        try:
+            sch.decompose_reduction(sch.get_block(name), sch._loop_rv(loops[0].loop_var))
+        except ScheduleError as err:
+            raise LoweringError(
+                f"the reduction of block {name!r} runs over loops that may be empty "
+                f"({', '.join(f.loop_var.name for f in loops)}), so its init must run before "
+                f"them, and it cannot be separated: {err.args[0] if err.args else err}. "
+                "Keep spatial and reduction loops apart (do not fuse them) or give the "
+                "reduction a constant extent."
+            ) from err
+    return sch.mod if sch is not None else func
 
 
 class _BlockLowerer(IRMutator):
