@@ -211,3 +211,20 @@ def test_nvrtc_compiles_max_reduction_and_vectors():
     s[B].vectorize(B.op.axis[1])
     f = mlc.build(s, [A, B], target="cuda")
     assert f.get_source("ptx").count(".entry") == 2
+
+
+def test_index_division_of_thread_and_loop_variables_is_plain_c_division() -> None:
+    """threadIdx / 2 is floor division already: no 64-bit helper call in the kernel's
+    indices (64-bit division is emulated on a GPU); a maybe-negative operand keeps it."""
+    src = kernel_text(mlc.build(shared_matmul().mod, target="cuda").get_source())
+    assert "mlc_floordiv(" not in src and "mlc_floormod(" not in src
+    n = 64
+    A = te.placeholder((n,), "int32", name="A")
+    B = te.compute((n,), lambda i: A[i] // 3 + (i - 7) // 2, name="B")
+    s = te.create_schedule(B.op)
+    bx, tx = s[B].split(B.op.axis[0], factor=32)
+    s[B].bind(bx, te.thread_axis("blockIdx.x"))
+    s[B].bind(tx, te.thread_axis("threadIdx.x"))
+    src = kernel_text(mlc.build(s, [A, B], target="cuda").get_source())
+    assert "mlc_floordiv(A[" in src  # A[i] may be negative: it keeps the helper
+    assert "((i_1 + 1) / 2)" in src  # (i - 7) // 2 was simplified to a non-negative division

@@ -26,7 +26,8 @@ from mlc.target.c.codegen import CodeGenC, c_type
 from mlc.target.common import c_name
 from mlc.target.gpu.split_host_device import intermediates, is_barrier, kernels, numel
 from mlc.tir import dtype as dt
-from mlc.tir.expr import Call, Cast, FloatImm, PrimExpr
+from mlc.tir.arith.bound import UNKNOWN, Bound, BoundEvaluator
+from mlc.tir.expr import Call, Cast, FloatImm, FloorDiv, FloorMod, PrimExpr, Var
 from mlc.tir.stmt import Allocate, Buffer, Evaluate, For, ForKind, KernelLaunch, LetStmt, PrimFunc
 
 _PRELUDE = """\
@@ -73,10 +74,14 @@ class CodeGenCUDA(CodeGenC):
     def __init__(self) -> None:
         super().__init__()
         self.builtin: dict[int, str] = {}
+        self.ranges: dict[int, Bound] = {}  # thread indices, loop and let variables in scope
+        self.bound = BoundEvaluator(lambda v: self.ranges.get(id(v), UNKNOWN))
 
     def kernel(self, k: KernelLaunch, pointer_names: dict[int, str]) -> str:
         for tag, v in k.index_vars.items():
             self.names[id(v)] = tag
+            extent = k.threads.get(tag, getattr(k.grid.get(tag), "value", math.inf))
+            self.ranges[id(v)] = (0, extent - 1)
         for data in k.pointers:
             self.names[id(data)] = pointer_names[id(data)]
             self.taken.add(pointer_names[id(data)])
@@ -111,6 +116,8 @@ class CodeGenCUDA(CodeGenC):
             raise CodegenError(f"the cuda backend cannot print the vector variable {s.var.name}")
         self.line(f"{cuda_type(s.var.dtype)} {self.name_of(s.var)} = "
                   f"{self.expr(s.value)};")
+        if isinstance(s.var, Var) and not dt.is_float(s.var.dtype):
+            self.ranges[id(s.var)] = self.bound(s.value)
         self.stmt(s.body)
 
     def stmt_For(self, s: For) -> None:
@@ -121,6 +128,8 @@ class CodeGenCUDA(CodeGenC):
             )
         if s.kind == ForKind.UNROLLED:
             self.line("#pragma unroll")
+        lo, hi = self.bound(s.min)[0], self.bound(s.min)[1] + self.bound(s.extent)[1] - 1
+        self.ranges[id(s.loop_var)] = (lo, hi)
         v = self.name_of(s.loop_var)
         t = cuda_type(s.loop_var.dtype)
         lo = self.expr(s.min)
@@ -144,6 +153,22 @@ class CodeGenCUDA(CodeGenC):
             text = "__int_as_float(0x7f800000)" if single else _DOUBLE_BITS.format("7ff0")
             return text if v > 0 else f"(-{text})"
         return super().expr_FloatImm(e, lane)
+
+    def expr_FloorDiv(self, e: FloorDiv, lane: str | None) -> str:
+        if self._both_nonnegative(e):  # C's / is floor division then: no 64-bit helper
+            return f"({self.expr(e.a, lane)} / {self.expr(e.b, lane)})"
+        return super().expr_FloorDiv(e, lane)
+
+    def expr_FloorMod(self, e: FloorMod, lane: str | None) -> str:
+        if self._both_nonnegative(e):
+            return f"({self.expr(e.a, lane)} % {self.expr(e.b, lane)})"
+        return super().expr_FloorMod(e, lane)
+
+    def _both_nonnegative(self, e: FloorDiv | FloorMod) -> bool:
+        """Index arithmetic of thread and loop variables: a >= 0 and b > 0 are known."""
+        if dt.is_float(e.dtype) or dt.lanes(e.dtype) > 1:
+            return False
+        return self.bound(e.a)[0] >= 0 and self.bound(e.b)[0] > 0
 
     def expr_Cast(self, e: Cast, lane: str | None) -> str:
         cuda_type(e.dtype)
