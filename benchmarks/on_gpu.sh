@@ -21,6 +21,7 @@ if [ "$what" = tests ] || [ "$what" = all ]; then
     | tee "$OUT/tests.txt" | tail -80
 fi
 if [ "$what" = bench ] || [ "$what" = all ]; then
+  python3 benchmarks/gpu_gemm.py --out "$OUT/gpu_gemm.txt" 2>&1 | tail -40
   if [ -f benchmarks/gpu_model.py ]; then
     python3 benchmarks/gpu_model.py --out "$OUT/gpu_model.txt" 2>&1 | tail -60
   fi
