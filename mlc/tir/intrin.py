@@ -24,7 +24,7 @@ import numpy as np
 
 from mlc.tir import dtype as dt
 
-LLVMForm = Literal["intrinsic", "libm", "expanded", "codegen"]
+LLVMForm = Literal["intrinsic", "libm", "expanded", "codegen", "dot"]
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,9 @@ class Intrinsic:
     ``llvm`` says how the LLVM backend emits it: ``"intrinsic"`` (``llvm.<llvm_name>.f32``; LLVM
     picks an instruction such as ``vsqrtps`` or a libm call), ``"libm"`` (the C library's
     function, one vector lane at a time), ``"expanded"`` (written with other intrinsics) or
-    ``"codegen"`` (the code generator handles the name itself: a hint, a runtime call).
+    ``"codegen"`` (the code generator handles the name itself: a hint, a runtime call) or
+    ``"dot"`` (a low-precision dot product: one instruction where the CPU has it, ``llvm_name``
+    such as ``x86.avx512.vpdpbusd``, portable widening multiply-adds elsewhere).
     ``c`` is the C template, ``cuda`` the CUDA one (``None``: the same as C). ``float_only``:
     the arguments must be floats (``abs`` also takes integers, printed with ``c_int``).
     ``llvm_name``: the LLVM intrinsic when it is not named like the function (``nearbyint``
@@ -70,6 +72,28 @@ def _round_half_away(x: Any) -> Any:
     a = np.asarray(x)
     t = np.trunc(a)  # a - t is exact: no |x| + 0.5 that rounds 0.49999997 up to 1
     return np.where(np.abs(a - t) >= 0.5, t + np.sign(a), t).astype(a.dtype)
+
+
+def _dp4a(acc: Any, a: Any, b: Any) -> Any:
+    """Per int32 lane ``j``: ``acc[j] + sum(a[4j + g] * b[4j + g] for g in range(4))``, ``a``
+    unsigned and ``b`` signed bytes (4 bytes of ``a`` alone: the same 4 for every lane)."""
+    acc = np.asarray(acc, dtype=np.int32)
+    a8 = np.asarray(a).astype(np.uint8).astype(np.int32).reshape(-1, 4)
+    b8 = np.asarray(b).astype(np.int8).astype(np.int32).reshape(-1, 4)
+    return (acc + (a8 * b8).sum(axis=1, dtype=np.int32).reshape(acc.shape)).astype(np.int32)
+
+
+def _bf16_to_f32(bits: Any) -> Any:
+    return (np.asarray(bits).astype(np.uint32) << 16).view(np.float32)
+
+
+def _dp2a_bf16(acc: Any, a: Any, b: Any) -> Any:
+    """Per float32 lane ``j``: ``acc[j] + a[2j] * b[2j] + a[2j + 1] * b[2j + 1]`` on bfloat16
+    values stored as their ``uint16`` bits (2 values of ``a`` alone: the same pair per lane)."""
+    acc = np.asarray(acc, dtype=np.float32)
+    fa = _bf16_to_f32(a).reshape(-1, 2)
+    fb = _bf16_to_f32(b).reshape(-1, 2)
+    return (acc + (fa * fb).sum(axis=1).reshape(acc.shape)).astype(np.float32)
 
 
 def _fn(name: str, numpy: Callable[..., Any], llvm: LLVMForm, doc: str, arity: int = 1,
@@ -111,6 +135,15 @@ _TABLE = [
               doc="1 / sqrt(x)"),
     Intrinsic("abs", 1, np.abs, "expanded", "fabs{f}({0})", float_only=False,
               c_int="(({0}) < 0 ? -({0}) : ({0}))", doc="|x|: fabs on floats, a select on ints"),
+    # low-precision dot products (mlc.topi.x86.dense_int8): the notation of CUDA's __dp4a
+    Intrinsic("dp4a", 3, _dp4a, "dot", "mlc_dp4a({0}, {1}, {2})", float_only=False,
+              llvm_name="x86.avx512.vpdpbusd",
+              doc="int32 lanes += 4 products of u8 x s8 bytes each (AVX-512 VNNI vpdpbusd)"),
+    Intrinsic("dp2a_bf16", 3, _dp2a_bf16, "dot", "mlc_dp2a_bf16({0}, {1}, {2})",
+              float_only=False, llvm_name="x86.avx512bf16.dpbf16ps",
+              doc="float32 lanes += 2 products of bfloat16 pairs each (AVX512_BF16 vdpbf16ps)"),
+    Intrinsic("bf16_to_f32", 1, _bf16_to_f32, "dot", "mlc_bf16_to_f32({0})", float_only=False,
+              doc="the float32 a bfloat16 stands for, from its uint16 bits (bits << 16)"),
     # names the code generators handle themselves
     Intrinsic("likely", 1, lambda x: x, "codegen", "{0}", float_only=False,
               doc="a branch hint: the condition itself"),

@@ -12,6 +12,7 @@ from mlc import config
 from mlc.runtime import jit, parallel
 from mlc.runtime.module import Module
 from mlc.target.llvm.codegen import codegen_llvm
+from mlc.target.llvm.dot import cpu_features
 from mlc.target.target import Target, parse_target
 from mlc.tir.functor import contains
 from mlc.tir.stmt import For, ForKind, PrimFunc
@@ -42,6 +43,7 @@ def compile_lowered(
         triple=tm.triple,
         data_layout=str(tm.target_data),
         bounds_check=config.bounds_check(),
+        cpu_features=cpu_features(tgt),
     )
     c_source = None
     if keep_c_source:

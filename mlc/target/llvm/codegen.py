@@ -31,6 +31,7 @@ from llvmlite import ir
 
 from mlc.errors import CodegenError
 from mlc.target.common import c_name
+from mlc.target.llvm import dot
 from mlc.target.llvm import types as ty
 from mlc.target.llvm.expr import ExprEmitter
 from mlc.target.llvm.parallel import ParallelEmitter
@@ -276,16 +277,19 @@ def codegen_llvm(
     triple: str = "",
     data_layout: str = "",
     bounds_check: bool = True,
+    cpu_features: frozenset[str] | None = None,
 ) -> LLVMSource:
     """Emit ``func`` (lowered) as an LLVM module.
 
     ``parallel_runtime`` says whether libgomp is loaded: without it ``parallel`` loops are
     emitted as serial loops. ``num_threads`` (0 = libgomp's default, all cores) is passed to
-    ``GOMP_parallel``.
+    ``GOMP_parallel``. ``cpu_features`` (default: the host's) pick the instructions of the
+    low-precision dot products (:mod:`mlc.target.llvm.dot`).
     """
     entry = c_name(name or func.name)
     gen = CodeGenLLVM(parallel_runtime=parallel_runtime, num_threads=num_threads,
                       bounds_check=bounds_check)
+    gen.cpu_features = cpu_features if cpu_features is not None else dot.cpu_features()
     if triple:
         gen.module.triple = triple
     if data_layout:

@@ -22,11 +22,12 @@ from llvmlite import ir
 
 from mlc.errors import CodegenError
 from mlc.target.llvm import types as ty
+from mlc.target.llvm.dot import DotEmitter
 from mlc.tir import dtype as dt
 from mlc.tir import intrin
 
 
-class IntrinsicEmitter:
+class IntrinsicEmitter(DotEmitter):
     """Mixin: ``math(op, args, dtype)``. Needs ``self.b``, ``self.declare`` and ``self.cast``."""
 
     b: ir.IRBuilder
@@ -39,10 +40,13 @@ class IntrinsicEmitter:
 
     def math(self, op: str, args: list[ir.Value], dtype: str) -> ir.Value:
         fn = intrin.lookup(op)
+        if fn is not None and fn.llvm == "dot":  # dp4a, dp2a_bf16: see mlc.target.llvm.dot
+            return self.dot_product(op, args, dtype)
         if fn is None or fn.llvm == "codegen":
+            known = [n for n, row in sorted(intrin.INTRINSICS.items())
+                     if row.llvm not in ("codegen", "dot")]
             raise CodegenError(
-                f"unknown function {op!r} in a Call; the LLVM backend knows "
-                f"{', '.join(n for n in intrin.names() if n not in intrin.names('codegen'))}"
+                f"unknown function {op!r} in a Call; the LLVM backend knows {', '.join(known)}"
             )
         if op == "abs" and not dt.is_float(dtype):
             x = args[0]
