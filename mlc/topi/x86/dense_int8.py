@@ -1,0 +1,169 @@
+"""int8 dense / GEMM (``x @ w.T`` with int32 accumulation) tensorized onto ``vpdpbusd``.
+
+The multiply-add of AVX-512 VNNI, ``vpdpbusd``, takes **unsigned** bytes on one side and
+**signed** bytes on the other: for each of 16 int32 lanes it adds 4 products u8 x s8. Our
+tensor intrinsic ``dot_16x4_u8i8`` (:mod:`mlc.topi.x86.tensor_intrin`) describes exactly that
+step, so the kernel is written to contain it:
+
+1. the weight ``w`` (``units x in``, int8) is packed once, in numpy (:func:`pack_weight`), to
+   ``W[n // 16, k // 4, (n % 16) * 4 + k % 4]``: the 64 bytes one instruction reads are
+   contiguous; ``units`` is padded to a multiple of 16 and ``in`` to a multiple of 4 with zeros;
+2. the activations are ``uint8``: either already (quantized with zero point 128, as
+   :mod:`mlc.graph` does) or shifted here, ``u = x + 128``; because
+   ``sum(x * w) = sum((x + 128) * w) - 128 * sum(w)``, the kernel subtracts the weight's
+   *compensation* ``128 * colsum(w)`` (also made by :func:`pack_weight`);
+3. ``acc[i, n // 16, n % 16]`` is the reduction over ``(ko, ki)``, scheduled as
+   ``n_o, i_o, ko, i_i (unrolled rows), [n_i(16), ki(4)]`` and the bracketed tile tensorized;
+4. ``out[i, n] = acc[i, n // 16, n % 16] - comp[n]`` (plus whatever epilogue a fused graph
+   group adds: dequantize, bias, relu, requantize), vectorized.
+
+Without VNNI the same schedule builds: the code generator writes ``dp4a`` as widening
+multiply-adds (``vpmaddwd`` on AVX2) and says so once (:mod:`mlc.target.llvm.dot`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, cast
+
+import numpy as np
+
+from mlc import te, tir
+from mlc.errors import TEError
+from mlc.te.prim_func import _topo_order
+from mlc.tir.expr import as_int
+from mlc.topi.x86.tensor_intrin import LANES, register_dp4a
+
+GROUP = 4  # bytes per int32 lane of vpdpbusd
+
+
+def _ceil(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def pack_weight(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``w`` (units x in, int8) -> (packed ``[ceil(units/16), ceil(in/4), 64]`` int8, zero
+    padded; compensation ``128 * w.sum(1)`` as int32 of length ``units``)."""
+    w = np.asarray(w)
+    if w.ndim != 2 or w.dtype != np.int8:
+        raise TEError(f"pack_weight: w must be a 2-d int8 array (units, in), got {w.dtype} "
+                      f"{w.shape}")
+    n, k = w.shape
+    nb, kb = _ceil(n, LANES), _ceil(k, GROUP)
+    padded = np.zeros((nb * LANES, kb * GROUP), np.int8)
+    padded[:n, :k] = w
+    packed = padded.reshape(nb, LANES, kb, GROUP).transpose(0, 2, 1, 3).reshape(nb, kb, -1)
+    comp = 128 * w.astype(np.int32).sum(axis=1, dtype=np.int32)
+    return np.ascontiguousarray(packed), comp.astype(np.int32)
+
+
+def _shape(t: te.Tensor) -> tuple[int, ...]:
+    out = tuple(as_int(s) for s in t.shape)
+    if any(s is None for s in out):
+        raise TEError(f"dense_int8 needs constant shapes, got {t.shape}")
+    return cast(tuple[int, ...], out)
+
+
+def dense_int8(data: te.Tensor, packed: te.Tensor, comp: te.Tensor | None = None,
+               units: int | None = None) -> te.Tensor:
+    """``data @ w.T`` in int32 for ``data`` (batch x in, ``int8`` or ``uint8``) and the
+    packed weight of :func:`pack_weight`.
+
+    ``comp`` (int32, ``units``) is subtracted from every row: pass the compensation of
+    :func:`pack_weight` when ``data`` holds ``x + 128`` as uint8 (zero point 128); for int8
+    ``data`` it is required and the shift by 128 is done here. ``units`` (default: all the
+    packed rows) drops the padding of the packed weight."""
+    m, k = _shape(data)
+    nb, kb, lanes = _shape(packed)
+    if lanes != LANES * GROUP or packed.dtype != "int8" or kb != _ceil(k, GROUP):
+        raise TEError(f"dense_int8: the weight must be packed by pack_weight to "
+                      f"(units/16, {_ceil(k, GROUP)}, 64) int8 for in={k}; got "
+                      f"{packed.dtype} {(nb, kb, lanes)}")
+    n = units if units is not None else nb * LANES
+    if data.dtype not in ("int8", "uint8"):
+        raise TEError(f"dense_int8: data must be int8 or uint8, got {data.dtype}")
+    if data.dtype == "int8" and comp is None:
+        raise TEError("dense_int8: int8 data is shifted to uint8 (+128) for vpdpbusd; pass "
+                      "the weight's compensation (pack_weight's second result) as comp")
+    u = data
+    if data.dtype == "int8" or k % GROUP:
+        shift = 128 if data.dtype == "int8" else 0
+
+        def shifted(i: Any, kk: Any) -> Any:
+            value = (data[i, kk].astype("int32") + shift).astype("uint8")
+            if k % GROUP == 0:
+                return value
+            return te.if_then_else(kk < k, value, te.const(0, "uint8"))
+
+        u = te.compute((m, kb * GROUP), shifted, name="data_u8", tag="injective")
+    ko = te.reduce_axis((0, kb), name="ko")
+    ki = te.reduce_axis((0, GROUP), name="ki")
+    acc = te.compute(
+        (m, nb, LANES),
+        lambda i, no, j: te.sum(u[i, ko * GROUP + ki].astype("int32")
+                                * packed[no, ko, j * GROUP + ki].astype("int32"), axis=[ko, ki]),
+        name="dense_int8", tag="dense_int8")
+
+    def unpack(i: Any, j: Any) -> Any:
+        value = acc[i, j // LANES, j % LANES]
+        return value - comp[j] if comp is not None else value
+
+    return te.compute((m, n), unpack, name="dense_int8_out", tag="injective")
+
+
+def _rows(m: int, cap: int) -> int:
+    for r in range(min(cap, m), 0, -1):
+        if m % r == 0:
+            return r
+    return 1
+
+
+def schedule_dense_int8(tensors: Sequence[te.Tensor], rows: int = 4,
+                        parallel: bool | None = None) -> tir.Schedule:
+    """The schedule of ``te.create_prim_func(tensors)`` (placeholders, then the output) whose
+    computation contains one :func:`dense_int8`: its elementwise epilogue (unpack, dequantize,
+    bias, relu, requantize...) inlined into the output, the int8 shift kept as its own
+    loop, and the reduction tiled ``n_o, i_o, ko, i_i, [n_i, ki]`` with the tile tensorized
+    onto ``dot_16x4_u8i8``. ``rows``: the rows of accumulators per tile (a divisor of the
+    batch is taken, so no tile is partial)."""
+    from mlc.topi.schedule import PARALLEL_MIN_WORK, block_names
+
+    tensors = list(tensors)
+    names = block_names(tensors)
+    sch = tir.Schedule(te.create_prim_func(tensors))
+    order = [t for t in _topo_order(tensors) if not isinstance(t.op, te.PlaceholderOp)]
+    anchors = [t for t in order if t.op.tag == "dense_int8"]
+    if len(anchors) != 1:
+        raise TEError("schedule_dense_int8: the computation must contain one dense_int8")
+    acc, out = anchors[0], tensors[-1]
+    for t in order:
+        if t is acc or t is out or t.op.name == "data_u8":
+            continue
+        sch.compute_inline(sch.get_block(names[id(t.op)]))
+    m, nb, _ = _shape(acc)
+    kb = as_int(cast(te.ComputeOp, acc.op).reduce_axis[0].dom.extent) or 1
+    r = _rows(m, rows)
+    blk = sch.get_block(names[id(acc.op)])
+    i, no, j, ko, ki = sch.get_loops(blk)
+    io, ii = sch.split(i, factors=[None, r])
+    sch.reorder(no, io, ko, ii, j, ki)
+    sch.tensorize(j, register_dp4a())
+    if r > 1:
+        sch.unroll(ii)
+    if parallel is None:
+        parallel = m * nb * LANES * kb * GROUP >= PARALLEL_MIN_WORK
+    if parallel and nb > 1:
+        sch.parallel(no)
+    elif parallel:
+        sch.parallel(io)
+    out_blk = sch.get_block(names[id(out.op)])
+    loops = sch.get_loops(out_blk)
+    ncols = as_int(cast(tir.For, sch.get(loops[-1])).extent) or 1
+    if ncols % LANES == 0 and ncols > LANES:
+        _, vec = sch.split(loops[-1], factors=[None, LANES])
+        sch.vectorize(vec)
+    elif ncols <= 64:
+        sch.vectorize(loops[-1])
+    if parallel and len(loops) > 1:
+        sch.parallel(loops[0])
+    return sch
