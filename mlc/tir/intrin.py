@@ -149,6 +149,9 @@ _TABLE = [
               doc="a branch hint: the condition itself"),
     Intrinsic("omp_get_thread_num", 0, lambda: 0, "codegen", "omp_get_thread_num()",
               float_only=False, doc="the OpenMP thread running a parallel loop (0 in numpy)"),
+    Intrinsic("check_index", 3, lambda i, n, what: i, "codegen", "{0}", float_only=False,
+              doc="check_index(i, n, what): the index i of one dimension of size n, checked "
+                  "0 <= i < n when the function runs (LLVM; flatten_buffers adds it)"),
 ]  # fmt: skip
 
 INTRINSICS: dict[str, Intrinsic] = {i.name: i for i in _TABLE}
