@@ -93,7 +93,7 @@ def _may_fault(e: PrimExpr) -> bool:
 def _normalize_index(index: PrimExpr) -> PrimExpr:
     """Bring a vector index to ``Ramp``/``Broadcast`` form when it is ``Ramp + Broadcast``."""
     if isinstance(index, Add):
-        a, b = index.a, index.b
+        a, b = _normalize_index(index.a), _normalize_index(index.b)  # b + (b + ramp) too
         if isinstance(a, Broadcast) and isinstance(b, Ramp):
             a, b = b, a
         if isinstance(a, Ramp) and isinstance(b, Broadcast):
@@ -547,6 +547,8 @@ class ExprEmitter(CheckEmitter, IntrinsicEmitter):
             return self.thread_num()
         if e.op == "likely":
             return self.emit(e.args[0])
+        if e.op == "check_index":
+            return self.checked_index(e)
         args = [self.emit(a) for a in e.args]
         return self.math(e.op, args, e.dtype)
 

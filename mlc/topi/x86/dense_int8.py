@@ -147,7 +147,8 @@ def schedule_dense_int8(tensors: Sequence[te.Tensor], rows: int = 4,
     i, no, j, ko, ki = sch.get_loops(blk)
     io, ii = sch.split(i, factors=[None, r])
     sch.reorder(no, io, ko, ii, j, ki)
-    sch.tensorize(j, register_dp4a())
+    tile = sch.tensorize(j, register_dp4a())
+    sch.decompose_reduction(tile, ko)  # zero the accumulators before the ko loop
     if r > 1:
         sch.unroll(ii)
     if parallel is None:
