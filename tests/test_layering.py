@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1] / "mlc"
 RANK = {
     "errors": 0,
     "config": 0,
-    "vdla": 0,  # the accelerator model: imports only errors, so every back end can use it
+    "vdla": 2.7,  # the accelerator model (errors only) and its tensor intrinsic (declared in te)
     "tir": 1,
     "te": 2,
     "script": 2.5,

@@ -10,6 +10,7 @@
 ``cuda``       CUDA C for NVIDIA GPUs (:mod:`mlc.target.cuda`; GPU passes in
                :mod:`mlc.target.gpu`)
 ``cuda-sim``   the same kernels simulated on the CPU (:mod:`mlc.target.cuda_sim`)
+``vdla``       the course's accelerator, simulated (:mod:`mlc.target.vdla`)
 =============  ==========================================================================
 
 Adding a target: a folder with a ``BACKEND`` (:class:`Backend`), a member of
@@ -30,11 +31,14 @@ from mlc.transform import lower as lower_common
 def lower(func: PrimFunc, target: str | dict[str, Any] | Target | None = None) -> PrimFunc:
     """The common lowering passes, then (with a ``target``) that target's own passes: the
     program exactly as the target's codegen receives it."""
+    tgt = None if target is None else parse_target(target)
     if not is_lowered(func):
-        func = lower_common(func)
-    if target is None:
+        if tgt is not None and tgt.backend.common_passes is not None:
+            func = run_passes(func, tgt.backend.common_passes, title="before lowering")
+        else:
+            func = lower_common(func)
+    if tgt is None:
         return func
-    tgt = parse_target(target)
     return run_passes(func, tgt.backend.passes, title=f"before the {tgt.kind} passes")
 
 

@@ -36,6 +36,7 @@ class TargetKind(str, enum.Enum):
     C = "c"
     CUDA = "cuda"
     CUDA_SIM = "cuda-sim"
+    VDLA = "vdla"
 
     def __str__(self) -> str:
         return self.value
@@ -64,6 +65,9 @@ class Backend:
     module_class: type
     passes: tuple[tuple[str, Pass], ...] = ()
     features: frozenset[str] = field(default_factory=frozenset)
+    common_passes: tuple[tuple[str, Pass], ...] | None = None
+    """The common passes this target runs instead of :data:`mlc.transform.PASSES` (None: all
+    of them). VDLA stops before flattening: its DMA and tensor instructions move 2-D tiles."""
 
 
 _BACKEND_MODULES: dict[TargetKind, str] = {
@@ -71,6 +75,7 @@ _BACKEND_MODULES: dict[TargetKind, str] = {
     TargetKind.C: "mlc.target.c",
     TargetKind.CUDA: "mlc.target.cuda",
     TargetKind.CUDA_SIM: "mlc.target.cuda_sim",
+    TargetKind.VDLA: "mlc.target.vdla",
 }
 
 

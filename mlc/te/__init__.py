@@ -72,6 +72,6 @@ __all__ = [
 ]
 
 from mlc.te.schedule import Schedule, Stage, create_schedule  # noqa: E402
-from mlc.te.tensor_intrin import decl_tensor_intrin  # noqa: E402
+from mlc.te.tensor_intrin import decl_tensor_intrin, hardware_intrin  # noqa: E402
 
-__all__ += ["Schedule", "Stage", "create_schedule", "decl_tensor_intrin"]
+__all__ += ["Schedule", "Stage", "create_schedule", "decl_tensor_intrin", "hardware_intrin"]

@@ -29,10 +29,31 @@ PrimFunc with the same parameters). The seed's accelerator example, ported::
 The description is ``te.create_prim_func(op.input_tensors + [op.output(0)])``; for a
 reduction only the update is compared (the tile keeps its own zeroing, as TVM's
 ``reduce_reset``/``reduce_update`` pair does).
+
+TVM's own form works too: a lowering function ``fimpl(inputs, outputs)`` that returns the
+statement(s) calling the hardware, as the notes declare ``gemm8x8``::
+
+    def gemm_intrin_lower(inputs, outputs):
+        ww_ptr = inputs[0].access_ptr("r")
+        xx_ptr = inputs[1].access_ptr("r")
+        zz_ptr = outputs[0].access_ptr("w")
+        compute = te.hardware_intrin("gemm8x8", ww_ptr, xx_ptr, zz_ptr)
+        reset = te.hardware_intrin("fill_zero", zz_ptr)
+        update = te.hardware_intrin("fuse_gemm8x8_add", ww_ptr, xx_ptr, zz_ptr)
+        return compute, reset, update
+
+    gemm8x8 = te.decl_tensor_intrin(y.op, gemm_intrin_lower, name="vdla.gemm8x8")
+
+``access_ptr`` is the address of the tile's first element (``tir.access_ptr(A[0, 0], "r")``,
+which tensorize moves onto the real tile); ``hardware_intrin`` is a call the target's
+lowering turns into an instruction. Of the three statements mlc keeps ``update`` as the
+implementation (tensorize matches the update; the zeroing stays the block's init, which a
+target lowers to its own ``reset``, VDLA's ``fill_zero``).
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -40,7 +61,8 @@ from mlc.errors import TEError
 from mlc.te.prim_func import create_prim_func
 from mlc.te.tensor import Operation, Tensor
 from mlc.tir.schedule import Schedule
-from mlc.tir.stmt import PrimFunc
+from mlc.tir.expr import BufferLoad, Call, PrimExpr, StringImm, const
+from mlc.tir.stmt import Block, BlockRealize, Buffer, Evaluate, PrimFunc, Stmt
 from mlc.tir.tensor_intrin import TensorIntrin
 
 
@@ -75,6 +97,8 @@ def decl_tensor_intrin(
         impl = create_prim_func(tensors, name=f"{name}_impl")
     elif isinstance(fimpl, PrimFunc):
         impl = fimpl
+    elif callable(fimpl) and _takes_two_arguments(fimpl):
+        impl = _lowered_impl(desc, fimpl, name)
     elif callable(fimpl):
         sch = Schedule(create_prim_func(tensors, name=f"{name}_impl"))
         result = fimpl(sch)
@@ -85,3 +109,61 @@ def decl_tensor_intrin(
             f"fimpl(sch) that schedules the description, a PrimFunc, or None; got "
             f"{type(fimpl).__name__}")
     return TensorIntrin.register(name, desc, impl, override=override)
+
+
+class IntrinBuffer:
+    """A parameter of a tensor intrinsic as its lowering function sees it (TVM's
+    ``decl_buffer``): ``name``, ``shape``, ``dtype`` and :meth:`access_ptr`."""
+
+    def __init__(self, buffer: Buffer) -> None:
+        self.buffer = buffer
+        self.name, self.shape, self.dtype = buffer.name, buffer.shape, buffer.dtype
+
+    def access_ptr(self, access_mask: str = "rw") -> PrimExpr:
+        """The address of the tile's first element, for a hardware call:
+        ``access_ptr(A[0, 0], "r")``; tensorize moves it onto the tile it replaces."""
+        if access_mask not in ("r", "w", "rw"):
+            raise TEError(f"access_ptr: the mask is 'r', 'w' or 'rw', got {access_mask!r}")
+        first = BufferLoad(self.buffer, tuple(const(0) for _ in self.buffer.shape))
+        return Call("handle", "access_ptr", (first, StringImm(access_mask)))
+
+    def __repr__(self) -> str:
+        return f"IntrinBuffer({self.name})"
+
+
+def hardware_intrin(name: str, *args: PrimExpr) -> Stmt:
+    """A statement calling the hardware instruction ``name`` with ``args`` (usually
+    ``access_ptr``\ s): what a tensor intrinsic's lowering function returns. The target that
+    owns the instruction lowers the call (``mlc.target.vdla``)."""
+    if not isinstance(name, str) or not name:
+        raise TEError(f"hardware_intrin: the first argument is the instruction's name, got "
+                      f"{name!r}")
+    return Evaluate(Call("int32", name, tuple(args)))
+
+
+def _takes_two_arguments(fn: Callable[..., Any]) -> bool:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+                  and p.default is p.empty]
+    return len(positional) == 2
+
+
+def _lowered_impl(desc: PrimFunc, fimpl: Callable[..., Any], name: str) -> PrimFunc:
+    """The implementation from a TVM-style lowering function ``fimpl(inputs, outputs)``."""
+    params = [IntrinBuffer(b) for b in desc.params]
+    result = fimpl(params[:-1], params[-1:])
+    if isinstance(result, (tuple, list)):
+        if len(result) != 3:
+            raise TEError(
+                f"te.decl_tensor_intrin({name!r}): a lowering function returns one statement or "
+                f"(compute, reset, update); got {len(result)} values")
+        result = result[2]
+    if not isinstance(result, Stmt):
+        raise TEError(
+            f"te.decl_tensor_intrin({name!r}): the lowering function must return statements "
+            f"(te.hardware_intrin(...)), got {type(result).__name__}")
+    root = Block("root", (), (), (), result)
+    return PrimFunc(desc.params, BlockRealize((), const(True), root), f"{name}_impl")

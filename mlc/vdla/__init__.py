@@ -30,6 +30,7 @@ from mlc.vdla.conv import ConvTiling, conv2d
 from mlc.vdla.deps import insert_dependencies
 from mlc.vdla.dram import DRAM, Region
 from mlc.vdla.gemm import GemmTiling, gemm, gemm_program
+from mlc.vdla.intrin import declare_gemm, gemm8x8
 from mlc.vdla.isa import (
     Alu,
     AluOp,
@@ -51,5 +52,5 @@ __all__ = [
     "inp_buffer", "uop_buffer", "wgt_buffer", "DRAM", "Region", "Alu", "AluOp", "Finish",
     "Gemm", "Instruction", "Load", "Module", "Opcode", "Program", "Store", "UOp", "disasm",
     "Event", "Stats", "TokenEvent", "simulate", "ConvTiling", "conv2d", "insert_dependencies",
-    "GemmTiling", "gemm", "gemm_program",
+    "GemmTiling", "gemm", "gemm_program", "declare_gemm", "gemm8x8",
 ]
