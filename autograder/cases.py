@@ -105,6 +105,42 @@ class Case:
 
 
 @dataclass
+class TECase(Case):
+    """A te check graded on the student's *program*, not on values the kernel computed.
+
+    ``grading.check_te(case_id, fn)`` builds ``fn``'s computation for the case's shapes in the
+    kernel and exports its loop program as TVMScript text (``PrimFunc.script()``). The grader
+    parses it (``mlc.script``: nothing of it executes as Python), checks its signature against
+    the case's inputs, builds it and runs it in a separate trusted process on inputs drawn
+    afresh for this grading (not the ones the kernel saw), and compares with ``reference``. So
+    a kernel that fakes its cells' replies, returns numpy's answer from ``fn`` or bakes the
+    expected values into the program gets nothing: only a program that computes the answer
+    scores.
+    """
+
+    def check_export(self, exports: Path, *, grader_path: Path | None = None,
+                     run_trusted: Callable[[list[str], Path], tuple[int, str]] | None = None,
+                     workdir: Path | None = None, **_: Any) -> tuple[float, str]:
+        path = exports / f"{self.id}.json"
+        if not path.is_file():
+            if (exports / f"{self.id}.npy").is_file():
+                return 0.0, ("an array was exported where the program was expected (use "
+                             "grading.check_te with a function that returns a te tensor)")
+            return 0.0, "no program was produced (the cell failed or never ran)"
+        if grader_path is None or run_trusted is None or workdir is None:
+            return 0.0, "the grader cannot run programs here (no trusted runner)"
+        out_file = workdir / f"{self.id}.program-report.json"
+        cmd = [sys.executable, "-m", "autograder.program", str(grader_path), self.id,
+               str(path), str(out_file)]
+        rc, output = run_trusted(cmd, workdir)
+        if rc != 0 or not out_file.is_file():
+            tail = output.strip().splitlines()[-1:] or ["no output"]
+            return 0.0, f"running the program failed ({tail[0]})"
+        report = json.loads(out_file.read_text())
+        return (1.0 if report["correct"] else 0.0), report["message"]
+
+
+@dataclass
 class TraceCase:
     """A schedule check: the student's trace, replayed on a fresh copy of the reference
     computation, must compute the right values and is timed against ``reference_schedule``.
@@ -201,9 +237,9 @@ class Grader:
     def __init__(self, module: ModuleType, path: Path) -> None:
         self.module = module
         self.path = path
-        self.cases: dict[str, Case | TraceCase] = {c.id: c for c in module.CASES}
+        self.cases: dict[str, Case | TECase | TraceCase] = {c.id: c for c in module.CASES}
 
-    def case(self, case_id: str) -> Case | TraceCase:
+    def case(self, case_id: str) -> Case | TECase | TraceCase:
         if case_id not in self.cases:
             raise KeyError(f"{self.path} defines no case {case_id!r}; it has {sorted(self.cases)}")
         return self.cases[case_id]

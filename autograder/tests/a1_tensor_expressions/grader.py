@@ -6,7 +6,7 @@ Never copied into a student's kernel. Keep the real one outside the repository a
 
 import numpy as np
 
-from autograder.cases import Case
+from autograder.cases import TECase
 
 
 def ref_conv2d(data, weight, padding):
@@ -50,22 +50,24 @@ def ref_split_heads(x, heads):
 
 F32 = "float32"
 CASES = [
-    Case("conv2d_a", inputs={"data": ((1, 3, 9, 11), F32), "weight": ((4, 3, 3, 3), F32)},
+    TECase("conv2d_a", inputs={"data": ((1, 3, 9, 11), F32), "weight": ((4, 3, 3, 3), F32)},
          params={"padding": 1}, reference=ref_conv2d),
-    Case("conv2d_b", inputs={"data": ((2, 2, 6, 5), F32), "weight": ((3, 2, 5, 3), F32)},
+    TECase("conv2d_b", inputs={"data": ((2, 2, 6, 5), F32), "weight": ((3, 2, 5, 3), F32)},
          params={"padding": 2}, reference=ref_conv2d),
-    Case("softmax_a", inputs={"x": ((7, 33), F32)}, reference=ref_softmax),
-    Case("softmax_b", inputs={"x": ((1, 130), F32)}, reference=ref_softmax),
-    Case("layer_norm_a", inputs={"x": ((6, 48), F32), "gamma": ((48,), F32), "beta": ((48,), F32)},
+    TECase("softmax_a", inputs={"x": ((7, 33), F32)}, reference=ref_softmax),
+    TECase("softmax_b", inputs={"x": ((1, 130), F32)}, reference=ref_softmax),
+    TECase("layer_norm_a",
+           inputs={"x": ((6, 48), F32), "gamma": ((48,), F32), "beta": ((48,), F32)},
          reference=ref_layer_norm, rtol=1e-3, atol=1e-4),
-    Case("layer_norm_b", inputs={"x": ((3, 5), F32), "gamma": ((5,), F32), "beta": ((5,), F32)},
+    TECase("layer_norm_b",
+           inputs={"x": ((3, 5), F32), "gamma": ((5,), F32), "beta": ((5,), F32)},
          reference=ref_layer_norm, rtol=1e-3, atol=1e-4),
-    Case("max_pool_a", inputs={"data": ((1, 3, 8, 8), F32)}, params={"size": 2, "stride": 2},
+    TECase("max_pool_a", inputs={"data": ((1, 3, 8, 8), F32)}, params={"size": 2, "stride": 2},
          reference=ref_max_pool2d),
-    Case("max_pool_b", inputs={"data": ((2, 2, 9, 7), F32)}, params={"size": 3, "stride": 2},
+    TECase("max_pool_b", inputs={"data": ((2, 2, 9, 7), F32)}, params={"size": 3, "stride": 2},
          reference=ref_max_pool2d),
-    Case("split_heads_a", inputs={"x": ((2, 5, 12), F32)}, params={"heads": 3},
+    TECase("split_heads_a", inputs={"x": ((2, 5, 12), F32)}, params={"heads": 3},
          reference=ref_split_heads),
-    Case("split_heads_b", inputs={"x": ((1, 7, 16), F32)}, params={"heads": 2},
+    TECase("split_heads_b", inputs={"x": ((1, 7, 16), F32)}, params={"heads": 2},
          reference=ref_split_heads),
 ]
