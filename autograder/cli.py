@@ -3,6 +3,8 @@
     python -m autograder generate a1_tensor_expressions
     python -m autograder grade --assignment a1_tensor_expressions --out grades/ \\
         [--tests DIR] [--timeout S] [--jobs N] [--size N] submissions/*.ipynb
+    python -m autograder grade ... --scheduler tcp://HOST:8786   # on a Dask cluster
+    python -m autograder grade ... --cluster local:4             # on a LocalCluster
     python -m autograder check my_a1.ipynb        # a student runs the public tests
     python -m autograder doctor                   # can this machine grade, and how safely?
 
@@ -11,14 +13,19 @@ it): if the job user cannot start the interpreter or a protection is missing, th
 before anyone is graded, with the reason (exit status 3). A submission whose grading fails
 for a reason that is not the student's gets a ``grader-error`` row; the others are graded
 (exit status 1).
+
+The jobs run on one executor (``mlc.tune.executor``, as tuning's measurements do): ``--jobs N``
+threads here by default, or the workers of a Dask cluster, each of which first runs the same
+sandbox check, and then every job in the same sandbox as a local job. A job whose worker dies
+is run again on another worker; every submission gets exactly one row.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from tqdm import tqdm
 
@@ -32,10 +39,38 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _worker_preflight(insecure: bool) -> tuple[bool, str]:
+    """Run on each Dask worker: can it grade, with every protection a job needs?"""
+    from autograder.sandbox import explain, preflight
+
+    report = preflight(insecure=insecure)
+    return report.ok, "" if report.ok else explain(report)
+
+
+def _open_executor(args: argparse.Namespace) -> Any:
+    """``--jobs N`` threads here, or a Dask cluster (``--scheduler`` / ``--cluster``)."""
+    from mlc.tune.executor import DaskExecutor, LocalExecutor
+
+    if args.scheduler or args.cluster:
+        return DaskExecutor.connect(args.scheduler, cluster=args.cluster,
+                                    timeout=args.connect_timeout)
+    return LocalExecutor(args.jobs)
+
+
 def _cmd_grade(args: argparse.Namespace) -> int:
-    from autograder.grade import DEFAULT_TESTS, GradingConfig, grade_or_error, load_spec
+    from autograder.grade import (
+        DEFAULT_TESTS,
+        GradingConfig,
+        ShippedSubmission,
+        error_result,
+        grade_or_error,
+        grade_shipped,
+        load_spec,
+    )
     from autograder.report import write_gradebook, write_student
     from autograder.sandbox import explain, preflight
+    from mlc.errors import ClusterError
+    from mlc.tune.executor import DaskExecutor
 
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -49,22 +84,49 @@ def _cmd_grade(args: argparse.Namespace) -> int:
         insecure=args.insecure,
     )
     load_spec(config)  # a missing assignment stops here, with its own message
-    report = preflight(insecure=args.insecure, hide=[str(config.tests_root), str(out)])
-    if not report.ok:
-        print(explain(report), file=sys.stderr)
-        return 3
     paths = [Path(p).resolve() for p in args.submissions]
     stems = [p.stem for p in paths]
     duplicates = {s for s in stems if stems.count(s) > 1}
     if duplicates:
         print(f"two submissions share a name: {sorted(duplicates)}", file=sys.stderr)
         return 2
+    try:
+        executor = _open_executor(args)
+    except ClusterError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 3
     results = []
-    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        futures = [pool.submit(grade_or_error, p, config) for p in paths]
-        for future in tqdm(futures, desc=f"grading {args.assignment}", unit="notebook",
+    with executor:
+        remote = isinstance(executor, DaskExecutor)
+        if remote:  # every worker must pass the check a local run passes here
+            checks = executor.run_on_workers(_worker_preflight, args.insecure)
+            failed = {w: text for w, (ok, text) in checks.items() if not ok}
+            if not checks or failed:
+                for worker, text in failed.items():
+                    print(f"worker {worker}:\n{text}", file=sys.stderr)
+                print("no Dask worker can grade" if not checks else
+                      f"{len(failed)} of {len(checks)} Dask workers cannot grade",
+                      file=sys.stderr)
+                return 3
+            if not args.quiet:
+                print(f"grading on {executor.describe()}")
+        else:
+            report = preflight(insecure=args.insecure, hide=[str(config.tests_root), str(out)])
+            if not report.ok:
+                print(explain(report), file=sys.stderr)
+                return 3
+        futures = {
+            (executor.submit(grade_shipped, ShippedSubmission.pack(p, config)) if remote
+             else executor.submit(grade_or_error, p, config)): p
+            for p in paths
+        }
+        for future in tqdm(executor.as_completed(futures), total=len(futures),
+                           desc=f"grading {args.assignment}", unit="notebook",
                            disable=args.quiet):
-            result = future.result()
+            try:
+                result = future.result()
+            except Exception as err:  # noqa: BLE001 - e.g. KilledWorker: the job kept dying
+                result = error_result(futures[future].stem, config, err)
             write_student(out, result)
             results.append(result)
     book = write_gradebook(out, results)
@@ -121,6 +183,14 @@ def build_parser() -> argparse.ArgumentParser:
                        "(default: autograder/tests); keep real hidden tests outside the repo")
     grade.add_argument("--timeout", type=float, default=120.0, help="seconds per cell")
     grade.add_argument("--jobs", type=int, default=1, help="submissions graded in parallel")
+    where = grade.add_mutually_exclusive_group()
+    where.add_argument("--scheduler", metavar="ADDRESS",
+                       help="grade on the Dask cluster at ADDRESS (tcp://HOST:8786); needs "
+                       'pip install -e ".[distributed]"')
+    where.add_argument("--cluster", metavar="local:N",
+                       help="grade on a Dask LocalCluster of N worker processes")
+    grade.add_argument("--connect-timeout", type=float, default=5.0,
+                       help="seconds to reach the scheduler before giving up")
     grade.add_argument("--memory-mb", type=int, default=4096, help="address-space limit")
     grade.add_argument("--size", type=int, default=None,
                        help="problem size for schedule cases (e.g. 256 for a quick run)")

@@ -16,13 +16,14 @@ For each submission the grader
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import stat
 import sys
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,7 @@ from autograder.sandbox import (
     release_uid,
     run_sandboxed,
 )
+from mlc.tune.executor import timing_lock
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 DEFAULT_TESTS = PACKAGE_DIR / "tests"
@@ -285,13 +287,58 @@ def grade_or_error(path: Path, config: GradingConfig,
     try:
         return grade_submission(path, config, workroot)
     except Exception as err:  # noqa: BLE001 - whatever broke, the other rows must be written
-        reason = f"{type(err).__name__}: {str(err).strip().splitlines()[0] if str(err) else ''}"
-        try:
-            ids = [(t["id"], t["points"]) for t in load_spec(config)["tests"]]
-        except Exception:  # noqa: BLE001
-            ids = []
-        tests = [TestResult(i, p, 0.0, False, f"not graded: {reason}") for i, p in ids]
-        return SubmissionResult(path.stem, config.assignment, tests, "grader-error", reason)
+        return error_result(path.stem, config, err)
+
+
+def error_result(student: str, config: GradingConfig, err: BaseException) -> SubmissionResult:
+    """The ``grader-error`` row of a submission whose grading failed (not the student's
+    fault): every test at zero with the reason, so the instructor re-grades it."""
+    reason = f"{type(err).__name__}: {str(err).strip().splitlines()[0] if str(err) else ''}"
+    try:
+        ids = [(t["id"], t["points"]) for t in load_spec(config)["tests"]]
+    except Exception:  # noqa: BLE001
+        ids = []
+    tests = [TestResult(i, p, 0.0, False, f"not graded: {reason}") for i, p in ids]
+    return SubmissionResult(student, config.assignment, tests, "grader-error", reason)
+
+
+@dataclass(frozen=True)
+class ShippedSubmission:
+    """One grading job for a machine that shares no files with the grader: the notebook and
+    the assignment's test folder travel as bytes (a Dask task's argument)."""
+
+    student: str
+    notebook: bytes
+    tests: dict[str, bytes]  # path inside the assignment's test folder -> contents
+    config: GradingConfig
+
+    @classmethod
+    def pack(cls, path: Path, config: GradingConfig) -> ShippedSubmission:
+        root = config.tests_dir
+        tests = {str(p.relative_to(root)): p.read_bytes()
+                 for p in sorted(root.rglob("*")) if p.is_file() and "__pycache__" not in p.parts}
+        return cls(path.stem, path.read_bytes(), tests, config)
+
+
+def grade_shipped(job: ShippedSubmission) -> SubmissionResult:
+    """:func:`grade_or_error` on a worker: unpack the job into a private temporary folder
+    (hidden from the student's code like the grader's own test folder), grade it there with
+    the same sandbox, and leave nothing behind. Safe to run twice (Dask re-runs the task of a
+    worker that died): it writes nothing outside that folder."""
+    with tempfile.TemporaryDirectory(prefix="ag-shipped-") as tmp:
+        root = Path(tmp)
+        tests_root = root / "tests"
+        for name, data in job.tests.items():
+            dest = tests_root / job.config.assignment / name
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_bytes(data)
+        notebook = root / "submission" / f"{job.student}.ipynb"
+        notebook.parent.mkdir()
+        notebook.write_bytes(job.notebook)
+        config = replace(job.config, tests_root=tests_root, hide=[str(root)])
+        result = grade_or_error(notebook, config)
+    result.student = job.student
+    return result
 
 
 def grade_submission(path: Path, config: GradingConfig, workroot: Path | None = None,
@@ -391,9 +438,10 @@ def _decide(test: dict[str, Any], cells: dict[int, tuple[str, str]], public_cell
         if exported[0] != "passed":
             fraction, message = 0.0, f"the hidden test raised: {exported[1]}"
         else:
+            timed = bool(getattr(case, "speed", False))
             fraction, message = case.check_export(
                 exports, grader_path=grader_path, workdir=trusted_dir,
-                run_trusted=lambda cmd, cwd: _run_trusted(cmd, cwd, config))
+                run_trusted=lambda cmd, cwd, timed=timed: _run_trusted(cmd, cwd, config, timed))
             why = [f"{n}: {w}" for n, w in refused.items() if n.split(".")[0] == case_id]
             if fraction == 0.0 and why:
                 message = f"the export was refused ({why[0]})"
@@ -407,8 +455,11 @@ def _decide(test: dict[str, Any], cells: dict[int, tuple[str, str]], public_cell
     return res
 
 
-def _run_trusted(cmd: list[str], cwd: Path, config: GradingConfig) -> tuple[int, str]:
-    """Trusted code on student data (a trace replay): limits and no network, no uid change."""
+def _run_trusted(cmd: list[str], cwd: Path, config: GradingConfig,
+                 timed: bool = False) -> tuple[int, str]:
+    """Trusted code on student data (a trace replay): limits and no network, no uid change.
+    A replay that times (``timed``) holds the machine's timing lock while it runs: one speed
+    measurement at a time per machine, whatever runs the jobs (``--jobs``, a Dask cluster)."""
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": str(REPO_ROOT),
            "HOME": str(cwd), "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "2")}
     if config.size is not None:
@@ -419,5 +470,6 @@ def _run_trusted(cmd: list[str], cwd: Path, config: GradingConfig) -> tuple[int,
     limits = Limits(wall_s=max(120.0, config.cell_timeout * 4), cpu_s=600,
                     memory_bytes=config.memory_bytes, nproc=None)
     # The trusted side: it reads grader.py wherever it lives, so the grader's home stays.
-    result = run_sandboxed(cmd, cwd, env, limits, uid=None, cover=[], cover_home=False)
+    with timing_lock() if timed else contextlib.nullcontext():
+        result = run_sandboxed(cmd, cwd, env, limits, uid=None, cover=[], cover_home=False)
     return result.returncode, result.output

@@ -6,6 +6,8 @@
 ``MLC_NUM_THREADS`` threads for ``parallel`` loops (default: all cores)
 ``MLC_BOUNDS_CHECK=0`` compile without run-time index checks (experts, for timing;
                    ``mlc.build(..., bounds_check=False)`` does the same for one build)
+``MLC_TIMING_LOCK`` the file whose ``flock`` makes timings exclusive on a machine (default
+                   ``/tmp/mlc-timing.lock``; see ``mlc.tune.executor.timing_lock``)
 =================  ===============================================================
 
 The functions read the environment each time they are called, so a notebook can set
@@ -78,3 +80,8 @@ def bounds_checks(enabled: bool | None) -> Iterator[None]:
     finally:
         if token is not None:
             _BOUNDS_CHECK.reset(token)
+
+
+def timing_lock_path() -> str:
+    """The machine-wide timing lock's file: ``MLC_TIMING_LOCK``, else /tmp/mlc-timing.lock."""
+    return os.environ.get("MLC_TIMING_LOCK", "").strip() or "/tmp/mlc-timing.lock"

@@ -125,7 +125,7 @@ class TraceError(ScheduleError, ValueError):
 
 
 class GPUCheckError(RuntimeCheckError):
-    """``cuda-sim``'s checks (:mod:`mlc.target.cuda_sim.check`) found a bug a real GPU would
+    """``cuda-sim``'s checks (:mod:`mlc.target.cuda_sim.checks`) found a bug a real GPU would
     not report: a data race, a read of shared memory nothing wrote, an index outside a
     buffer, a barrier not every thread reaches. The message names the kernel, the buffer, the
     element, the threads (blockIdx, threadIdx) and the line of the loop IR; ``findings``
@@ -154,3 +154,8 @@ class GPUIndexError(GPUCheckError, IndexOutOfBoundsError):
 class BarrierDivergenceError(GPUCheckError):
     """``__syncthreads()`` reached by some threads of a block and not by others: on a GPU
     the block hangs (or worse)."""
+
+
+class ClusterError(MLCError, RuntimeError):
+    """A Dask cluster that cannot be used: the scheduler does not answer, no worker can take
+    the work, or ``dask.distributed`` is not installed. The message says what to check."""

@@ -5,6 +5,14 @@ wrong answer costs one trial and is recorded as an error; the tuner carries on. 
 long-lived processes (one per ``n_parallel``) that are restarted only after a crash or a
 timeout, so a trial does not pay for a fresh interpreter.
 
+Where the workers run is the *runner*'s choice: by default here, in a local pool; with
+``measure_option(runner=DaskRunner(client))`` on the workers of a Dask cluster, each of which
+keeps such a local worker process (so a crashing candidate costs a trial there too, never the
+Dask worker). Either way a candidate is built and checked freely, but timed only while
+holding its machine's timing lock (:func:`mlc.tune.executor.timing_lock`), so two
+measurements never share a machine's cores; the wait for the lock does not count against the
+candidate's timeout.
+
 Correctness is checked against the *unscheduled* program of the same computation, built once
 per task in the worker and run on seeded random inputs.
 """
@@ -15,22 +23,28 @@ import os
 import pickle
 import subprocess
 import sys
+import threading
 import time
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection
 from typing import Any
 
 from mlc.errors import MLCError
 from mlc.tir.stmt import PrimFunc
+from mlc.tune.executor import Executor, as_executor, timing_lock
 from mlc.tune.record import MeasureResult
+
+LOCK_WAIT_LIMIT = 1800.0  # seconds a candidate may wait for its machine's timing lock
 
 
 @dataclass
 class MeasureOption:
     """How to time a candidate: ``repeat`` results, each the mean of ``number`` runs (grown
     until one result lasts ``min_repeat_ms``); ``timeout`` seconds per candidate (build
-    included); ``n_parallel`` worker processes; ``check`` compares outputs with the reference."""
+    included, waiting for the timing lock not); ``n_parallel`` worker processes; ``check``
+    compares outputs with the reference; ``runner`` where they run (None: this machine, or a
+    :class:`DaskRunner`)."""
 
     number: int = 3
     repeat: int = 1
@@ -39,6 +53,7 @@ class MeasureOption:
     n_parallel: int = 1
     check: bool = True
     rtol: float = 1e-3
+    runner: DaskRunner | None = None
 
 
 def measure_option(
@@ -46,11 +61,17 @@ def measure_option(
     repeat: int = 1,
     min_repeat_ms: int = 0,
     timeout: float = 10.0,
-    n_parallel: int = 1,
+    n_parallel: int | None = None,
     check: bool = True,
+    runner: DaskRunner | None = None,
 ) -> MeasureOption:
-    """The measurement settings (AutoTVM's ``measure_option``, flattened to one call)."""
-    return MeasureOption(number, repeat, min_repeat_ms, timeout, n_parallel, check)
+    """The measurement settings (AutoTVM's ``measure_option``, flattened to one call).
+
+    ``runner=mlc.tune.DaskRunner(client)`` measures on a Dask cluster; ``n_parallel`` then
+    defaults to the number of its workers (candidates in flight at once), else to 1."""
+    if n_parallel is None:
+        n_parallel = runner.n_workers if runner is not None else 1
+    return MeasureOption(number, repeat, min_repeat_ms, timeout, n_parallel, check, 1e-3, runner)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -130,7 +151,10 @@ def _worker_main(conn: Any) -> None:
             timer = module.time_evaluator(
                 number=msg["number"], repeat=msg["repeat"], min_repeat_ms=msg["min_repeat_ms"]
             )
-            costs = [float(c) for c in timer(*work).results]
+            conn.send(("waiting", time.monotonic()))
+            with timing_lock():  # one timing at a time on this machine
+                conn.send(("locked", time.monotonic()))
+                costs = [float(c) for c in timer(*work).results]
             conn.send(MeasureResult(costs, None, build_seconds))
         except _WrongAnswer as err:
             conn.send(MeasureResult([], str(err)))
@@ -261,6 +285,8 @@ class Measurer:
         self._workers[slot] = None
 
     def measure(self, funcs: list[PrimFunc]) -> list[MeasureResult]:
+        if self.option.runner is not None:
+            return self.option.runner.measure(self, funcs)
         results: list[MeasureResult | None] = [None] * len(funcs)
         pending = list(range(len(funcs)))
         while pending:
@@ -271,7 +297,7 @@ class Measurer:
                 k = pending.pop(0)
                 w = self._worker(slot)
                 w.conn.send(self._message(funcs[k]))
-                batch.append((slot, k, time.perf_counter()))
+                batch.append((slot, k, time.monotonic()))
             for slot, k, start in batch:
                 results[k] = self._receive(slot, start)
         return [r if r is not None else MeasureResult([], "not measured") for r in results]
@@ -285,18 +311,28 @@ class Measurer:
         }
 
     def _receive(self, slot: int, start: float) -> MeasureResult:
+        """The worker's result; ``timeout`` counts from the send until it waits for the timing
+        lock, and again from when it holds the lock (its messages carry the time)."""
         w = self._workers[slot]
         assert w is not None
-        remaining = self.option.timeout - (time.perf_counter() - start)
+        timeout = self.option.timeout
+        deadline = start + timeout
         try:
-            if w.conn.poll(max(remaining, 0.0)):
-                result: MeasureResult | _WorkerBug = w.conn.recv()
-                if isinstance(result, _WorkerBug):
-                    result.raise_()
-                assert isinstance(result, MeasureResult)
-                return result
+            while w.conn.poll(max(deadline - time.monotonic(), 0.0)):
+                reply: MeasureResult | _WorkerBug | tuple[str, float] = w.conn.recv()
+                if isinstance(reply, tuple):
+                    phase, at = reply
+                    deadline = at + (LOCK_WAIT_LIMIT if phase == "waiting" else timeout)
+                    continue
+                if isinstance(reply, _WorkerBug):
+                    reply.raise_()
+                assert isinstance(reply, MeasureResult)
+                return reply
             self._restart(slot)
-            return MeasureResult([], f"timeout: no result within {self.option.timeout:g} s")
+            if deadline - start > LOCK_WAIT_LIMIT:
+                return MeasureResult(
+                    [], f"timeout: the machine's timing lock stayed taken {LOCK_WAIT_LIMIT:g} s")
+            return MeasureResult([], f"timeout: no result within {timeout:g} s")
         except (EOFError, ConnectionResetError, BrokenPipeError):
             w.proc.wait(timeout=5)
             code = w.exitcode()
@@ -313,3 +349,78 @@ class Measurer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# measuring on a Dask cluster
+
+
+class DaskRunner:
+    """Measure on the workers of a Dask cluster (TVM's RPC runner, on an existing engine).
+
+        client = distributed.Client("tcp://scheduler:8786")   # or LocalCluster()
+        option = mlc.tune.measure_option(runner=mlc.tune.DaskRunner(client))
+        tuner.tune(64, measure_option=option)
+
+    Every candidate is one Dask task: the worker builds it, checks it against the reference
+    and times it in a local worker process of its own (kept between tasks), holding its
+    machine's timing lock for the timing only. A worker that dies mid-task has its tasks run
+    again elsewhere by Dask; each candidate gives exactly one result, in the order given.
+    ``where`` is a ``distributed.Client``, a scheduler address, ``"local:N"`` or an
+    :class:`~mlc.tune.executor.Executor`."""
+
+    def __init__(self, where: Any) -> None:
+        self.executor: Executor = as_executor(where)
+
+    @property
+    def n_workers(self) -> int:
+        return max(1, self.executor.n_workers)
+
+    def measure(self, measurer: Measurer, funcs: list[PrimFunc]) -> list[MeasureResult]:
+        o = measurer.option
+        job = _RemoteJob(measurer.key, measurer._ref, measurer.target,
+                         replace(o, runner=None, n_parallel=1))
+        futures = [self.executor.submit(_measure_remote, job, pickle.dumps(f)) for f in funcs]
+        where = {id(f): k for k, f in enumerate(futures)}
+        results: list[MeasureResult] = [MeasureResult([], "not measured")] * len(funcs)
+        for fut in self.executor.as_completed(futures):
+            try:
+                results[where[id(fut)]] = fut.result()
+            except RuntimeError:
+                raise  # a bug in mlc, raised on the worker (see _WorkerBug): stop and say so
+            except Exception as err:  # noqa: BLE001 - e.g. KilledWorker: the task kept dying
+                results[where[id(fut)]] = MeasureResult(
+                    [], f"crash: the Dask task failed ({type(err).__name__}: {err})"[:2000])
+        return results
+
+    def close(self) -> None:
+        self.executor.close()
+
+
+@dataclass(frozen=True)
+class _RemoteJob:
+    key: str
+    reference: bytes
+    target: Any
+    option: MeasureOption
+
+
+_idle: dict[tuple[str, int], list[Measurer]] = {}
+_idle_lock = threading.Lock()
+
+
+def _measure_remote(job: _RemoteJob, func: bytes) -> MeasureResult:
+    """On a Dask worker: measure one candidate with a local :class:`Measurer` of this worker
+    process (one per task key and worker thread, kept for the next task)."""
+    slot = (job.key, hash(job.reference))
+    with _idle_lock:
+        pool = _idle.setdefault(slot, [])
+        measurer = pool.pop() if pool else None
+    if measurer is None:
+        measurer = Measurer(pickle.loads(job.reference), job.option, job.target, job.key)
+    measurer.option = job.option
+    try:
+        return measurer.measure([pickle.loads(func)])[0]
+    finally:
+        with _idle_lock:
+            _idle.setdefault(slot, []).append(measurer)
