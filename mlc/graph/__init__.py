@@ -9,7 +9,7 @@
     out = mod(x=batch)[0]; print(mod.prim_func); mod.debug_run(x=batch)
 """
 
-from mlc.graph import nn  # noqa: F401
+from mlc.graph import nn, qnn  # noqa: F401
 from mlc.graph.build import GraphModule, build  # noqa: E402
 from mlc.graph.evaluate import evaluate
 from mlc.graph.frontend import from_onnx, from_torch  # noqa: E402

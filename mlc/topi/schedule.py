@@ -222,8 +222,13 @@ def default_schedule(tensors: Sequence[te.Tensor], anchor: te.Tensor | None = No
     """A scheduled ``tir.Schedule`` for ``te.create_prim_func(tensors)`` (the last tensor is
     the output). ``anchor`` is the main reduction (found by its tag when not given)."""
     tensors = list(tensors)
+    from mlc.te.prim_func import _topo_order
+
+    if any(t.op.tag == "dense_int8" for t in _topo_order(tensors)):  # int8: tensorized
+        from mlc.topi.x86.dense_int8 import schedule_dense_int8
+
+        return schedule_dense_int8(tensors)
     if anchor is None:
-        from mlc.te.prim_func import _topo_order
 
         anchors = [t for t in _topo_order(tensors) if t.op.tag in ANCHOR_TAGS]
         anchor = anchors[-1] if anchors else None

@@ -1,3 +1,3 @@
 """Registers every op (importing this package fills the registry)."""
 
-from mlc.graph.ops import nn, tensor  # noqa: F401
+from mlc.graph.ops import nn, quantize, tensor  # noqa: F401

@@ -47,10 +47,10 @@ class _Group:
 
 
 def edge_pattern(user: Call, arg: Node) -> OpPattern:
-    """How ``user`` reads ``arg``: a broadcast op reading an operand of its own output type
-    reads it elementwise."""
+    """How ``user`` reads ``arg``: a broadcast op reading an operand of its own output shape
+    reads it elementwise (whatever the dtypes: ``qnn.dequantize`` reads int32, makes float32)."""
     p = user.op.pattern
-    if p == P.BROADCAST and arg.type == user.type:
+    if p == P.BROADCAST and arg.shape == user.shape:
         return P.ELEMWISE
     return p
 
