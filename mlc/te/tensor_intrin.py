@@ -60,8 +60,8 @@ from typing import Any
 from mlc.errors import TEError
 from mlc.te.prim_func import create_prim_func
 from mlc.te.tensor import Operation, Tensor
-from mlc.tir.schedule import Schedule
 from mlc.tir.expr import BufferLoad, Call, PrimExpr, StringImm, const
+from mlc.tir.schedule import Schedule
 from mlc.tir.stmt import Block, BlockRealize, Buffer, Evaluate, PrimFunc, Stmt
 from mlc.tir.tensor_intrin import TensorIntrin
 
@@ -132,7 +132,7 @@ class IntrinBuffer:
 
 
 def hardware_intrin(name: str, *args: PrimExpr) -> Stmt:
-    """A statement calling the hardware instruction ``name`` with ``args`` (usually
+    r"""A statement calling the hardware instruction ``name`` with ``args`` (usually
     ``access_ptr``\ s): what a tensor intrinsic's lowering function returns. The target that
     owns the instruction lowers the call (``mlc.target.vdla``)."""
     if not isinstance(name, str) or not name:

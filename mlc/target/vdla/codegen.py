@@ -220,7 +220,7 @@ def _allocate(op: Allocate, st: _State) -> None:
         raise LoweringError(
             f"vdla: on-chip buffer {op.buffer.name!r} needs {rows * cols} tiles of "
             f"{scope.value} ({rows * cols * st.config.tile_bytes(scope)} bytes) but only "
-            f"{depth - base} of its {depth} tiles are free ({st.config.depth(scope) * st.config.tile_bytes(scope)} "
+            f"{depth - base} of its {depth} tiles are free ({depth * st.config.tile_bytes(scope)} "
             f"bytes in all). Cache a smaller tile: split the loop it is computed at by a smaller "
             f"factor, or move compute_at to an inner loop")
     st.used[scope] = base + rows * cols

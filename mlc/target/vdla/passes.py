@@ -37,6 +37,7 @@ from mlc.target.vdla.affine import (
     scope_of,
 )
 from mlc.tir.arith import simplify
+from mlc.tir.expr import Add as AddExpr
 from mlc.tir.expr import (
     BufferLoad,
     Call,
@@ -51,7 +52,6 @@ from mlc.tir.expr import (
     Var,
     const,
 )
-from mlc.tir.expr import Add as AddExpr
 from mlc.tir.functor import IRMutator, IRVisitor, collect, substitute, uses_var
 from mlc.tir.stmt import (
     Allocate,
@@ -369,8 +369,10 @@ _ALU = {Max: "MAX", Min: "MIN", AddExpr: "ADD", Mul: "MUL"}
 
 def lower_alu(func: PrimFunc) -> PrimFunc:
     """Element-wise loops on acc_buffer (``CL2[i, j] = max(CL[i, j], 0)``, ``// 256`` which is
-    ``>> 8``, a sum of two acc tiles) become ALU instructions: ``vdla.alu("MAX", dst_ptr, src_ptr, imm, rows,
-    cols)`` (``imm`` is ``"acc"`` when the operand is the tile at ``src_ptr``), one per operation, applied in place on the destination after a copy."""
+    ``>> 8``, a sum of two acc tiles) become ALU instructions:
+    ``vdla.alu("MAX", dst_ptr, src_ptr, imm, rows, cols)`` (``imm`` is ``"acc"`` when the
+    operand is the tile at ``src_ptr``), one per operation, applied in place on the
+    destination after a copy."""
     return func.with_body(_Alu().visit(func.body))
 
 
@@ -508,7 +510,8 @@ class _Expand(IRMutator):
         self.allocs.append(new)
         return self.visit(op.body)
 
-    def _idx(self, buf: Buffer, indices: tuple[PrimExpr, ...]) -> tuple[Buffer, tuple[PrimExpr, ...]]:
+    def _idx(self, buf: Buffer, indices: tuple[PrimExpr, ...]
+             ) -> tuple[Buffer, tuple[PrimExpr, ...]]:
         indices = tuple(self.visit(i) for i in indices)
         if id(buf) not in self.map:
             return buf, indices
@@ -552,9 +555,13 @@ class _TagThread(IRMutator):
         self.tid = tid
 
     def visit_Call(self, op: Call) -> Any:
+        new = self.generic_visit(op)
         if op.op.startswith("vdla."):
-            return Call(op.dtype, op.op, (*op.args, StringImm(f"tid={self.tid}")))
-        return self.generic_visit(op)
+            return Call(op.dtype, op.op, (*new.args, StringImm(f"tid={self.tid}")))
+        return new
+
+    def visit_BufferLoad(self, op: BufferLoad) -> Any:
+        return BufferLoad(op.buffer, tuple(simplify(i) for i in op.indices))
 
 
 __all__ = ["allocate_sram", "decompose_acc_init", "inject_virtual_threads", "lower_alu",
