@@ -38,6 +38,7 @@ from mlc.tir.expr import PrimExpr
 from mlc.tir.stmt import KernelLaunch, PrimFunc
 
 SOURCE_FORMATS = ("cuda", "ptx", "ll", "ll-unopt", "asm")
+CHECK_BLOCKS = 16  # blocks per kernel that cuda-sim checks before its first call
 
 
 class CUDAModule(Module):
@@ -54,6 +55,10 @@ class CUDAModule(Module):
         self._ptx: str | None = None
         self._checker = ArgumentChecker(func)
         self._gpu_functions: dict[str, Any] | None = None
+        self.check_on_first_call = sim is not None
+        """cuda-sim: run :meth:`check` (on copies, at most ``CHECK_BLOCKS`` blocks per kernel)
+        before the first call, so a race or a bad index is an error, not wrong numbers. Set
+        it to ``False`` to skip."""
 
     @property
     def kernels(self) -> tuple[KernelLaunch, ...]:
@@ -62,9 +67,24 @@ class CUDAModule(Module):
 
     def __call__(self, *args: Any) -> None:
         if self._sim is not None:
+            if self.check_on_first_call:
+                self._checker.native_args(args)  # a wrong call is an ArgumentError first
+                self.check_on_first_call = False
+                copies = [np.array(a) if isinstance(a, np.ndarray) else a for a in args]
+                self.check(*copies, blocks=CHECK_BLOCKS)
             self._sim(*args)
         else:
             self._run_gpu(args)
+
+    def check(self, *args: Any, blocks: int | None = None) -> Any:
+        """Run the kernels on ``args`` in cuda-sim's checking interpreter: raises a
+        :class:`~mlc.errors.RaceError`, :class:`~mlc.errors.UninitializedReadError`,
+        :class:`~mlc.errors.GPUIndexError` or :class:`~mlc.errors.BarrierDivergenceError`
+        naming the threads and the line, else returns a report. See
+        :func:`mlc.target.cuda_sim.check` (``blocks=n`` checks n blocks of each kernel)."""
+        from mlc.target.cuda_sim.checks import check
+
+        return check(self, *args, blocks=blocks)
 
     def bind(self, *args: Any) -> Callable[[], None]:
         """A function of no arguments that runs on ``args`` (checked once for cuda-sim)."""

@@ -1,11 +1,19 @@
 """The ``"cuda-sim"`` target: the same GPU kernels as ``"cuda"``, run on the CPU with GPU
 semantics (every block and thread, shared memory per block, barriers), so students without a
-GPU see what their GPU schedule computes. See :mod:`mlc.target.cuda_sim.simulate`."""
+GPU see what their GPU schedule computes. See :mod:`mlc.target.cuda_sim.simulate`.
+
+Beside the fast simulation, an interpreter (:mod:`~mlc.target.cuda_sim.interp`) runs the same
+kernels watching every access: :func:`check` finds races, reads of uninitialised shared
+memory, out-of-range indices and divergent barriers (:mod:`~mlc.target.cuda_sim.checks`);
+:func:`predict` estimates the time on a real GPU from counted memory transactions, bank
+conflicts and FLOPs (:mod:`~mlc.target.cuda_sim.model`)."""
 
 from __future__ import annotations
 
 from mlc.target.cuda.build import GPU_PASSES, build_cuda
 from mlc.target.cuda.module import CUDAModule
+from mlc.target.cuda_sim.checks import CheckReport, check
+from mlc.target.cuda_sim.model import PROFILES, GPUProfile, Prediction, count, predict
 from mlc.target.target import Backend, Target, TargetKind
 from mlc.tir.stmt import PrimFunc
 
@@ -22,4 +30,6 @@ BACKEND = Backend(
     features=frozenset({"gpu"}),
 )
 
-__all__ = ["BACKEND"]
+__all__ = [
+    "BACKEND", "PROFILES", "CheckReport", "GPUProfile", "Prediction", "check", "count", "predict",
+]

@@ -157,20 +157,27 @@ class Checker(Observer):
             return (other >= 0) & (other != me) & same
 
         if a.is_write:
+            # a thread writing the value the element already holds changes nothing (every
+            # thread copying the same tile): a harmless race, not reported
+            old = interp.mem[buf_key]
+            old = old[interp.lanes.block_slot[a.lanes], a.elems] if a.scope == "shared" \
+                else old[a.elems]
+            vals = a.values if a.values is not None else old
+            changes = ~_same(old, vals)
             order = np.argsort(keys, kind="stable")
-            ks, ls = keys[order], me[order]
-            dup = (ks[1:] == ks[:-1]) & (ls[1:] != ls[:-1])
+            ks, ls, vs = keys[order], me[order], vals[order]
+            dup = (ks[1:] == ks[:-1]) & (ls[1:] != ls[:-1]) & ~_same(vs[1:], vs[:-1])
             if dup.any():
                 self._add(interp, a, "write-write race", sid, ks[1:][dup], ls[1:][dup],
                           ls[:-1][dup], sid)
             w = st.w_lane[keys]
-            bad = ordered(w, st.w_epoch[keys])
+            bad = ordered(w, st.w_epoch[keys]) & changes
             if bad.any():
                 self._add_from(interp, a, "write-write race", keys, me, w, st.w_stmt, bad)
             r = st.r_lane[keys]
             r_epoch = st.r_epoch[keys]
             other = np.where(r == me, st.r_lane2[keys], r)
-            bad = ordered(other, r_epoch)
+            bad = ordered(other, r_epoch) & changes
             if bad.any():
                 self._add_from(interp, a, "read-write race", keys, me, other, st.r_stmt, bad)
             st.w_lane[keys] = me
@@ -235,6 +242,15 @@ class Checker(Observer):
             f.other_threads = np.concatenate([f.other_threads, _threads(interp, others[:room])])
 
 
+def _same(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Bitwise equality (a NaN equals the same NaN)."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.dtype.kind == "f" and a.dtype == b.dtype:
+        view = {2: np.uint16, 4: np.uint32, 8: np.uint64}[a.dtype.itemsize]
+        return a.view(view) == b.view(view)
+    return a == b
+
+
 def describe_element(buf: S.Buffer, flat: int) -> str:
     """``Y[3, 5]`` for a buffer whose shape is known, else ``X_shared[37]``."""
     try:
@@ -289,7 +305,9 @@ def _message(func: S.PrimFunc, f: Finding, total: int) -> str:
         hint = ("Each block must write its own elements: a loop bound to blockIdx/threadIdx "
                 "must be a spatial loop of the output (binding a reduction loop makes threads "
                 "add into the same element; keep it serial inside the thread or use rfactor).")
-    if f.stmt is f.other_stmt:
+    if f.stmt is f.other_stmt and my_verb == other_verb:
+        said = f"{_who(other)} and {_who(me)} both write {where} at line {line}"
+    elif f.stmt is f.other_stmt:
         said = f"{_who(other)} {other_verb} and {_who(me)} {my_verb} {where} at line {line}"
     else:
         said = (f"{_who(other)} {other_verb} {where} at line {other_line} and {_who(me)} "

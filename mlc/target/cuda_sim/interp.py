@@ -5,7 +5,7 @@
 ``insert_thread_sync``) with numpy, all threads at once: every value is an array with one
 entry per thread (a *lane*), an ``if`` whose condition differs between threads runs both
 sides under a mask, as a warp does. Because every access is seen with the thread that makes
-it, an :class:`Observer` can check it (:mod:`mlc.target.cuda_sim.check`), count memory
+it, an :class:`Observer` can check it (:mod:`mlc.target.cuda_sim.checks`), count memory
 transactions (:mod:`mlc.target.cuda_sim.model`) or record it for a picture
 (:mod:`mlc.viz.gpu`)::
 
@@ -25,7 +25,13 @@ from typing import Any
 
 import numpy as np
 
-from mlc.errors import ArgumentError, BarrierDivergenceError, CodegenError, InterpreterError
+from mlc.errors import (
+    ArgumentError,
+    BarrierDivergenceError,
+    CodegenError,
+    GPUIndexError,
+    InterpreterError,
+)
 from mlc.target.gpu.split_host_device import BLOCK_AXES, THREAD_AXES, is_barrier
 from mlc.tir import dtype as dt
 from mlc.tir import expr as E
@@ -81,6 +87,7 @@ class Access:
     elems: np.ndarray          # (K,) flat element index in the buffer
     is_write: bool
     epoch: int                 # barriers passed since the kernel began
+    values: np.ndarray | None = None  # (K,) what a write stores (the buffer still holds the old)
 
 
 class Observer:
@@ -409,17 +416,18 @@ class Interpreter:
         size = self.mem[key].shape[-1]
         bad = (elems < 0) | (elems >= size)
         if bad.any():
-            from mlc.target.cuda_sim.check import out_of_range
+            from mlc.target.cuda_sim.checks import out_of_range
 
             j = int(np.nonzero(bad)[0][0])
             raise out_of_range(self, buf, int(elems[j]), size, int(lanes[j]), is_write)
         return lanes, elems, shape
 
     def _notify(self, buf: S.Buffer, lanes: np.ndarray, elems: np.ndarray,
-                is_write: bool) -> None:
+                is_write: bool, values: np.ndarray | None = None) -> None:
         if not self.observers:
             return
-        a = Access(self.kernel, self.stmt, buf, _scope(buf), lanes, elems, is_write, self.epoch)
+        a = Access(self.kernel, self.stmt, buf, _scope(buf), lanes, elems, is_write, self.epoch,
+                   values)
         for o in self.observers:
             o.access(self, a)
 
@@ -449,11 +457,11 @@ class Interpreter:
                mask: np.ndarray | None) -> None:
         idx = self._flat(buf, indices, mask)
         lanes, elems, shape = self._where(buf, idx, mask, True)
-        self._notify(buf, lanes, elems, True)
         arr = self.mem[id(buf.data)]
         v = np.broadcast_to(np.asarray(value), shape)
         v = v.reshape(-1) if mask is None else v[np.broadcast_to(mask, shape)]
         v = v.astype(arr.dtype, copy=False)
+        self._notify(buf, lanes, elems, True, v)
         row = self._row(buf, lanes)
         if row is None:
             arr[elems] = v
@@ -589,7 +597,12 @@ class Interpreter:
             else:
                 self.env[id(e.var)] = old
 
+    def _e_StringImm(self, e: E.StringImm, mask: Any) -> Any:
+        return e.value
+
     def _e_Call(self, e: E.Call, mask: Any) -> Any:
+        if e.op == "check_index":
+            return self._check_index(e, mask)
         fn = intrin.lookup(e.op)
         if fn is None:
             raise CodegenError(f"the GPU interpreter does not know the intrinsic {e.op!r}")
@@ -601,6 +614,23 @@ class Interpreter:
         if dt.is_float(e.dtype):
             r = r.astype(np_dtype(e.dtype))
         return r[()] if r.ndim == 0 else r
+
+    def _check_index(self, e: E.Call, mask: Any) -> Any:
+        i = self._eval(e.args[0], mask)
+        n = self._eval(e.args[1], mask)
+        bad = np.broadcast_to((np.asarray(i) < 0) | (np.asarray(i) >= n), (self.n_lanes, 1))
+        if mask is not None:
+            bad = bad & mask
+        if bad.any():
+            lane = int(np.nonzero(bad)[0][0])
+            value = int(np.broadcast_to(np.asarray(i), (self.n_lanes, 1))[lane, 0])
+            line, text = stmt_line(self.func, self.stmt)
+            raise GPUIndexError(
+                f"kernel {self.kernel.name}: {self.lanes.describe(lane)} indexes "
+                f"{self._eval(e.args[2], mask)} with {value} at line {line}: out of range. "
+                "Check the data used as an index.\n" + text
+            )
+        return i
 
     def _e_Ramp(self, e: E.Ramp, mask: Any) -> Any:
         base = np.asarray(self._eval(e.base, mask), np.int64)
