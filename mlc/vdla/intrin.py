@@ -17,7 +17,7 @@ The hardware designer describes what one instruction computes with a te expressi
         update = te.hardware_intrin("fuse_gemm8x8_add", ww_ptr, xx_ptr, zz_ptr)
         return compute, reset, update
 
-    gemm8x8 = te.decl_tensor_intrin(y.op, gemm_intrin_lower, name="vdla.gemm8x8")
+    gemm8x8 = te.decl_tensor_intrin(y.op, gemm_intrin_lower, name="vdla.gemm_8x8x8")
 
 ``w`` is the input tile (inp_buffer: ``batch x block_in``), ``x`` the weight tile
 (wgt_buffer: ``block_out x block_in``), ``y`` the accumulator tile: exactly the GEMM core's
@@ -54,7 +54,8 @@ def declare_gemm(config: VDLAConfig = DEFAULT) -> TensorIntrin:
         update = te.hardware_intrin("fuse_gemm8x8_add", ww_ptr, xx_ptr, zz_ptr)
         return compute, reset, update
 
-    name = "vdla.gemm8x8" if (b, i, o) == (8, 8, 8) else f"vdla.gemm{b}x{i}x{o}"
+    # registered as "vdla.gemm_8x8x8" ("vdla.gemm8x8" is the te tutorial's CPU stand-in)
+    name = f"vdla.gemm_{b}x{i}x{o}"
     return te.decl_tensor_intrin(y.op, gemm_intrin_lower, name=name)
 
 
