@@ -80,9 +80,9 @@ class CheckReport:
 
 
 def _threads(interp: Interpreter, lanes: np.ndarray) -> np.ndarray:
-    """(bx, by, bz, tx, ty, tz) of each lane (0 for an axis the kernel does not use)."""
+    """(bx, by, bz, tx, ty, tz) of each lane (-1 for an axis the kernel does not use)."""
     axis = interp.lanes.axis
-    out = np.zeros((len(lanes), 6), np.int64)
+    out = np.full((len(lanes), 6), -1, np.int64)
     for col, tag in enumerate(("blockIdx.x", "blockIdx.y", "blockIdx.z",
                                "threadIdx.x", "threadIdx.y", "threadIdx.z")):
         if tag in axis:
@@ -264,8 +264,10 @@ def describe_element(buf: S.Buffer, flat: int) -> str:
 
 
 def _who(t: tuple[int, ...]) -> str:
-    return f"blockIdx ({t[0]}, {t[1]}), threadIdx ({t[3]}, {t[4]})" + (
-        f" [z: block {t[2]}, thread {t[5]}]" if t[2] > 0 or t[5] > 0 else "")
+    """``blockIdx (1, 0), threadIdx (5, 2)``: (x, y, z) of the axes the kernel uses."""
+    b = ", ".join(str(v) for v in t[:3] if v >= 0)
+    th = ", ".join(str(v) for v in t[3:] if v >= 0)
+    return f"blockIdx ({b}), threadIdx ({th})"
 
 
 _VERB = {"write-write race": ("wrote", "wrote"), "read-write race": ("wrote", "read"),

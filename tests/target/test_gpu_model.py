@@ -1,0 +1,119 @@
+"""The GPU performance model's counts on kernels counted by hand (no timing assertions)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import mlc
+from mlc import te
+from mlc.errors import MLCError
+from mlc.target.cuda_sim import PROFILES, count, predict
+from mlc.target.cuda_sim.model import profile, sectors, wavefronts
+
+
+def _bench():
+    """benchmarks/gpu_model.py, whose schedules the notebook and the lead's run use."""
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu_model.py"
+    spec = importlib.util.spec_from_file_location("mlc_bench_gpu_model", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_coalesced_float32_warp_load_is_4_sectors() -> None:
+    assert sectors(np.arange(32) * 4) == 4
+
+
+def test_stride_32_float32_warp_load_is_32_sectors() -> None:
+    assert sectors(np.arange(32) * 32 * 4) == 32
+
+
+def test_same_address_for_the_whole_warp_is_one_sector() -> None:
+    assert sectors(np.zeros(32, np.int64)) == 1
+
+
+def test_two_warps_count_separately() -> None:
+    addr = np.tile(np.arange(32) * 4, 2)
+    assert sectors(addr, np.repeat([0, 1], 32)) == 8
+
+
+def test_column_of_32x32_float_shared_array_is_a_32_way_conflict() -> None:
+    passes, ideal = wavefronts(np.arange(32) * 32 * 4)
+    assert (passes, ideal) == (32, 1)
+
+
+def test_padding_the_row_to_33_removes_the_conflict() -> None:
+    assert wavefronts(np.arange(32) * 33 * 4) == (1, 1)
+
+
+def test_row_of_shared_array_and_broadcast_have_no_conflict() -> None:
+    assert wavefronts(np.arange(32) * 4) == (1, 1)
+    assert wavefronts(np.zeros(32, np.int64)) == (1, 1)
+
+
+def _elementwise(n: int, threads: int):
+    A = te.placeholder((n,), name="A")
+    B = te.placeholder((n,), name="B")
+    C = te.compute((n,), lambda i: A[i] * B[i] + 1.0, name="C")
+    s = te.create_schedule(C.op)
+    bx, tx = s[C].split(C.op.axis[0], factor=threads)
+    s[C].bind(bx, te.thread_axis("blockIdx.x"))
+    s[C].bind(tx, te.thread_axis("threadIdx.x"))
+    return mlc.lower(s, [A, B, C], target="cuda-sim")
+
+
+def test_elementwise_counts_over_the_whole_grid() -> None:
+    n = 4096
+    arrays = [np.ones(n, np.float32) for _ in range(3)]
+    (c,) = count(_elementwise(n, 128), *arrays, blocks=4)
+    assert (c.blocks, c.threads_per_block, c.sampled_blocks) == (32, 128, 4)
+    warps = n // 32
+    assert c.global_requests == 3 * warps            # A, B loads and the C store
+    assert c.global_sectors == 3 * warps * 4         # 128 bytes per warp = 4 sectors
+    assert c.coalescing == 1.0
+    assert c.flops == 2 * n                           # a multiply and an add per element
+    assert c.dram_bytes == 3 * n * 4
+    assert c.shared_wavefronts == 0
+
+
+def test_shared_tiled_matmul_counts() -> None:
+    (c,) = count(mlc.build(_bench().shared_matmul(32, 8).mod, target="cuda-sim"),
+                 *[np.ones((32, 32), np.float32) for _ in range(3)], blocks=None)
+    assert c.shared_bytes_per_block == 2 * 8 * 8 * 4
+    assert c.flops == 2 * 32 ** 3
+    assert c.bank_conflict_factor >= 1.0
+
+
+def test_prediction_ranks_shared_tiles_ahead_of_the_naive_kernel() -> None:
+    b = _bench()
+    naive_matmul, register_matmul, shared_matmul = b.naive_matmul, b.register_matmul, \
+        b.shared_matmul
+    n = 256
+    args = [np.ones((n, n), np.float32) for _ in range(3)]
+    times = {}
+    for name, make in (("naive", naive_matmul), ("shared", shared_matmul),
+                       ("register", register_matmul)):
+        # 16 SMs: even the register tile's 16 blocks fill the laptop GPU at n = 256
+        p = predict(mlc.lower(make(n).mod, target="cuda-sim"), *args, gpu="rtx3050-laptop")
+        k = p.kernels[0]
+        assert k.bound in k.times and 0 < k.counts.occupancy <= 1
+        assert k.attainable_gflops > 0 and p.time > 0
+        times[name] = p.time
+    assert times["register"] < times["shared"] < times["naive"]
+    assert "predicted on" in repr(p)
+
+
+def test_laptop_profile_is_slower_than_h100() -> None:
+    func = _elementwise(1 << 16, 256)
+    arrays = [np.ones(1 << 16, np.float32) for _ in range(3)]
+    assert predict(func, *arrays, gpu="rtx3050-laptop").time > predict(func, *arrays).time
+
+
+def test_unknown_gpu_names_the_profiles() -> None:
+    assert {"h100", "rtx3050-laptop"} <= set(PROFILES)
+    with pytest.raises(MLCError, match="h100"):
+        profile("gtx480")
