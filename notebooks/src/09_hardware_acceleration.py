@@ -325,3 +325,182 @@ assert ex.get(ex_block).name == "C_o", "tensorize returns the tensorized block"
 assert "runs over 0..+16" in error, "exercise 2: the tile (16) is bigger than the intrinsic (8)"
 assert message and "does not match" in message, "the wrong layout is refused"
 print("both exercises pass;", error.splitlines()[0])
+
+# %% [markdown]
+# ## Low precision: int8 on the CPU's dot-product instruction
+# The seeds name fp16, int8 and "ultra low-precision operators" as what accelerators are
+# built for. A CPU has them too. A 512-bit register holds 16 float32 numbers or **64 int8**
+# numbers, so one instruction that multiplies and adds bytes does 4x the work of a float32
+# FMA, and the weights take 4x less memory and bandwidth. That is why int8 has 4x the fp32
+# peak.
+#
+# **VNNI** (AVX-512 Vector Neural Network Instructions; AVX-VNNI is its 256-bit form) adds that
+# instruction: `vpdpbusd acc, a, b` takes, for each of 16 int32 lanes, 4 **unsigned** bytes
+# of `a` and 4 **signed** bytes of `b`, and adds the 4 products to the lane: 64
+# multiply-adds in one instruction, accumulated exactly in int32. Without it (plain AVX2), the
+# classic sequence `vpmaddubsw` + `vpmaddwd` saturates its int16 pairs (`255 * -128 * 2` does
+# not fit), so mlc's fallback widens the bytes to int16 first (`vpmaddwd`): exact, but slower
+# than float32 FMAs. What does *this* CPU have? LLVM tells us:
+
+# %% tags=["nbval-ignore-output"]
+import warnings
+
+from mlc.target.llvm.dot import cpu_features, vnni_lanes
+from mlc.topi.x86 import dense_int8, pack_weight, schedule_dense_int8
+
+features = cpu_features()
+has_vnni = vnni_lanes(features) > 0
+print("vector features:", ", ".join(sorted(f for f in features if f.startswith("avx"))) or "none")
+print("vpdpbusd (VNNI):", "yes" if has_vnni else "no: int8 runs on the exact portable fallback")
+
+# %% [markdown]
+# ### The intrinsic, declared like the ones above
+# `dot_16x4_u8i8` describes one step of an int8 GEMM: 16 int32 outputs, each adding 4
+# products of the same 4 activation bytes with its own 4 weight bytes. The weights are packed
+# so those 64 bytes are contiguous. The implementation is one call, `dp4a` (CUDA's name for
+# the same 4-way byte dot product), a row of mlc's intrinsic table that the LLVM backend
+# emits as `llvm.x86.avx512.vpdpbusd.512` where the target has VNNI, and as portable
+# multiply-adds elsewhere (with a one-line notice).
+
+# %%
+from mlc.topi.x86 import register_dp4a
+
+print(tir.TensorIntrin.get(register_dp4a()))
+
+# %% [markdown]
+# VNNI wants unsigned activations and signed weights. Quantized activations are signed
+# (`-127..127`), so they are stored shifted by 128 as uint8 (a *zero point* of 128), and the
+# kernel subtracts what the shift added: `sum((x + 128) * w) = sum(x * w) + 128 * sum(w)`;
+# `pack_weight` computes `128 * sum(w)` per output once. Here is a `64 x 64 x 64` int8
+# dense, scheduled and tensorized by `topi.x86.schedule_dense_int8`: look for the `dp4a` call.
+
+# %%
+M8 = N8 = K8 = 64
+A8 = te.placeholder((M8, K8), "int8", "A")
+W8 = te.placeholder((N8 // 16, K8 // 4, 64), "int8", "W")
+comp8 = te.placeholder((N8,), "int32", "comp")
+D8 = dense_int8(A8, W8, comp8, units=N8)
+sch8 = schedule_dense_int8([A8, W8, comp8, D8])
+lowered8 = str(mlc.lower(sch8.mod))
+print("\n".join(line for line in lowered8.splitlines() if "dp4a" in line)[:400])
+
+# %%
+rng8 = np.random.default_rng(0)
+x8 = rng8.integers(-128, 128, (M8, K8)).astype("int8")
+w8 = rng8.integers(-128, 128, (N8, K8)).astype("int8")
+w8_packed, w8_comp = pack_weight(w8)
+y8 = np.zeros((M8, N8), "int32")
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")  # the fallback's notice, on CPUs without VNNI
+    f8 = mlc.build(sch8.mod)
+f8(x8, w8_packed, w8_comp, y8)
+assert np.array_equal(y8, x8.astype("int32") @ w8.astype("int32").T)
+print("int8 dense matches numpy exactly")
+
+# %% [markdown]
+# The same program built for a VNNI CPU, to LLVM IR only (any machine can print it; only a
+# VNNI machine can run it):
+
+# %%
+from mlc.target.llvm.codegen import codegen_llvm
+from mlc.target.target import parse_target
+
+vnni_target = parse_target("llvm -mcpu=sapphirerapids -mattr=+avx512f,+avx512bw,+avx512vnni")
+ir_vnni = codegen_llvm(mlc.lower(sch8.mod), cpu_features=cpu_features(vnni_target)).ir
+print(next(line.strip() for line in ir_vnni.splitlines()
+           if "call" in line and "vpdpbusd" in line)[:120])
+
+# %% [markdown]
+# ### How fast, here?
+# int8 `512 x 512 x 512` against numpy's float32 GEMM (OpenBLAS), timed one after the other.
+# Counting multiply-adds per instruction, int8 can be up to 4x float32 on a VNNI CPU; without
+# VNNI the exact fallback does about half as many as float32 FMAs, so expect it behind a
+# well-tuned float32 GEMM (`benchmarks/int8.py` measures 1024^3 and prints the theory; on a
+# shared machine single timings vary).
+
+# %% tags=["nbval-ignore-output"]
+NB = 512
+Ab = te.placeholder((NB, NB), "uint8", "A")
+Wb = te.placeholder((NB // 16, NB // 4, 64), "int8", "W")
+Db = dense_int8(Ab, Wb, None, units=NB)
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    fb8 = mlc.build(schedule_dense_int8([Ab, Wb, Db]).mod)
+ab8 = rng8.integers(0, 256, (NB, NB)).astype("uint8")
+wb8, _ = pack_weight(rng8.integers(-128, 128, (NB, NB)).astype("int8"))
+yb8 = np.zeros((NB, NB), "int32")
+xf, wf = np.random.rand(NB, NB).astype("float32"), np.random.rand(NB, NB).astype("float32")
+t_int8 = viz.seconds_per_call(lambda: fb8(ab8, wb8, yb8), number=3, repeat=3)
+t_fp32 = viz.seconds_per_call(lambda: xf @ wf, number=3, repeat=3)
+print(f"int8 (mlc, {'vpdpbusd' if has_vnni else 'portable'}): {2 * NB**3 / t_int8 / 1e9:6.1f} GOPS")
+print(f"fp32 (numpy):        {2 * NB**3 / t_fp32 / 1e9:6.1f} GFLOPS")
+print(f"int8 / fp32: {t_fp32 / t_int8:.2f}x")
+
+# %% [markdown]
+# ### A quantized MLP
+# The digits MLP of notebook 06, quantized after training: int8 weights with one scale per
+# output channel, int8 activations with one scale per layer measured on the training set.
+# `graph.qnn` adds three ops: `qnn.quantize` and `qnn.dequantize` are elementwise, `qnn.dense`
+# anchors a group like `nn.dense`, so fusion makes each hidden layer ONE kernel:
+# int8 dense, rescale, bias, relu, requantize.
+
+# %% tags=["nbval-ignore-output"]
+from mlc import graph
+from mlc.examples.mlp import load_data, mlp_graph, train_mlp
+from mlc.examples.qmlp import quantize_mlp, quantized_mlp_graph
+
+xtr, ytr, xte, yte = load_data()
+params = train_mlp(xtr, ytr)
+qparams = quantize_mlp(params, xtr)
+gq = graph.optimize(quantized_mlp_graph(qparams, len(xte)))
+print(gq)
+
+# %% tags=["nbval-ignore-output"]
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    mod_q = graph.build(gq, target="llvm")
+mod_f = graph.build(graph.optimize(mlp_graph(params, len(xte))), target="llvm")
+acc_f = float((mod_f(x=xte)[0].argmax(1) == yte).mean())
+acc_q = float((mod_q(x=xte)[0].argmax(1) == yte).mean())
+assert abs(acc_q - acc_f) <= 0.01
+print(f"accuracy: fp32 {acc_f:.3f}, int8 {acc_q:.3f} "
+      f"({'the same' if acc_q == acc_f else f'{100 * (acc_q - acc_f):+.1f} points'})")
+
+# %% tags=["nbval-ignore-output"]
+t_f = viz.seconds_per_call(lambda: mod_f(x=xte), number=20, repeat=5)
+t_q = viz.seconds_per_call(lambda: mod_q(x=xte), number=20, repeat=5)
+print(f"{'':6} {'accuracy':>9} {'us / batch of ' + str(len(xte)):>20}")
+print(f"{'fp32':6} {acc_f:9.3f} {t_f * 1e6:20.1f}")
+print(f"{'int8':6} {acc_q:9.3f} {t_q * 1e6:20.1f}")
+print(f"int8 is {t_f / t_q:.2f}x the speed of fp32 here: "
+      + ("VNNI does 4x the multiply-adds per instruction" if has_vnni and t_q < t_f else
+         "without VNNI the exact int8 fallback costs more instructions per multiply-add than "
+         "an fp32 FMA, and at this size the kernels are short" if not has_vnni else
+         "at this size the kernels are short and the epilogues weigh"))
+
+# %% [markdown]
+# Accuracy stays within a point of float32 (the cell above checks it): 8 bits keep about 2
+# decimal digits per value, and per-channel weight scales follow each output's own range. The speed depends on the instruction the CPU has:
+# that is the point of declaring the intrinsic. The schedule is the same on every CPU, and the
+# code generator picks `vpdpbusd` or the portable fallback.
+
+# %% [markdown]
+# ## Exercise 3: the zero point
+# A layer's int8 activations `[0, 1, -1, 127]` travel as uint8 `[128, 129, 127, 255]`. For the
+# weight row `[1, -2, 3, 4]`, what does `vpdpbusd` add up, what must `qnn.dense` subtract,
+# and what is the result? Work it out, then check with a one-op graph.
+
+# %%
+# exercise 3
+w_ex = np.array([[1, -2, 3, 4]], "int8")
+x_ex = np.array([[128, 129, 127, 255]], "uint8")
+xe = graph.var("xe", (1, 4), "uint8")
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    m_ex = graph.build(graph.optimize(graph.Graph([xe], [graph.qnn.dense(xe, w_ex)])))
+got_ex = int(m_ex(xe=x_ex)[0][0, 0])
+summed_by_vpdpbusd = 128 * 1 + 129 * -2 + 127 * 3 + 255 * 4   # unsigned x signed
+subtracted = 128 * (1 - 2 + 3 + 4)                             # 128 * sum(w)
+assert summed_by_vpdpbusd - subtracted == 0 * 1 + 1 * -2 + -1 * 3 + 127 * 4
+assert got_ex == summed_by_vpdpbusd - subtracted, "exercise 3: qnn.dense is sum(x * w)"
+print(f"vpdpbusd adds {summed_by_vpdpbusd}, qnn.dense subtracts {subtracted}: {got_ex}")
