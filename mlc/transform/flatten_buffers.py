@@ -9,15 +9,43 @@ with explicit strides (``storage_align``) the offset is ``i * strides[0] + j * s
 The flat buffer shares the original's ``data`` variable (codegen identifies memory by it),
 and there is one flat buffer per original buffer. The function's ``params`` keep their
 multi-dimensional shapes: that is how the runtime checks the arrays it is given.
+
+A flat index hides a wrong index in an inner dimension: ``X[1, G[i]]`` of a 3 x 3 ``X`` with
+``G[i] == -1`` is ``X_flat[2]``, inside the array, so a check of the flat index (what the
+code generator does for indices it cannot prove in range) would pass it. An inner index that
+is read from data, or that the loops and conditions around it do not prove in range where
+``check_bounds`` could not (a symbolic size, a condition), is therefore wrapped in
+``check_index(index, extent, "X[1, G[i]] ...")``: the index itself, checked against its own
+dimension by the code generator when the function runs (``IndexOutOfBoundsError``)::
+
+    B[i] = X[1, G[i]]               ->       B[i] = X_flat[3 + check_index(G[i], 3, "...")]
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
-from mlc.tir.expr import BufferLoad, Cast, IntImm, PrimExpr, const, convert
-from mlc.tir.functor import IRMutator
-from mlc.tir.stmt import Allocate, Buffer, BufferStore, PrimFunc, Stmt
+from mlc.tir.arith import Analyzer
+from mlc.tir.expr import (
+    LT,
+    And,
+    BufferLoad,
+    Call,
+    Cast,
+    IntImm,
+    Not,
+    PrimExpr,
+    Range,
+    Select,
+    StringImm,
+    Var,
+    const,
+    convert,
+)
+from mlc.tir.functor import IRMutator, contains
+from mlc.tir.stmt import Allocate, Buffer, BufferStore, For, IfThenElse, PrimFunc, Stmt
 
 
 def flatten_buffers(func: PrimFunc) -> PrimFunc:
@@ -100,6 +128,80 @@ def _mul(a: PrimExpr | int, b: PrimExpr | int) -> PrimExpr:
 class _Flattener(IRMutator):
     def __init__(self) -> None:
         self.flat: dict[Any, Buffer] = {}  # keyed by the data variable: one per memory
+        self.analyzer = Analyzer()  # the enclosing loops' ranges, for checked_indices
+        self.conditions: list[PrimExpr] = []  # the enclosing ifs' and selects' conditions
+
+    # -- what is known around an access ---------------------------------------------------
+    def visit_For(self, op: For) -> Stmt:
+        self.analyzer.bind(op.loop_var, Range(convert(op.min), convert(op.extent)))
+        return super().generic_visit(op)
+
+    @contextmanager
+    def _under(self, cond: PrimExpr) -> Iterator[None]:
+        self.conditions.append(cond)
+        try:
+            with self.analyzer.constraint_scope(cond):
+                yield
+        finally:
+            self.conditions.pop()
+
+    def visit_IfThenElse(self, op: IfThenElse) -> Stmt:
+        cond = self.visit(op.condition)
+        with self._under(cond):
+            then = self.visit(op.then_case)
+        otherwise = None
+        if op.else_case is not None:
+            with self._under(Not(cond)):
+                otherwise = self.visit(op.else_case)
+        if cond is op.condition and then is op.then_case and otherwise is op.else_case:
+            return op
+        return IfThenElse(cond, then, otherwise)
+
+    def visit_Select(self, op: Select) -> PrimExpr:
+        cond = self.visit(op.condition)
+        with self._under(cond):
+            t = self.visit(op.true_value)
+        with self._under(Not(cond)):
+            f = self.visit(op.false_value)
+        if cond is op.condition and t is op.true_value and f is op.false_value:
+            return op
+        return Select(cond, t, f, op.dtype)
+
+    def checked_indices(self, buf: Buffer, indices: tuple[PrimExpr, ...]) -> tuple[PrimExpr, ...]:
+        """``indices`` with each inner one (dimension 1 and on) that may leave its dimension
+        wrapped in ``check_index`` (see the module docstring). Dimension 0 needs none: with
+        the inner indices in range, the flat index is in range exactly when it is."""
+        out = list(indices)
+        for d in range(1, len(indices)):
+            idx, extent = indices[d], convert(buf.shape[d])
+            data_dependent = contains(idx, lambda n: isinstance(n, BufferLoad))
+            if not data_dependent:
+                if isinstance(extent, IntImm) and not self.conditions:
+                    continue  # check_bounds proved it before lowering
+                if self._proved_inside(idx, extent):
+                    continue
+            shown = ", ".join(str(i) for i in indices)
+            shape = ", ".join(str(s) for s in buf.shape)
+            text = f"{buf.name}[{shown}] in dimension {d} of {buf.name} with shape ({shape})"
+            out[d] = Call(idx.dtype, "check_index", (idx, extent, StringImm(text)))
+        return tuple(out)
+
+    def _proved_inside(self, idx: PrimExpr, extent: PrimExpr) -> bool:
+        ana = self.analyzer
+        if not ana.can_prove(idx >= 0):
+            return False
+        if ana.can_prove(idx < extent):
+            return True
+        dom = ana.range_of(idx) if isinstance(idx, Var) else None
+        if dom is not None and ana.can_prove(dom.min + dom.extent <= extent):
+            return True  # ``for j in range(m)`` indexing a dimension of size m
+        # a guard ``idx < e`` (a split that does not divide) with ``e <= extent``
+        for cond in self.conditions:
+            for part in _conjuncts(cond):
+                if (isinstance(part, LT) and ana.can_prove(idx <= part.a)
+                        and ana.can_prove(part.b <= extent)):  # fmt: skip
+                    return True
+        return False
 
     def flat_buffer(self, buf: Buffer) -> Buffer:
         if len(buf.shape) == 1 and not buf.strides:
@@ -116,6 +218,7 @@ class _Flattener(IRMutator):
             if all(a is b for a, b in zip(indices, op.indices)):
                 return op
             return BufferLoad(op.buffer, indices)
+        indices = self.checked_indices(op.buffer, indices)
         return BufferLoad(self.flat_buffer(op.buffer), (flat_index(op.buffer, indices),))
 
     def visit_BufferStore(self, op: BufferStore) -> Stmt:
@@ -123,9 +226,18 @@ class _Flattener(IRMutator):
         indices = tuple(self.visit(i) for i in op.indices)
         if len(op.buffer.shape) == 1 and not op.buffer.strides:
             return BufferStore(op.buffer, value, indices)
+        indices = self.checked_indices(op.buffer, indices)
         return BufferStore(
             self.flat_buffer(op.buffer), value, (flat_index(op.buffer, indices),)
         )
 
     def visit_Allocate(self, op: Allocate) -> Stmt:
         return Allocate(self.flat_buffer(op.buffer), self.visit(op.body))
+
+
+def _conjuncts(cond: PrimExpr) -> Iterator[PrimExpr]:
+    if isinstance(cond, And):
+        yield from _conjuncts(cond.a)
+        yield from _conjuncts(cond.b)
+    else:
+        yield cond

@@ -252,7 +252,9 @@ class _Vectorizer:
             if not any(self.is_vec(a) for a in args):
                 return e if all(a is b for a, b in zip(args, e.args)) else Call(e.dtype, e.op, args)
             return Call(
-                dt.with_lanes(e.dtype, self.lanes), e.op, tuple(self.widen(a) for a in args)
+                dt.with_lanes(e.dtype, self.lanes),
+                e.op,
+                tuple(a if isinstance(a, StringImm) else self.widen(a) for a in args),
             )
         if isinstance(e, Let):
             value = self.expr(e.value)

@@ -53,6 +53,7 @@ from mlc.tir.expr import (
     PrimExpr,
     Ramp,
     Select,
+    StringImm,
     Sub,
     Var,
 )
@@ -246,6 +247,9 @@ class CodeGenC:
         if dt.bits(e.dtype) == 64 and not -(2**31) <= e.value < 2**31:
             return f"INT64_C({e.value})" if not dt.is_uint(e.dtype) else f"UINT64_C({e.value})"
         return str(e.value)
+
+    def expr_StringImm(self, e: StringImm, lane: str | None) -> str:
+        return '"' + e.value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
     def expr_FloatImm(self, e: FloatImm, lane: str | None) -> str:
         v = e.value

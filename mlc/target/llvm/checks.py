@@ -117,6 +117,20 @@ class CheckEmitter:
         assert bad is not None  # at least one end
         return self._any(bad)
 
+    def checked_index(self, e: Any) -> ir.Value:
+        """``check_index(i, n, what)`` (from :func:`mlc.transform.flatten_buffers`): the index
+        ``i`` of one dimension of size ``n``; when it is outside ``[0, n)`` the failure is
+        recorded and 0 is used instead, so the access stays inside the array."""
+        index, extent, what = e.args
+        value = self.emit(index)
+        if not self.bounds_check:
+            return value
+        n = self.emit(extent)
+        site = self.check_site("index", getattr(what, "value", str(what)))
+        bad = self.b.icmp_unsigned(">=", self._int64(value), self._int64(n))
+        self.fail_if(bad, site, value)
+        return self.b.select(bad, splat(value.type, 0), value)
+
     def _provably_inside(self, index: PrimExpr, numel: PrimExpr) -> bool:
         """Do the enclosing loops' ranges prove ``0 <= index < numel`` (every lane)?"""
         analyzer = Analyzer()
