@@ -85,6 +85,36 @@ def bench(name: str, params: list[tuple[np.ndarray, np.ndarray]], batch: int,
     return row
 
 
+def bench_int8(params: list[tuple[np.ndarray, np.ndarray]], rounds: int) -> list[dict[str, object]]:
+    """The digits MLP quantized (int8 weights per channel, int8 activations; graph.qnn) vs the
+    fp32 build, on the held-out digits: accuracy and time, interleaved, 0.2 s pause first."""
+    import warnings
+
+    from mlc.examples.qmlp import quantize_mlp, quantized_mlp_graph
+
+    xtr, _, xte, yte = load_data()
+    out = []
+    for batch in (64, len(xte)):
+        x = xte[:batch]
+        fp32 = graph.build(graph.optimize(mlp_graph(params, batch)), target="llvm")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            int8 = graph.build(graph.optimize(quantized_mlp_graph(quantize_mlp(params, xtr),
+                                                                  batch)), target="llvm")
+        acc = {k: float((m(x=x)[0].argmax(1) == yte[:batch]).mean())
+               for k, m in (("fp32", fp32), ("int8", int8))}
+        times: dict[str, list[float]] = {"fp32": [], "int8": []}
+        for _ in range(rounds):
+            for k, m in (("fp32", fp32), ("int8", int8)):
+                time.sleep(0.2)
+                times[k].append(per_call(lambda m=m, x=x: m(x=x), 50))
+        med = {k: float(np.median(v)) for k, v in times.items()}
+        out.append({"model": "digits int8", "batch": batch, "acc_fp32": acc["fp32"],
+                    "acc_int8": acc["int8"], "fp32_us": med["fp32"] * 1e6,
+                    "int8_us": med["int8"] * 1e6, "fp32/int8": med["fp32"] / med["int8"]})
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=7)
@@ -98,8 +128,9 @@ def main() -> None:
     rows = [bench(name, p, b, args.rounds)
             for name, p in (("digits 64-64-32-10", digits), ("784-128-10", big))
             for b in (1, 64)]
+    qrows = bench_int8(digits, args.rounds)
     if args.json:
-        print(json.dumps(rows, indent=1))
+        print(json.dumps(rows + qrows, indent=1))
         return
     import os
 
@@ -113,6 +144,10 @@ def main() -> None:
         print(f"{r['model']:>20} batch {r['batch']:3d}: mlc {r['mlc_us']:8.1f} us  "
               f"numpy {r['numpy_us']:8.1f} us  numpy/mlc {r['numpy/mlc']:5.2f}x{extra}  "
               f"[{r['kernels']} kernels in {r['native_calls']} call, err {r['max_abs_err']:.1e}]")
+    for q in qrows:
+        print(f"{q['model']:>20} batch {q['batch']:3d}: fp32 {q['fp32_us']:8.1f} us  int8 "
+              f"{q['int8_us']:8.1f} us  fp32/int8 {q['fp32/int8']:5.2f}x  accuracy fp32 "
+              f"{q['acc_fp32']:.3f} int8 {q['acc_int8']:.3f}")
 
 
 if __name__ == "__main__":
