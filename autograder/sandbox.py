@@ -151,7 +151,7 @@ def run_sandboxed(cmd: list[str], cwd: Path, env: dict[str, str], limits: Limits
         "cwd": str(cwd), "env": env, "namespaces": namespaces,
         "keep": [(str(cwd), "rw"), *keep_paths()],
         "cover": [p for p in [*(cover or []), home] if p and p != "/"],
-        "status_fd": status_w,
+        "status_fd": status_w, "parent_pid": os.getpid(),
         "close_in_parent": [fd for fd in [outcome_w] if fd is not None],
     }
     fd, config_path = tempfile.mkstemp(suffix=".json")
