@@ -13,11 +13,11 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e ".[dev,notebook]"
 	touch $(STAMP)
 
-# The frontend tests need torch and onnx, the CUDA tests NVRTC; only `make test` installs them
-# (`make lab` stays lean).
+# The frontend tests need torch and onnx, the CUDA tests NVRTC, the Dask tests (a real
+# LocalCluster) dask.distributed; only `make test` installs them (`make lab` stays lean).
 FRONTENDS := $(VENV)/.frontends
 $(FRONTENDS): $(STAMP)
-	$(PY) -m pip install --quiet -e ".[frontends,gpu]"
+	$(PY) -m pip install --quiet -e ".[frontends,gpu,distributed]"
 	touch $(FRONTENDS)
 
 setup: $(STAMP) dot
