@@ -456,20 +456,21 @@ def _same_ptr(a: PrimExpr, b: PrimExpr) -> bool:
 
 def inject_virtual_threads(func: PrimFunc) -> PrimFunc:
     """A loop bound to ``vthread`` or ``cthread`` becomes one instruction stream in which the
-    threads take turns, instruction by instruction (TVM's ``InjectVirtualThread``)::
+    threads take turns, step by step (TVM's ``InjectVirtualThread``)::
 
         for t in vthread(2):                     AL = alloc(2 x the tile)   # a copy each
             AL = alloc(tile)                     for ko in range(n):
             for ko in range(n):          ->          dma_copy2d(AL[0], A[t=0, ko])
-                dma_copy2d(AL, A[t, ko])             dma_copy2d(AL[1], A[t=1, ko])
-                gemm(CL, AL, BL)                     gemm(CL[0], AL[0], BL[0])
+                dma_copy2d(AL, A[t, ko])             gemm(CL[0], AL[0], BL[0])
+                gemm(CL, AL, BL)                     dma_copy2d(AL[1], A[t=1, ko])
                                                      gemm(CL[1], AL[1], BL[1])
 
-    The loop is pushed inwards through loops and sequences that do not depend on it and
-    unrolled at each instruction; every on-chip buffer allocated inside it gets one copy per
-    thread (stacked along its rows). Dependency tokens are inserted later, from what each
-    instruction touches, so thread 0's next load waits only for thread 0's GEMM and runs
-    while thread 1 computes."""
+    The loop is pushed inwards through loops and sequences that do not depend on it and unrolled at
+    the innermost statements: a sequence of instructions (one step of a thread: its loads and
+    the GEMM that uses them) or a single instruction; every on-chip buffer allocated inside it
+    gets one copy per thread (stacked along its rows). Dependency tokens are inserted later,
+    from what each instruction touches, so thread 0's next load waits only for thread 0's GEMM
+    and runs while thread 1 computes."""
     return func.with_body(_VThreads().visit(func.body))
 
 
@@ -536,7 +537,7 @@ def _interleave(stmt: Stmt, var: Var, n: int) -> Stmt:
     if isinstance(stmt, For) and not dict(stmt.annotations).get(UOP_LOOP) \
             and not uses(stmt.min) and not uses(stmt.extent):
         return dataclasses.replace(stmt, body=_interleave(stmt.body, var, n))
-    if isinstance(stmt, SeqStmt):
+    if isinstance(stmt, SeqStmt) and not all(_is_instruction(s) for s in stmt.seq):
         return SeqStmt(tuple(_interleave(s, var, n) for s in stmt.seq))
     if isinstance(stmt, IfThenElse) and not uses(stmt.condition):
         return dataclasses.replace(
@@ -546,6 +547,12 @@ def _interleave(stmt: Stmt, var: Var, n: int) -> Stmt:
         return dataclasses.replace(stmt, body=_interleave(stmt.body, var, n))
     return SeqStmt(tuple(_TagThread(t).visit(substitute(stmt, {var: const(t, var.dtype)}))
                          for t in range(n)))
+
+
+def _is_instruction(stmt: Stmt) -> bool:
+    """One instruction: a call, or a GEMM with its micro-op loops."""
+    return isinstance(stmt, Evaluate) or (
+        isinstance(stmt, For) and bool(dict(stmt.annotations).get(UOP_LOOP)))
 
 
 class _TagThread(IRMutator):
