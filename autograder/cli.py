@@ -51,6 +51,8 @@ def _open_executor(args: argparse.Namespace) -> Any:
     """``--jobs N`` threads here, or a Dask cluster (``--scheduler`` / ``--cluster``)."""
     from mlc.tune.executor import DaskExecutor, LocalExecutor
 
+    if getattr(args, "executor", None) is not None:
+        return args.executor  # main(..., executor=DaskExecutor(client)): the caller's cluster
     if args.scheduler or args.cluster:
         return DaskExecutor.connect(args.scheduler, cluster=args.cluster,
                                     timeout=args.connect_timeout)
@@ -213,6 +215,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, executor: Any = None) -> int:
+    """Run a command. ``executor`` (a :class:`mlc.tune.executor.DaskExecutor` around a Client
+    you made, e.g. from dask-gateway) is where ``grade`` runs its jobs; it stays open."""
     args = build_parser().parse_args(argv)
+    args.executor = executor
     return int(args.func(args))

@@ -113,12 +113,14 @@ def _import_distributed() -> Any:
 class DaskExecutor(Executor):
     """Tasks on a Dask cluster, through a ``distributed.Client``.
 
-    Build one with :meth:`connect` (an address or ``"local:N"``), or wrap a Client you have.
-    Tasks are submitted with ``pure=False``: two identical jobs are two jobs."""
+    Build one with :meth:`connect` (an address or ``"local:N"``), or wrap a Client you have
+    (``close`` then leaves it open). Tasks are submitted with ``pure=False``: two identical
+    jobs are two jobs."""
 
-    def __init__(self, client: Any, cluster: Any = None) -> None:
+    def __init__(self, client: Any, cluster: Any = None, *, owned: bool = False) -> None:
         self.client = client
         self._cluster = cluster  # a LocalCluster we started (closed with the executor)
+        self._owned = owned or cluster is not None
 
     @classmethod
     def connect(cls, scheduler: str | None = None, *, cluster: str | None = None,
@@ -141,7 +143,7 @@ class DaskExecutor(Executor):
                 f"({type(err).__name__}: {err}). Is the scheduler running, and is the address "
                 "(host and port, usually tcp://HOST:8786) reachable from here?"
             ) from err
-        return cls(client)
+        return cls(client, owned=True)
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> Any:
         return self.client.submit(fn, *args, pure=False)
@@ -167,8 +169,9 @@ class DaskExecutor(Executor):
         return dict(self.client.run(fn, *args))
 
     def close(self) -> None:
-        if self._cluster is not None:
+        if self._owned:
             self.client.close()
+        if self._cluster is not None:
             self._cluster.close()
 
 
