@@ -37,61 +37,107 @@ def measure_gflops(module: Any, arrays: Sequence[np.ndarray], flop: float, numbe
     return flop / float(min(t.results)) / 1e9
 
 
-def measure_bandwidth(nbytes: int = 64 << 20, repeat: int = 5) -> float:
-    """Memory bandwidth in GB/s from a numpy copy of ``nbytes`` (read + write counted)."""
-    src = np.ones(nbytes // 4, dtype=np.float32)
+def copy_func(n: int) -> Any:
+    """``dst[i] = src[i]`` over ``n`` floats, split in one contiguous chunk per thread
+    (parallel outer loop, vectorized inner loop): what the memory bandwidth is measured with."""
+    from mlc import config, te, tir
+    from mlc.target.llvm.cpu import host_simd
+
+    src = te.placeholder((n,), name="src")
+    dst = te.compute((n,), lambda i: src[i], name="dst")
+    sch = tir.Schedule(te.create_prim_func([src, dst]))
+    (i,) = sch.get_loops(sch.get_block("dst"))
+    chunks = 8 * config.num_threads()
+    outer, rest = sch.split(i, factors=[chunks, None])
+    _, vec = sch.split(rest, factors=[None, 4 * host_simd().lanes])
+    sch.parallel(outer)
+    sch.vectorize(vec)
+    return sch.mod
+
+
+def measure_bandwidth(nbytes: int = 64 << 20, repeat: int = 5, module: Any = None) -> float:
+    """Memory bandwidth in GB/s with every thread copying (read + write counted), from an
+    mlc-built parallel copy of ``nbytes`` (:func:`copy_func`), far larger than the caches.
+    A one-thread ``np.copyto`` would set one core's bandwidth against an all-core peak."""
+    import mlc
+
+    n = nbytes // 4
+    n -= n % (8 * 64 * 64)
+    f = module if module is not None else mlc.build(copy_func(n))
+    src = np.ones(n, dtype=np.float32)
     dst = np.empty_like(src)
-    t = seconds_per_call(lambda: np.copyto(dst, src), number=1, repeat=repeat)
-    return 2 * nbytes / t / 1e9
+    t = seconds_per_call(lambda: f(src, dst), number=1, repeat=repeat)
+    return 2 * 4 * n / t / 1e9
 
 
-PEAK_SHAPE = {"tasks": 64, "acc": 8, "lanes": 16, "k_len": 1024}
+def peak_shape() -> dict[str, int]:
+    """The register tile of :func:`peak_func` on this CPU: ``cols`` vectors of ``lanes``
+    lanes by as many ``rows`` as the vector registers hold, keeping two registers for the
+    loaded row vectors and one for the broadcast (AVX2: 6 x 2 ymm = 12 accumulators of 16;
+    AVX-512: 14 x 2 zmm = 28 of 32). Every accumulator is an independent FMA chain, far more
+    than the FMA latency (about 4 cycles) times the FMA ports (2) needs."""
+    from mlc import config
+    from mlc.target.llvm.cpu import host_simd
+
+    simd = host_simd()
+    cols = 2
+    rows = max(1, (simd.registers - cols - 2) // cols)
+    return {"tasks": 4 * config.num_threads(), "rows": rows, "lanes": cols * simd.lanes,
+            "k_len": 128, "repeat": 2048}
 
 
-def peak_func(tasks: int = 64, acc: int = 8, lanes: int = 16, k_len: int = 1024) -> Any:
-    """The FMA kernel that measures the peak: ``acc`` independent accumulators of ``lanes``
-    lanes, each updated ``k_len`` times with ``acc += x * y[k]``, ``tasks`` of them spread
-    over the cores. Returns the scheduled PrimFunc (inputs X, Y; output out)."""
+PEAK_SHAPE = peak_shape()
+
+
+def peak_func(tasks: int, rows: int, lanes: int, k_len: int, repeat: int) -> Any:
+    """The FMA kernel that measures the peak: the micro-kernel of a GEMM on data that sits in
+    L1. Each of ``tasks`` (spread over the threads) keeps ``rows x lanes`` accumulators in
+    registers and adds ``X[r, k] * Y[k, v]`` (a broadcast times a vector: one FMA per
+    vector) ``repeat * k_len`` times. Returns the scheduled PrimFunc (inputs X, Y; output
+    out)."""
     from mlc import te, tir
 
-    X = te.placeholder((tasks, acc, lanes), name="X")
-    Y = te.placeholder((k_len,), name="Y")
+    X = te.placeholder((rows, k_len), name="X")
+    Y = te.placeholder((k_len, lanes), name="Y")
+    q = te.reduce_axis((0, repeat), name="q")
     k = te.reduce_axis((0, k_len), name="k")
-    out = te.compute((tasks, acc, lanes), lambda t, c, v: te.sum(X[t, c, v] * Y[k], axis=k),
-                     name="out")
+    out = te.compute((tasks, rows, lanes),
+                     lambda t, r, v: te.sum(X[r, k] * Y[k, v], axis=[q, k]), name="out")
     sch = tir.Schedule(te.create_prim_func([X, Y, out]))
     blk = sch.get_block("out")
-    t, c, v, kk = sch.get_loops(blk)
-    sch.reorder(t, kk, c, v)
+    t, r, v, qq, kk = sch.get_loops(blk)
+    sch.reorder(t, qq, kk, r, v)
     cache = sch.cache_write(blk, 0, "local")
     sch.reverse_compute_at(cache, t)
-    sch.decompose_reduction(blk, kk)
-    sch.unroll(c)
+    sch.decompose_reduction(blk, qq)
+    sch.unroll(r)
     sch.vectorize(v)
     sch.parallel(t)
+    sch.vectorize(sch.get_loops(cache)[-1])
     return sch.mod
 
 
 def measure_peak(seconds: float = 0.2, module: Any = None) -> float:
-    """Peak fp32 GFLOPS on all cores, from independent fused multiply-adds in a kernel built
-    with mlc itself (:func:`peak_func`: 16-lane vectors, eight accumulators kept in
-    registers). ``module`` may be a build of ``peak_func()`` made elsewhere (e.g. with a
-    different ``MLC_NUM_THREADS``)."""
+    """Peak fp32 GFLOPS on all threads, from independent fused multiply-adds in a kernel
+    built with mlc itself (:func:`peak_func` with :func:`peak_shape`: as many accumulators
+    as the vector registers hold). The best of repeated calls over ``seconds``: other work
+    on the machine can only slow a call down. ``module`` may be a build of ``peak_func``
+    made elsewhere (e.g. with a different ``MLC_NUM_THREADS``)."""
     import mlc
 
-    tasks, acc, lanes, k_len = (PEAK_SHAPE[k] for k in ("tasks", "acc", "lanes", "k_len"))
-    f = module if module is not None else mlc.build(peak_func())
-    x = np.random.rand(tasks, acc, lanes).astype("float32")
-    y = (np.random.rand(k_len).astype("float32") - 0.5) * 1e-3
-    o = np.zeros((tasks, acc, lanes), "float32")
-    flop = 2.0 * tasks * acc * lanes * k_len
+    shape = peak_shape()
+    tasks, rows, lanes, k_len = (shape[k] for k in ("tasks", "rows", "lanes", "k_len"))
+    f = module if module is not None else mlc.build(peak_func(**shape))
+    x = np.random.rand(rows, k_len).astype("float32")
+    y = (np.random.rand(k_len, lanes).astype("float32") - 0.5) * 1e-3
+    o = np.zeros((tasks, rows, lanes), "float32")
+    flop = 2.0 * tasks * rows * lanes * k_len * shape["repeat"]
     best, deadline = 0.0, time.perf_counter() + seconds
     f(x, y, o)
     while time.perf_counter() < deadline or best == 0.0:
         t0 = time.perf_counter()
-        for _ in range(5):
-            f(x, y, o)
-        best = max(best, 5 * flop / (time.perf_counter() - t0) / 1e9)
+        f(x, y, o)
+        best = max(best, flop / (time.perf_counter() - t0) / 1e9)
     return best
 
 
