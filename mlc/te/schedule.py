@@ -233,6 +233,12 @@ class Stage:
         compute_at or compute_inline given earlier for this stage."""
         self._s._attach(self, ("root",))
 
+    def set_scope(self, scope: str) -> None:
+        """Keep this stage's output in memory ``scope``: ``"shared"`` (one copy per GPU thread
+        block, filled cooperatively, with barriers), ``"local"`` (per thread), ``"global"``."""
+        self._s._flush(self)
+        self._s._tir.set_scope(self.block, 0, scope)
+
     def storage_align(self, axis: IterVar, factor: int, offset: int) -> None:
         """Pad the stride of the buffer dimension of ``axis`` to ``k * factor + offset``
         elements (avoids shared-memory bank conflicts)."""

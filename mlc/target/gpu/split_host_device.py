@@ -38,10 +38,24 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from mlc.errors import CodegenError
+from mlc.errors import CodegenError, LoweringError
 from mlc.tir import dtype as dt
-from mlc.tir.expr import BufferLoad, Call, Cast, IntImm, PrimExpr, StringImm, Var, as_int
-from mlc.tir.functor import IRMutator, IRVisitor, collect, post_order_visit
+from mlc.tir.arith import Analyzer, eval_region
+from mlc.tir.expr import (
+    Broadcast,
+    BufferLoad,
+    Call,
+    Cast,
+    IntImm,
+    PrimExpr,
+    Ramp,
+    Range,
+    StringImm,
+    Var,
+    as_int,
+    const,
+)
+from mlc.tir.functor import IRMutator, IRVisitor, collect, post_order_visit, substitute
 from mlc.tir.stmt import (
     Allocate,
     Buffer,
@@ -306,6 +320,7 @@ def _make_kernel(
         return s
 
     body = _one_thread_stores(rewrite(root), index_vars)
+    _refuse_global_exchange(func.name, body)
 
     # 3. what the kernel touches
     used_data: set[int] = set()
@@ -391,6 +406,80 @@ def _one_thread_stores(body: Stmt, index_vars: dict[str, Var]) -> Stmt:
         return s
 
     return walk(body)
+
+
+def _refuse_global_exchange(name: str, body: Stmt) -> None:
+    """Refuse a kernel in which some threads read elements of a global buffer that other
+    threads write (a global intermediate computed cooperatively and read back, say): the
+    threads of a kernel do not wait for each other's global writes, and threads of different
+    blocks cannot be made to. A read is accepted when some write of the same kernel covers
+    exactly the same region in the same thread (``C[i] = C[i] + ...``, an unrolled tile
+    written and read back element by element); local and shared buffers are the way to
+    exchange values inside a kernel (with barriers for shared ones)."""
+    accesses: dict[int, tuple[Buffer, list[tuple[str, PrimExpr, str]]]] = {}
+    dom: dict[Var, Range] = {}
+    lets: dict[Var, PrimExpr] = {}
+    ana = Analyzer()
+
+    def region(index: PrimExpr) -> tuple[str, PrimExpr, str]:
+        index = substitute(index, lets)
+        if isinstance(index, Broadcast):
+            index = index.value
+        inner = dict(dom)
+        if isinstance(index, Ramp):
+            lane = Var("lane", index.base.dtype)
+            inner[lane] = Range(const(0, index.base.dtype), const(index.lanes, index.base.dtype))
+            index = index.base + lane * index.stride
+        try:
+            (r,) = eval_region([index], inner, None, ana)
+        except LoweringError:  # not affine: only the very same index counts as the same
+            return str(index), index, "?"
+        return str(ana.simplify(r.min)), index, str(ana.simplify(r.extent))
+
+    def note(buf: Buffer, kind: str, indices: tuple[PrimExpr, ...]) -> None:
+        if buf.scope.partition(".")[0] in ("local", "shared", "warp") or len(indices) != 1:
+            return
+        lo, index, extent = region(indices[0])
+        accesses.setdefault(id(buf.data), (buf, []))[1].append((kind, index, f"{lo}|{extent}"))
+
+    class _Walk(IRVisitor):
+        def visit_For(self, op: For) -> None:
+            dom[op.loop_var] = Range(op.min, op.extent)
+            self.visit(op.body)
+            del dom[op.loop_var]
+
+        def visit_LetStmt(self, op: LetStmt) -> None:
+            lets[op.var] = substitute(op.value, lets)
+            self.visit(op.body)
+            del lets[op.var]
+
+        def visit_BufferLoad(self, op: BufferLoad) -> None:
+            note(op.buffer, "read", op.indices)
+            self.generic_visit(op)
+
+        def visit_BufferStore(self, op: BufferStore) -> None:
+            note(op.buffer, "write", op.indices)
+            self.generic_visit(op)
+
+    _Walk().visit(body)
+    for buf, acc in accesses.values():
+        written = {key for kind, _, key in acc if kind == "write"}
+        if not written:
+            continue
+        for kind, index, key in acc:
+            if kind == "read" and key not in written:
+                w = next(i for k, i, _ in acc if k == "write")
+                raise CodegenError(
+                    f"a GPU kernel of {name!r}: the global buffer {buf.name!r} is written by some "
+                    f"threads ({buf.name}[{w}]) and read by others ({buf.name}[{index}]) in "
+                    "the same kernel; GPU threads do not wait for each other's writes to "
+                    f"global memory, so the read may see old values. Give {buf.name!r} the "
+                    f'scope "shared" (sch.set_scope(block, 0, "shared"), or '
+                    f'cache_read(..., "shared") and compute_at it under the blockIdx loop: '
+                    "the copy is then synchronised with __syncthreads()), or compute "
+                    f"{buf.name!r} in a kernel of its own (do not compute_at it inside this "
+                    "kernel; bind its own loops to blockIdx/threadIdx)"
+                )
 
 
 def _numel(buf: Buffer) -> int:
