@@ -1,0 +1,141 @@
+"""Trusted checks of a6_vdla: schedule an int8 GEMM for the VDLA accelerator, graded on
+correctness and on **simulated cycles**.
+
+The student's te schedule is exported as its trace (``s.sch.trace``), replayed on a fresh
+copy of the GEMM (``make_func``), built with ``target="vdla"`` and run on the simulator with
+inputs drawn here. Cycles are deterministic, so the speed grade is the same on any machine
+and needs no repeated timing: ``ratio = reference cycles / student cycles``, full points from
+``full`` (1.0: as fast as the reference), none at ``floor`` or slower, linear in between.
+
+Run as a script (what the grader does, in its own process)::
+
+    python grader.py CASE_ID TRACE_FILE OUT_FILE
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+
+def make_func(n: int) -> Any:
+    from mlc import te
+    from mlc.vdla.schedules import gemm_compute
+
+    A, B, C = gemm_compute(n, n, n)
+    return te.create_prim_func([A, B, C])
+
+
+def reference_schedule(n: int) -> tuple[Any, list[Any]]:
+    """Blocks of 64 x 64, 64 columns of K a step, one virtual thread."""
+    from mlc.vdla.schedules import gemm_schedule
+
+    return gemm_schedule(n, n, n, block=64, kblock=64, threads=1)
+
+
+def _inputs(case_id: str, n: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(zlib.crc32(case_id.encode()))
+    a = rng.integers(-128, 128, (n, n), dtype=np.int8)
+    b = rng.integers(-128, 128, (n, n), dtype=np.int8)
+    return a, b
+
+
+def _run(module: Any, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, int]:
+    c = np.zeros((a.shape[0], b.shape[0]), np.int32)
+    stats = module(a, b, c)
+    return c, stats.cycles
+
+
+@dataclass
+class CycleCase:
+    """A schedule replayed from its trace, checked against numpy and graded on cycles."""
+
+    id: str
+    params: dict[str, Any] = field(default_factory=dict)
+    cycles: bool = True
+    floor: float = 0.4
+    full: float = 1.0
+    show_message: ClassVar[bool] = True
+
+    def evaluate(self, trace_text: str) -> dict[str, Any]:
+        """Replay, build, run and compare (trusted: runs in the grader's process)."""
+        import mlc
+        from mlc import tir
+
+        n = self.params["n"]
+        a, b = _inputs(self.id, n)
+        expected = a.astype(np.int32) @ b.astype(np.int32).T
+        try:
+            sch = tir.Schedule(make_func(n))
+            tir.Trace.apply_json_to_schedule(json.loads(trace_text), sch)
+            module = mlc.build(sch.mod, target="vdla")
+            got, cycles = _run(module, a, b)
+        except Exception as err:  # a student's schedule may fail in any way: report it
+            return {"correct": False, "message": f"{type(err).__name__}: {err}"}
+        if not np.array_equal(got, expected):
+            bad = int((got != expected).sum())
+            return {"correct": False, "message": f"{bad} of {got.size} values differ from "
+                                                 "numpy's A @ B.T"}
+        s, args = reference_schedule(n)
+        _, ref_cycles = _run(mlc.build(s, args, target="vdla"), a, b)
+        return {"correct": True, "message": "matches numpy", "cycles": cycles,
+                "ref_cycles": ref_cycles, "ratio": ref_cycles / cycles}
+
+    def score(self, ratio: float) -> float:
+        return float(np.clip((ratio - self.floor) / (self.full - self.floor), 0.0, 1.0))
+
+    def _grade(self, report: dict[str, Any]) -> tuple[float, str]:
+        if not report["correct"]:
+            return 0.0, report["message"]
+        if not self.cycles:
+            return 1.0, report["message"]
+        fraction = self.score(report["ratio"])
+        return fraction, (
+            f"correct; {report['cycles']:,} simulated cycles against the reference's "
+            f"{report['ref_cycles']:,} ({report['ratio']:.2f}x its speed); scale: 0% at "
+            f"{self.floor:g}x or slower, 100% from {self.full:g}x: {fraction:.0%} of the points")
+
+    def check_local(self, value: Any) -> tuple[float, str]:
+        return self._grade(self.evaluate(str(value)))
+
+    def check_export(self, exports: Path, *, grader_path: Path, run_trusted: Any,
+                     workdir: Path, **_: Any) -> tuple[float, str]:
+        path = exports / f"{self.id}.json"
+        if not path.is_file():
+            return 0.0, "no schedule trace was produced (the cell failed or never ran)"
+        try:
+            text = json.loads(path.read_text())["text"]
+        except (ValueError, KeyError, TypeError) as err:
+            return 0.0, f"the exported trace cannot be read: {err}"
+        trace_file = workdir / f"{self.id}.trace.json"
+        trace_file.write_text(text)
+        out_file = workdir / f"{self.id}.cycles.json"
+        rc, output = run_trusted([sys.executable, str(grader_path), self.id, str(trace_file),
+                                  str(out_file)], workdir)
+        if rc != 0 or not out_file.is_file():
+            tail = output.strip().splitlines()[-1:] or ["no output"]
+            return 0.0, f"replaying the schedule failed ({tail[0]})"
+        return self._grade(json.loads(out_file.read_text()))
+
+
+CASES = [
+    CycleCase("vdla_gemm_correct", params={"n": 256}, cycles=False),
+    CycleCase("vdla_gemm_cycles", params={"n": 256}, cycles=True),
+]
+
+
+def main(argv: list[str]) -> None:
+    case_id, trace_file, out_file = argv
+    case = next(c for c in CASES if c.id == case_id)
+    report = case.evaluate(Path(trace_file).read_text())
+    Path(out_file).write_text(json.dumps(report))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
