@@ -154,3 +154,17 @@ def test_a_shape_that_is_not_whole_tiles_is_refused() -> None:
                                             r"8x8 tiles: dimension 0 \(20\) is not a multiple "
                                             r"of 8. Pad the tensor"):
         mlc.build(s, args, target="vdla")
+
+
+def test_virtual_threads_interleave_step_by_step_with_a_buffer_copy_each() -> None:
+    s, args = gemm_schedule(32, 16, 16, block=16, kblock=8, threads=2)
+    text = str(mlc.lower(s, args, target="vdla"))
+    # one allocation per cache, twice the rows (a copy per thread) ...
+    assert 'A_local_inp_buffer = alloc_buffer((32, 8), "int8"' in text
+    # ... and in each step of k_0, thread 0's loads and GEMM, then thread 1's
+    step = text[text.index("for k_0 in range(2):"):]
+    order = [(line.split("(")[0].strip(), line.rsplit('"tid=', 1)[1][0])
+             for line in step.splitlines() if '"tid=' in line][:6]
+    assert order == [("vdla.dma_copy2d", "0"), ("vdla.dma_copy2d", "0"), ("vdla.gemm", "0"),
+                     ("vdla.dma_copy2d", "1"), ("vdla.dma_copy2d", "1"), ("vdla.gemm", "1")]
+    assert "A_local_inp_buffer[16, 0]" in text  # thread 1's half
