@@ -117,7 +117,7 @@ _TABLE = [
     _fn("round", _round_half_away, "intrinsic",
         "nearest integer, ties away from zero as C's round() and TVM's (np.round rounds ties "
         "to even: that is nearbyint)"),
-    Intrinsic("nearbyint", 1, np.round, "intrinsic", "nearbyint{f}({0})", cuda="rint{f}({0})",
+    Intrinsic("nearbyint", 1, np.round, "intrinsic", "nearbyint{f}({0})",
               llvm_name="roundeven", doc="nearest integer, ties to even (as a float)"),
     _fn("sin", np.sin, "intrinsic", "sine"),
     _fn("cos", np.cos, "intrinsic", "cosine"),

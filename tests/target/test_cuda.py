@@ -228,3 +228,42 @@ def test_index_division_of_thread_and_loop_variables_is_plain_c_division() -> No
     src = kernel_text(mlc.build(s, [A, B], target="cuda").get_source())
     assert "mlc_floordiv(A[" in src  # A[i] may be negative: it keeps the helper
     assert "((i_1 + 1) / 2)" in src  # (i - 7) // 2 was simplified to a non-negative division
+
+
+def test_an_aligned_vectorized_copy_is_one_float4_move() -> None:
+    """The course's cooperative fetch (split by 4, vectorize) moves 16 bytes per thread; a
+    copy whose ends are not multiples of 4 stays lane by lane."""
+    n = 64
+    A = te.placeholder((n, n), name="A")
+    B = te.placeholder((n, n), name="B")
+    k = te.reduce_axis((0, n), name="k")
+    C = te.compute((n, n), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+    sch = tir.Schedule(te.create_prim_func([A, B, C]))
+    c = sch.get_block("C")
+    i, j, kk = sch.get_loops(c)
+    i0, i1 = sch.split(i, [None, 8])
+    j0, j1 = sch.split(j, [None, 8])
+    k0, _ = sch.split(kk, [None, 32])  # an 8 x 32 tile of A: 64 threads x 4 lanes
+    sch.reorder(i0, j0, i1, j1, k0)
+    sch.bind(i0, "blockIdx.y")
+    sch.bind(j0, "blockIdx.x")
+    sch.bind(sch.fuse(i1, j1), "threadIdx.x")
+    cache = sch.cache_read(c, 0, "shared")
+    sch.compute_at(cache, k0)
+    _, t, v = sch.split(sch.fuse(*sch.get_loops(cache)[-2:]), [None, 64, 4])
+    sch.vectorize(v)
+    sch.bind(t, "threadIdx.x")
+    src = kernel_text(mlc.build(sch.mod, target="cuda").get_source())
+    assert "__shared__ __align__(16) float A_shared[256];" in src
+    assert "*(float4*)(&A_shared[" in src and "*(const float4*)(&A[" in src
+
+    X = te.placeholder((130,), name="X")
+    Y = te.compute((128,), lambda i: X[i + 1], name="Y")  # X's end is not 16-byte aligned
+    s = te.create_schedule(Y.op)
+    bx, tx = s[Y].split(Y.op.axis[0], factor=128)
+    to, vi = s[Y].split(tx, factor=4)
+    s[Y].bind(bx, te.thread_axis("blockIdx.x"))
+    s[Y].bind(to, te.thread_axis("threadIdx.x"))
+    s[Y].vectorize(vi)
+    src = kernel_text(mlc.build(s, [X, Y], target="cuda").get_source())
+    assert "float4" not in src and "/* 4 lanes */" in src
