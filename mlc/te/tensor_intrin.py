@@ -68,7 +68,7 @@ from mlc.tir.tensor_intrin import TensorIntrin
 
 def decl_tensor_intrin(
     op: Operation | Tensor,
-    fimpl: PrimFunc | Callable[[Schedule], Any] | None = None,
+    fimpl: PrimFunc | Callable[..., Any] | None = None,
     name: str = "tensor_intrin",
     override: bool = False,
 ) -> TensorIntrin:
@@ -80,7 +80,9 @@ def decl_tensor_intrin(
       unroll, reorder...); its result is the implementation;
     * a PrimFunc with the description's parameters (inputs of ``op`` in order, then the
       output);
-    * ``None``: the description itself (useful to try tensorize before writing a kernel).
+    * ``None``: the description itself (useful to try tensorize before writing a kernel);
+    * TVM's lowering function ``fimpl(inputs, outputs)`` returning ``te.hardware_intrin``
+      calls (one statement, or ``(compute, reset, update)``: mlc keeps ``update``).
 
     Returns the registered :class:`mlc.tir.TensorIntrin`; pass it (or its name) to
     ``s[C].tensorize(axis, intrin)`` or ``sch.tensorize(loop, intrin)``.

@@ -187,11 +187,12 @@ class _Allocator(IRMutator):
             base = lo_hi[0][0]
             if any(not _same(base, o) for o, _, _ in lo_hi):
                 return dataclasses.replace(op, body=body)
-            shift = [simplify(o - base) for o, _, _ in lo_hi]
-            if any(not isinstance(s, IntImm) for s in shift):
+            shifts = [simplify(o - base) for o, _, _ in lo_hi]
+            shift = [sh.value for sh in shifts if isinstance(sh, IntImm)]
+            if len(shift) != len(shifts):
                 return dataclasses.replace(op, body=body)
-            lo = min(s.value + a for s, (_, a, _) in zip(shift, lo_hi))  # type: ignore[union-attr]
-            hi = max(s.value + b for s, (_, _, b) in zip(shift, lo_hi))  # type: ignore[union-attr]
+            lo = min(sh + a for sh, (_, a, _) in zip(shift, lo_hi))
+            hi = max(sh + b for sh, (_, _, b) in zip(shift, lo_hi))
             starts.append(simplify(base + lo))
             shape.append(hi - lo)
         new_buf = dataclasses.replace(op.buffer, shape=tuple(const(s) for s in shape))
@@ -329,15 +330,14 @@ class _Intrins(IRMutator):
                 box = rectangle(forms, loops[start:])  # type: ignore[arg-type]
                 if box is None:
                     continue
-                lowered = _call("vdla.fill_zero", access_ptr(
+                zero = _call("vdla.fill_zero", access_ptr(
                     inner.buffer, tuple(f.outer for f in forms), "w"), box[0], box[1])  # type: ignore[union-attr]
                 for f in reversed(loops[:start]):
-                    lowered = dataclasses.replace(f, body=lowered)
-                return lowered
+                    zero = dataclasses.replace(f, body=zero)
+                return zero
         if _is_gemm_call(inner):
             call = inner.value  # type: ignore[attr-defined]
-            mine = [f for f in loops if any(uses_var(a, lambda v, f=f: v is f.loop_var)
-                                             for a in call.args)]
+            mine = [f for f in loops if any(_uses_loop(a, f) for a in call.args)]
             start = len(loops)
             while start > 0 and loops[start - 1] in mine:
                 start -= 1
@@ -354,6 +354,11 @@ class _Intrins(IRMutator):
         if _is_gemm_call(op):
             return _call("vdla.gemm", *op.value.args[:3])  # type: ignore[attr-defined]
         return op
+
+
+def _uses_loop(e: PrimExpr, loop: For) -> bool:
+    var = loop.loop_var
+    return uses_var(e, lambda v: v is var)
 
 
 def _is_gemm_call(stmt: Stmt) -> bool:
@@ -445,9 +450,10 @@ def _emit_alu(e: PrimExpr, dst: PrimExpr, loops: list[For], forms: list[Affine],
 
 def _same_ptr(a: PrimExpr, b: PrimExpr) -> bool:
     ta, tb = ptr_target(a), ptr_target(b)
-    return (ta is not None and tb is not None and ta.buffer is tb.buffer
-            and all(isinstance(simplify(x - y), IntImm) and simplify(x - y).value == 0
-                    for x, y in zip(ta.indices, tb.indices)))
+    if ta is None or tb is None or ta.buffer is not tb.buffer:
+        return False
+    diffs = [simplify(x - y) for x, y in zip(ta.indices, tb.indices)]
+    return all(isinstance(d, IntImm) and d.value == 0 for d in diffs)
 
 
 # ---------------------------------------------------------------------------------------------
