@@ -208,7 +208,11 @@ class _Duplex:
 
 def _serve(read_fd: int, write_fd: int) -> None:
     """Entry point of a worker process (started with ``python -c``)."""
-    _worker_main(_Duplex(Connection(read_fd, writable=False), Connection(write_fd, readable=False)))
+    conn = _Duplex(Connection(read_fd, writable=False), Connection(write_fd, readable=False))
+    try:
+        _worker_main(conn)
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # the tuner (or the Dask worker) that started this process is gone
 
 
 class _Worker:
