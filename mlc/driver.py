@@ -32,8 +32,8 @@ from mlc.tir.stmt import PrimFunc
 def to_prim_func(obj: Any, args: Sequence[Any] | None, name: str | None) -> PrimFunc:
     if isinstance(obj, PrimFunc):
         func = obj
-    elif isinstance(getattr(obj, "mod", None), PrimFunc):  # tir.Schedule
-        func = obj.mod
+    elif isinstance(getattr(obj, "func", None), PrimFunc):  # tir.Schedule (of an IRModule too)
+        func = obj.func
     elif hasattr(obj, "to_prim_func"):  # te.create_schedule(...)
         if args is None:
             raise MLCTypeError(
@@ -93,6 +93,8 @@ def build(
     while it runs (:class:`~mlc.errors.IndexOutOfBoundsError`). ``bounds_check=False`` (or
     ``MLC_BOUNDS_CHECK=0``) leaves the index checks out, for experts timing a kernel.
     """
+    if hasattr(getattr(obj, "mod", None), "__mlc_build__"):  # tir.Schedule(MyModule)
+        obj = obj.mod
     if hasattr(obj, "__mlc_build__"):  # an IRModule (mlc.script): ["main"], ["mm_relu"]...
         return obj.__mlc_build__(target)
     with config.bounds_checks(bounds_check):

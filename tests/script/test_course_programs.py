@@ -5,9 +5,11 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import mlc
 from mlc import te, tir
+from mlc.errors import ScheduleError
 from mlc.script import R, T, ir_module
 
 RNG = np.random.default_rng(0)
@@ -300,3 +302,28 @@ def test_more_constructs() -> None:
                    (b // 3).astype("float32") + np.sqrt(a))
     ref[:2] += 1
     np.testing.assert_allclose(c, ref, rtol=1e-5)
+
+
+def test_schedule_of_the_module_as_the_course_writes_it() -> None:
+    # sch = tvm.tir.Schedule(MyModule); sch.get_block("Y", func_name="mm_relu")
+    sch = tir.Schedule(MyModule)
+    block_Y = sch.get_block("Y", func_name="mm_relu")
+    i, j, k = sch.get_loops(block_Y)
+    j0, j1 = sch.split(j, factors=[None, 4])
+    sch.reorder(j0, k, j1)
+    sch.reverse_compute_at(sch.get_block("C", func_name="mm_relu"), j0)
+    assert "j_0" in sch.mod.script() and "j_0" in str(sch.mod["mm_relu"])
+    assert "j_0" not in str(MyModule["mm_relu"])  # the module itself is left as it was
+    a, b, ref = _mm_relu_inputs()
+    for rt_lib in (mlc.build(sch.mod, target="llvm"), mlc.build(sch, target="llvm")):
+        c = np.empty((128, 128), "float32")
+        rt_lib["mm_relu"](a, b, c)
+        np.testing.assert_allclose(c, ref, rtol=1e-4)
+    with pytest.raises(ScheduleError, match="one function, 'mm_relu'"):
+        sch.get_block("Y", func_name="main2")
+
+
+def test_schedule_of_a_module_with_several_functions_names_them() -> None:
+    mod = MyModule.with_function("other", MyModule["mm_relu"])
+    with pytest.raises(ScheduleError, match=r"2 PrimFuncs.*tir.Schedule\(mod\['mm_relu'\]\)"):
+        tir.Schedule(mod)

@@ -20,11 +20,16 @@ from mlc.tir.stmt import Block, BlockRealize, Buffer, For, PrimFunc, Stmt
 class ScheduleBase:
     """State shared by every primitive. Users construct :class:`mlc.tir.Schedule`."""
 
-    def __init__(self, func: PrimFunc, seed: int | None = None) -> None:
+    def __init__(self, func: Any, seed: int | None = None) -> None:
+        self._module: Any = None  # the IRModule it came from (mlc.script), if any
+        self._func_name = ""
+        if not isinstance(func, PrimFunc) and callable(getattr(func, "prim_funcs", None)):
+            self._module = func
+            self._func_name, func = _only_prim_func(func)
         if not isinstance(func, PrimFunc):
             raise ScheduleError(
-                f"tir.Schedule needs a PrimFunc (e.g. te.create_prim_func([A, B, C])), "
-                f"got {type(func).__name__}"
+                f"tir.Schedule needs a PrimFunc (e.g. te.create_prim_func([A, B, C])) or an "
+                f"IRModule holding one (@ir_module), got {type(func).__name__}"
             )
         self._func = func
         self._orig = func
@@ -39,8 +44,11 @@ class ScheduleBase:
     # the program
 
     @property
-    def mod(self) -> PrimFunc:
-        """The current PrimFunc (prints as code)."""
+    def mod(self) -> Any:
+        """The current PrimFunc (prints as code); for a schedule of an IRModule, as in TVM,
+        the module with the scheduled function in place (``sch.mod["mm_relu"]``)."""
+        if self._module is not None:
+            return self._module.with_function(self._func_name, self._func)
         return self._func
 
     @property
@@ -295,3 +303,18 @@ def _ids(outputs: Any) -> list[str]:
             out.extend(_ids(o))
         return out
     return [outputs.rv_id]
+
+
+def _only_prim_func(mod: Any) -> tuple[str, PrimFunc]:
+    """The one PrimFunc of an IRModule (name, function); a ScheduleError if it has several."""
+    funcs = mod.prim_funcs()
+    if len(funcs) != 1:
+        names = ", ".join(repr(n) for n in funcs) or "none"
+        first = next(iter(funcs), "main")
+        raise ScheduleError(
+            f"tir.Schedule(mod): mlc schedules one function at a time and this module has "
+            f"{len(funcs)} PrimFuncs ({names}); schedule one of them: "
+            f"tir.Schedule(mod[{first!r}])"
+        )
+    name, func = next(iter(funcs.items()))
+    return name, func
