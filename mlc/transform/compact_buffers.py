@@ -40,6 +40,7 @@ class _Access:
     loops: tuple[For, ...]  # enclosing loops inside the allocation, outermost first
     indices: tuple[PrimExpr, ...]
     guards: tuple[PrimExpr, ...] = ()  # conditions of the `if`s around it
+    store: bool = False
 
 
 class _Collector(IRVisitor):
@@ -64,8 +65,8 @@ class _Collector(IRVisitor):
         if op.else_case is not None:
             self.visit(op.else_case)
 
-    def _add(self, indices: tuple[PrimExpr, ...]) -> None:
-        self.accesses.append(_Access(tuple(self.stack), indices, tuple(self.guards)))
+    def _add(self, indices: tuple[PrimExpr, ...], store: bool = False) -> None:
+        self.accesses.append(_Access(tuple(self.stack), indices, tuple(self.guards), store))
 
     def visit_BufferLoad(self, op: BufferLoad) -> None:
         if op.buffer.data is self.buf.data:
@@ -73,9 +74,9 @@ class _Collector(IRVisitor):
         self.generic_visit(op)
 
     def visit_BufferStore(self, op: BufferStore) -> None:
+        self.generic_visit(op)  # the value is read before the store writes: program order
         if op.buffer.data is self.buf.data:
-            self._add(op.indices)
-        self.generic_visit(op)
+            self._add(op.indices, store=True)
 
 
 class _Compactor(IRMutator):
@@ -136,7 +137,9 @@ def _plan(
         region = _union_region(buf, accesses, fixed)
         if region is None:
             continue
-        if all(
+        # each iteration of the innermost fixed loop writing first what it reads means no
+        # value flows between the iterations of any fixed loop
+        if (fixed and _written_first(buf, accesses, fixed)) or all(
             _private_copy(buf, f) or _disjoint_iterations(buf, accesses, fixed[: t + 1])
             for t, f in enumerate(fixed)
         ):
@@ -248,6 +251,47 @@ def _disjoint_iterations(buf: Buffer, accesses: list[_Access], fixed: list[For])
             if abs(step.value) >= r.extent.value > 0:
                 return True
     return False
+
+
+def _written_first(buf: Buffer, accesses: list[_Access], fixed: list[For]) -> bool:
+    """Does every iteration of ``fixed[-1]`` first write, in a loop nest of its own, all of
+    the region it then touches? (A packed copy made inside the loop, as ``cache_read`` +
+    ``compute_at`` give: no value flows from one iteration to the next, so each iteration
+    may have its own buffer -- one per thread under a parallel loop.)"""
+    first = accesses[0]
+    if not first.store or first.guards:
+        return False
+    depth = len(fixed)
+    inner = list(first.loops[depth:])
+    if inner and any(inner[0] in acc.loops for acc in accesses[1:] if not acc.store):
+        return False  # loads inside the writing nest could read an older iteration's value
+    ana = Analyzer()
+    for f in fixed:
+        ana.bind(f.loop_var, Range(f.min, f.extent))
+    region = _union_region(buf, accesses, fixed)
+    if region is None:
+        return False
+    used: set[Var] = set()
+    for index, r in zip(first.indices, region):
+        own = [f for f in inner if uses_var(index, lambda v, f=f: v is f.loop_var)]
+        if len(own) > 1 or (own and own[0].loop_var in used):
+            return False
+        lo: PrimExpr = index
+        extent: PrimExpr = const(1)
+        if own:  # index = loop var + something fixed: the store covers the loop's range
+            loop = own[0]
+            used.add(loop.loop_var)
+            lo = ana.simplify(substitute(index, {loop.loop_var: loop.min}))
+            if not _is_zero(ana.simplify(index - loop.loop_var - lo + loop.min)):
+                return False
+            extent = loop.extent
+        if not (_is_zero(ana.simplify(lo - r.min)) and _is_zero(ana.simplify(extent - r.extent))):
+            return False
+    return True
+
+
+def _is_zero(e: PrimExpr) -> bool:
+    return isinstance(e, IntImm) and e.value == 0
 
 
 class _Reindex(IRMutator):
