@@ -165,3 +165,21 @@ def lookup(name: str) -> Intrinsic | None:
 def names(llvm: LLVMForm | None = None) -> list[str]:
     """The known names, sorted (only those with LLVM form ``llvm`` when given)."""
     return sorted(n for n, i in INTRINSICS.items() if llvm is None or i.llvm == llvm)
+
+
+# The rows whose result is not of the first argument's dtype: an argument's position (the
+# accumulator of a dot product) or a dtype.
+_RESULT: dict[str, int | str] = {
+    "dp4a": 2, "dp2a_bf16": 2, "bf16_to_f32": "float32", "omp_get_thread_num": "int32",
+}  # fmt: skip
+
+
+def result_dtype(name: str, arg_dtypes: list[str]) -> str:
+    """The dtype of ``Call(dtype, name, args)`` given its arguments' dtypes: the first
+    argument's (``exp(x)`` is of ``x``'s dtype), except for the rows named in ``_RESULT``;
+    vector arguments give a vector result of as many lanes."""
+    rule = _RESULT.get(name, 0)
+    if isinstance(rule, int):
+        return arg_dtypes[rule] if len(arg_dtypes) > rule else "int32"
+    lanes = dt.lanes(arg_dtypes[0]) if arg_dtypes else 1
+    return dt.with_lanes(rule, lanes) if lanes > 1 else rule
