@@ -32,6 +32,7 @@ from typing import Any
 from mlc.errors import MLCError
 from mlc.script.source import Source
 from mlc.tir import dtype as dt
+from mlc.tir import intrin
 from mlc.tir.analysis import structural_equal
 from mlc.tir.arith import Analyzer
 from mlc.tir.arith.region import eval_region
@@ -89,10 +90,6 @@ __all__ = ["TIRParser", "normalize_name", "is_prim_func_decorator"]
 # tvm.script.tir.Buffer and the printer's bare axis.spatial are the same thing.
 _PREFIXES = {"T", "tir", "tvm", "script", "mlc"}
 
-MATH = {
-    "exp", "exp2", "log", "log2", "log10", "sqrt", "rsqrt", "tanh", "sigmoid", "floor",
-    "ceil", "round", "erf", "sin", "cos", "fabs", "pow", "nearbyint",
-}  # fmt: skip
 
 _LOOP_KINDS = {
     "range": ForKind.SERIAL,
@@ -976,16 +973,21 @@ class TIRParser:
             if dt.is_float(x.dtype):
                 return Call(x.dtype, "fabs", (x,))
             return Select(x < 0, -x, x)
-        if name in MATH:
-            k = 2 if name == "pow" else 1
-            arity(k, f"T.{name}(x)" if k == 1 else "T.pow(x, y)")
+        row = intrin.lookup(name)
+        if row is not None:  # the intrinsic table (mlc.tir.intrin) is the list of functions
+            k = row.arity
+            arity(k, f"T.{name}({', '.join('xyzw'[:k])})")
             vals = [self.expr(a) for a in args]
-            if k == 2:
-                vals = list(_coerce(vals[0], vals[1]))
-            if not dt.is_float(dt.element(vals[0].dtype)):
-                raise self.error(node, f"T.{name} needs a float argument, got {vals[0]} of "
-                                       f"dtype {vals[0].dtype}; cast it: T.float32(x)")
-            return Call(vals[0].dtype, name, tuple(vals))
+            if row.float_only:
+                for j in range(1, k):
+                    vals[0], vals[j] = _coerce(vals[0], vals[j])
+                for j in range(1, k):
+                    vals[j] = _coerce(vals[0], vals[j])[1]
+                if not dt.is_float(dt.element(vals[0].dtype)):
+                    raise self.error(node, f"T.{name} needs a float argument, got {vals[0]} "
+                                           f"of dtype {vals[0].dtype}; cast it: T.float32(x)")
+            dtype = intrin.result_dtype(name, [v.dtype for v in vals])
+            return Call(dtype, name, tuple(vals))
         if name == "ramp":
             arity(3, "ramp(base, stride, lanes)")
             return Ramp(self.expr(args[0]), self.expr(args[1]), self._int_literal(args[2]))
@@ -1008,7 +1010,8 @@ class TIRParser:
             raise self.error(node, f"T.{name}(...) cannot be used inside an expression")
         raise self.error(node.func, f"unknown function T.{name}: prim_func expressions may "
                                     "call T.max, T.min, T.if_then_else, casts like "
-                                    "T.float32(x), and math: " + ", ".join(sorted(MATH)))
+                                    "T.float32(x), and the intrinsics: "
+                                    + ", ".join(intrin.names()))
 
     def _int_literal(self, node: ast.expr) -> int:
         v = self.literal(node)
