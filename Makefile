@@ -44,7 +44,8 @@ browser:
 	fi
 
 lab: setup
-	$(VENV)/bin/jupyter lab --notebook-dir=notebooks --port=$(PORT) --ip=0.0.0.0 --no-browser \
+	$(VENV)/bin/jupyter lab --notebook-dir=notebooks --LabApp.default_url=/lab/tree/student \
+		--port=$(PORT) --ip=0.0.0.0 --no-browser \
 		$$( [ "$$(id -u)" = "0" ] && echo --allow-root )
 
 # Tests marked `timing` (speed-grading decisions) run alone, after the parallel run.

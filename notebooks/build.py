@@ -4,6 +4,12 @@
     .venv/bin/python notebooks/build.py 02 04           # the ones whose names start so
     .venv/bin/python notebooks/build.py --no-execute 01 # write the .ipynb only
 
+Each source gives the executed notebook: ``notebooks/NN_name.ipynb``, executed, with the exercises
+solved (what nbval runs and GitHub shows), and ``notebooks/student/NN_name.ipynb``, without
+outputs, where every region between ``### BEGIN SOLUTION`` and ``### END SOLUTION`` is
+replaced by ``raise NotImplementedError()`` (what ``make lab`` opens). See
+``notebooks/README.md`` for how to write an exercise.
+
 A source is a Python file in "percent" format: ``# %% [markdown]`` starts a markdown cell
 (each line's leading ``# `` is dropped), ``# %%`` a code cell, and ``# %% tags=["a", "b"]``
 gives a code cell tags (``nbval-ignore-output`` for outputs that vary from run to run).
@@ -21,6 +27,36 @@ from pathlib import Path
 import nbformat
 
 HERE = Path(__file__).resolve().parent
+STUDENT = HERE / "student"
+BEGIN_SOLUTION = "### BEGIN SOLUTION"
+END_SOLUTION = "### END SOLUTION"
+
+
+def strip_solutions(text: str) -> str:
+    """The student's source: each solution region becomes ``raise NotImplementedError()``
+    at the indentation of its ``### BEGIN SOLUTION`` line (the assignments' convention)."""
+    out: list[str] = []
+    inside = False
+    for number, line in enumerate(text.splitlines(), 1):
+        marker = line.strip()
+        if marker == BEGIN_SOLUTION:
+            if inside:
+                raise ValueError(f"line {number}: {BEGIN_SOLUTION} inside a solution")
+            inside = True
+            out.append(line[: len(line) - len(line.lstrip())] + "raise NotImplementedError()")
+        elif marker == END_SOLUTION:
+            if not inside:
+                raise ValueError(f"line {number}: {END_SOLUTION} without a {BEGIN_SOLUTION}")
+            inside = False
+        elif not inside:
+            out.append(line)
+    if inside:
+        raise ValueError(f"{BEGIN_SOLUTION} without an {END_SOLUTION}")
+    return "\n".join(out) + "\n"
+
+
+def has_exercises(text: str) -> bool:
+    return BEGIN_SOLUTION in text
 
 
 def parse(text: str) -> nbformat.NotebookNode:
@@ -35,7 +71,8 @@ def parse(text: str) -> nbformat.NotebookNode:
             if header.startswith("[markdown]"):
                 cells.append(("markdown", [], []))
             else:
-                tags = ast.literal_eval(header.split("=", 1)[1]) if header.startswith("tags") else []
+                tags = (ast.literal_eval(header.split("=", 1)[1]) if header.startswith("tags")
+                        else [])
                 cells.append(("code", [], list(tags)))
         elif cells:
             cells[-1][1].append(line)
@@ -57,9 +94,25 @@ def parse(text: str) -> nbformat.NotebookNode:
     return nb
 
 
+def student_notebook(text: str) -> nbformat.NotebookNode:
+    """The blank version of a source: solutions stubbed, no outputs (nothing is run)."""
+    return parse(strip_solutions(text))
+
+
+def failed_checks(nb: nbformat.NotebookNode) -> list[str]:
+    """The lines of ``✗`` verdicts that exercise checks printed in an executed notebook."""
+    return [line for cell in nb.cells if cell.cell_type == "code"
+            for o in cell.get("outputs", []) for line in o.get("text", "").splitlines()
+            if line.startswith("✗ ")]
+
+
 def build(src: Path, execute: bool = True) -> Path:
+    text = src.read_text()
     out = HERE / (src.stem + ".ipynb")
-    nbformat.write(parse(src.read_text()), out)
+    nbformat.write(parse(text), out)
+    if has_exercises(text):
+        STUDENT.mkdir(exist_ok=True)
+        nbformat.write(student_notebook(text), STUDENT / out.name)
     if execute:
         jupyter = Path(sys.executable).parent / "jupyter"
         subprocess.run(
@@ -67,6 +120,9 @@ def build(src: Path, execute: bool = True) -> Path:
              "--ExecutePreprocessor.timeout=300", str(out)],
             check=True, cwd=HERE,
         )
+        failed = failed_checks(nbformat.read(out, as_version=4))
+        if failed:
+            raise SystemExit(f"{out.name}: a solution fails its check:\n" + "\n".join(failed))
     return out
 
 

@@ -11,12 +11,14 @@
 # scan (cumsum); read the loop program each one becomes; check it against numpy.
 
 # %%
-import numpy as np
-%matplotlib inline
 import matplotlib
-matplotlib.rcParams["figure.dpi"] = 80
+import numpy as np
+
 import mlc
 from mlc import te, tir, viz
+from mlc.testing.exercises import exercise, expect
+
+matplotlib.rcParams["figure.dpi"] = 80
 
 np.random.seed(0)
 
@@ -47,10 +49,11 @@ np.testing.assert_allclose(c, a + b)
 print("max error:", np.abs(c - (a + b)).max())
 
 # %% [markdown]
-# ## Reductions and symbolic shapes: the seeds' `C = dot(A, B.T)`
-# A reduction needs a **reduce axis**: `k` ranges over `h`, and `te.sum(..., axis=k)` adds
-# over it. Sizes may be symbolic (`te.var`): one kernel for every `m, n, h`, bound from the
-# arrays' shapes at call time.
+# ## Reductions and symbolic shapes: `C = dot(A, B.T)`
+# The first tensor expression of Tianqi Chen's TVM lecture (UW CSE 599W, "Automatic Code
+# Generation"). A reduction needs a **reduce axis**: `k` ranges over `h`, and
+# `te.sum(..., axis=k)` adds over it. Sizes may be symbolic (`te.var`): one kernel for every
+# `m, n, h`, bound from the arrays' shapes at call time.
 
 # %%
 m, n, h = te.var("m"), te.var("n"), te.var("h")
@@ -82,7 +85,8 @@ for shape in [(3, 5, 7), (16, 8, 32)]:
 
 # %% [markdown]
 # ## Tensor expressions are expressive
-# The seeds list an affine layer, a convolution and ReLU. Here they are, small.
+# The same lecture shows that an affine layer, a convolution and ReLU are each a line or two
+# of tensor expression. Here they are, small.
 
 # %%
 batch, d_in, d_out = 4, 16, 8
@@ -136,8 +140,8 @@ ys
 
 # %% [markdown]
 # ## A symbolic loop: cumsum with `te.scan`
-# From the seeds: a scan carries a *state* along the first axis. `s_init` is row 0 and
-# `s_update` row `t` from row `t - 1`.
+# The CSE 599W lecture's last example: a scan carries a *state* along the first axis.
+# `s_init` is row 0 and `s_update` row `t` from row `t - 1`.
 
 # %%
 m, n = te.var("m"), te.var("n")
@@ -159,25 +163,88 @@ y.round(3)
 
 # %% [markdown]
 # ## Exercises
-# 1. Write `D = A * B + C` element-wise for `(4, 4)` tensors and check it against numpy.
-# 2. Write a row-wise max: `R[i] = max_k A[i, k]` with `te.max(..., axis=k)`.
-#
-# The cell holds a solution; change it and rerun to test your own.
+# Each exercise is a function to complete: replace `raise NotImplementedError()` with your
+# code and run the check under it. A check prints ✓, or ✗ with what is wrong and a hint.
+# Run the next cell first: it defines the checks (read it when you are stuck; it says
+# exactly what is tested). The exercises need nothing from the cells above but the imports.
 
 # %%
-# exercise 1
-A = te.placeholder((4, 4), name="A")
-B = te.placeholder((4, 4), name="B")
-C = te.placeholder((4, 4), name="C")
-D = te.compute((4, 4), lambda i, j: A[i, j] * B[i, j] + C[i, j], name="D")
-# exercise 2
-k = te.reduce_axis((0, 4), name="k")
-R = te.compute((4,), lambda i: te.max(A[i, k], axis=k), name="R")
+rng = np.random.default_rng(1)
 
-a, b, c = (np.random.rand(4, 4).astype("float32") for _ in range(3))
-d, r = np.zeros((4, 4), "float32"), np.zeros(4, "float32")
-mlc.build(te.create_prim_func([A, B, C, D]))(a, b, c, d)
-mlc.build(te.create_prim_func([A, R]))(a, r)
-assert np.allclose(d, a * b + c), "exercise 1: D should be A * B + C"
-assert np.allclose(r, a.max(axis=1)), "exercise 2: R should be the max of each row"
-print("both exercises pass")
+def run_te(out, inputs, arrays):
+    """Build `out` (a te tensor computed from `inputs`), run it on `arrays`, return it."""
+    expect(isinstance(out, te.Tensor),
+           f"return the output tensor that te.compute made, not {type(out).__name__}")
+    result = np.zeros(tuple(int(tir.simplify(d)) for d in out.shape), out.dtype)
+    mlc.build(te.create_prim_func([*inputs, out]))(*arrays, result)
+    return result
+
+@exercise("1. multiply-add", hint="one te.compute over A.shape whose lambda takes (i, j)")
+def check_multiply_add(multiply_add):
+    A, B, C = (te.placeholder((3, 5), name=nm) for nm in "ABC")
+    a, b, c = (rng.standard_normal((3, 5)).astype("float32") for _ in range(3))
+    D = multiply_add(A, B, C)
+    d = run_te(D, [A, B, C], [a, b, c])
+    expect(d.shape == (3, 5), f"D should have A's shape (3, 5), not {d.shape}")
+    expect(np.allclose(d, a * b + c, atol=1e-5), "D[i, j] should be A[i, j] * B[i, j] + C[i, j]")
+
+@exercise("2. row max", hint="a te.reduce_axis over A's columns, and te.max(..., axis=k) "
+          "as the body of a te.compute of shape (A.shape[0],)")
+def check_row_max(row_max):
+    A = te.placeholder((3, 7), name="A")
+    a = -rng.random((3, 7)).astype("float32") - 0.5  # all negative: a max that starts at 0 is wrong
+    r = run_te(row_max(A), [A], [a])
+    expect(r.shape == (3,), f"R has one element per row of A: shape (3,), not {r.shape}")
+    expect(not np.allclose(r, 0), "every row here is negative, so no maximum is 0: reduce with "
+           "te.max over a reduce axis rather than comparing with 0.0")
+    expect(np.allclose(r, a.max(axis=1)), "R[i] should be the largest element of row i")
+
+@exercise("3. zero padding", hint="the output is (H + 2 * p, W + 2 * p); te.if_then_else(inside, "
+          "X[i - p, j - p], 0.0), with te.all of four comparisons for inside")
+def check_pad2d(pad2d):
+    X = te.placeholder((4, 6), name="X")
+    x = rng.random((4, 6)).astype("float32") + 1.0
+    y = run_te(pad2d(X, 2), [X], [x])
+    expect(y.shape == (8, 10), f"padding (4, 6) by 2 on every side gives (8, 10), not {y.shape}")
+    expect(np.allclose(y, np.pad(x, 2)), "the middle should be X and the border 2 zeros wide")
+
+# %% [markdown]
+# **1.** `multiply_add(A, B, C)` returns `D` with `D[i, j] = A[i, j] * B[i, j] + C[i, j]`
+# (the three inputs have one shape).
+
+# %%
+def multiply_add(A, B, C):
+    ### BEGIN SOLUTION
+    return te.compute(A.shape, lambda i, j: A[i, j] * B[i, j] + C[i, j], name="D")
+    ### END SOLUTION
+
+check_multiply_add(multiply_add)
+
+# %% [markdown]
+# **2.** `row_max(A)` returns `R` with `R[i] = max_k A[i, k]`: a reduction like the sum in
+# `dot`, with `te.max` as the reducer.
+
+# %%
+def row_max(A):
+    ### BEGIN SOLUTION
+    k = te.reduce_axis((0, A.shape[1]), name="k")
+    return te.compute((A.shape[0],), lambda i: te.max(A[i, k], axis=k), name="R")
+    ### END SOLUTION
+
+check_row_max(row_max)
+
+# %% [markdown]
+# **3.** `pad2d(X, p)` returns `X` (of shape `(H, W)`) surrounded by a border of `p` zeros
+# on every side, without copying: one `te.if_then_else`, as in the padding example above.
+
+# %%
+def pad2d(X, p):
+    H, W = X.shape
+    ### BEGIN SOLUTION
+    inside = lambda i, j: te.all(i >= p, i < H + p, j >= p, j < W + p)  # noqa: E731
+    return te.compute((H + 2 * p, W + 2 * p),
+                      lambda i, j: te.if_then_else(inside(i, j), X[i - p, j - p], 0.0),
+                      name="padded")
+    ### END SOLUTION
+
+check_pad2d(pad2d)
