@@ -312,11 +312,23 @@ class Schedule:
         item = self._pending.get(id(stage))
         if item is None:
             return True
+        # consumers first: a stage attached into a loop its pending consumer will occupy
+        # (C read by D, both at s[O]'s loop) can only move there once the consumer has
+        for other, _ in list(self._pending.values()):
+            if other is not stage and self._reads_output_of(other, stage):
+                self._flush(other)
         try:
             self._apply(stage, item[1])
         except ScheduleError:
             return False
         return True
+
+    def _reads_output_of(self, consumer: Stage, producer: Stage) -> bool:
+        def block(st: Stage) -> Any:
+            return self._tir._get_block(st.block_name).stmt.block  # type: ignore[attr-defined]
+
+        written = {id(w.buffer) for w in block(producer).writes}
+        return any(id(r.buffer) in written for r in block(consumer).reads)
 
     def _apply(self, stage: Stage, attachment: Attachment) -> None:
         if attachment[0] == "at":

@@ -112,3 +112,33 @@ def test_unresolvable_attachment_names_the_call_at_build() -> None:
     s[B].compute_at(s[D], D.op.axis[0])  # D reads nothing B writes
     with pytest.raises(ScheduleError, match=r"s\[B\]\.compute_at\(s\[D\], i\) cannot be applied"):
         mlc.lower(s, [A, C, D])
+
+
+def test_split_of_a_producer_whose_consumer_is_attached_to_the_same_loop() -> None:
+    # The accelerator's pattern: a GEMM stage C and an element-wise stage D reading it, both
+    # computed at O's loop; C's loops are split before anything is lowered. C can only move
+    # under O's loop once D has, so D's pending compute_at is applied first.
+    n = 16
+    A = te.placeholder((n, n), name="A")
+    B = te.placeholder((n, n), name="B")
+    k = te.reduce_axis((0, n), name="k")
+    C = te.compute((n, n), lambda x, y: te.sum(A[x, k] * B[k, y], axis=k), name="C")
+    D = te.compute((n, n), lambda x, y: te.max(C[x, y], 0.0), name="D")
+    O = te.compute((n, n), lambda x, y: D[x, y] * 2, name="O")
+    s = te.create_schedule(O.op)
+    xo, yo, _, _ = s[O].tile(O.op.axis[0], O.op.axis[1], 8, 8)
+    s[C].compute_at(s[O], yo)
+    s[D].compute_at(s[O], yo)
+    (kk,) = s[C].op.reduce_axis
+    ko, ki = s[C].split(kk, factor=4)
+    xc, yc = s[C].op.axis
+    s[C].reorder(ko, xc, ki, yc)
+    func = s.to_prim_func([A, B, O])
+    text = str(mlc.lower(func))
+    assert text.count("for x_0 in") == 1, text
+    assert text.index("for k_0 in range(4)") < text.index("for ax0_1 in range(8)"), text
+    rng = np.random.default_rng(2)
+    a, b = rng.standard_normal((n, n), "float32"), rng.standard_normal((n, n), "float32")
+    o = np.empty((n, n), "float32")
+    mlc.build(func, target="llvm")(a, b, o)
+    np.testing.assert_allclose(o, np.maximum(a @ b, 0) * 2, rtol=1e-5, atol=1e-5)
