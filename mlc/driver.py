@@ -32,15 +32,15 @@ from mlc.tir.stmt import PrimFunc
 def to_prim_func(obj: Any, args: Sequence[Any] | None, name: str | None) -> PrimFunc:
     if isinstance(obj, PrimFunc):
         func = obj
-    elif isinstance(getattr(obj, "func", None), PrimFunc):  # tir.Schedule (of an IRModule too)
-        func = obj.func
-    elif hasattr(obj, "to_prim_func"):  # te.create_schedule(...)
+    elif hasattr(obj, "to_prim_func"):  # te.create_schedule(...); its .func is unscheduled
         if args is None:
             raise MLCTypeError(
                 "building a te schedule needs the tensors that become the function's "
                 "arguments: mlc.build(s, [A, B, C])"
             )
         func = obj.to_prim_func(list(args))
+    elif isinstance(getattr(obj, "func", None), PrimFunc):  # tir.Schedule (of an IRModule too)
+        func = obj.func
     elif isinstance(obj, (list, tuple)):
         from mlc import te
 

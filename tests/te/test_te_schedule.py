@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import mlc
 from mlc import te
 from mlc.errors import ScheduleError
 from mlc.testing import eval_prim_func
@@ -151,3 +152,13 @@ def test_rfactor() -> None:
     b = np.full(1, np.nan, np.float32)
     eval_prim_func(func, a, b)
     np.testing.assert_allclose(b, [a.sum()], rtol=1e-5)
+
+
+def test_lower_of_a_te_schedule_keeps_its_primitives() -> None:
+    # regression: the driver took a te schedule's .func (the unscheduled program) for a
+    # tir.Schedule's, so mlc.lower(s, args) and mlc.build(s, args) dropped every primitive
+    X = te.placeholder((8, 8), name="X")
+    Y = te.compute((8, 8), lambda i, j: X[i, j] * 2.0, name="Y")
+    s = te.create_schedule(Y.op)
+    s[Y].split(Y.op.axis[0], factor=4)
+    assert "i_0" in str(mlc.lower(s, [X, Y]))
