@@ -23,6 +23,7 @@ Runs after ``lower_blocks`` and before ``flatten_buffers``; a buffer with explic
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 from mlc.tir.arith import Analyzer, eval_region
 from mlc.tir.expr import LE, LT, And, BufferLoad, IntImm, PrimExpr, Range, Var, const
@@ -274,20 +275,39 @@ def _written_first(buf: Buffer, accesses: list[_Access], fixed: list[For]) -> bo
     used: set[Var] = set()
     for index, r in zip(first.indices, region):
         own = [f for f in inner if uses_var(index, lambda v, f=f: v is f.loop_var)]
-        if len(own) > 1 or (own and own[0].loop_var in used):
+        if any(f.loop_var in used for f in own):
             return False
-        lo: PrimExpr = index
-        extent: PrimExpr = const(1)
-        if own:  # index = loop var + something fixed: the store covers the loop's range
-            loop = own[0]
-            used.add(loop.loop_var)
-            lo = ana.simplify(substitute(index, {loop.loop_var: loop.min}))
-            if not _is_zero(ana.simplify(index - loop.loop_var - lo + loop.min)):
-                return False
-            extent = loop.extent
+        used |= {f.loop_var for f in own}
+        covered = _dense_range(index, own, ana)
+        if covered is None:
+            return False
+        lo, extent = covered
         if not (_is_zero(ana.simplify(lo - r.min)) and _is_zero(ana.simplify(extent - r.extent))):
             return False
     return True
+
+
+def _dense_range(index: PrimExpr, loops: list[For], ana: Analyzer) -> tuple[PrimExpr, int] | None:
+    """``(lo, n)`` when ``index`` takes every value of ``[lo, lo + n)`` as ``loops`` run
+    (``lo + v0 + e0 * v1 + e0 * e1 * v2 ...``: a split loop nest walking a range densely);
+    None otherwise."""
+    lo = ana.simplify(substitute(index, {f.loop_var: f.min for f in loops}))
+    terms = []
+    for f in loops:
+        step = ana.simplify(substitute(index, {f.loop_var: f.loop_var + 1}) - index)
+        if not isinstance(step, IntImm) or not isinstance(f.extent, IntImm):
+            return None
+        terms.append((step.value, f))
+    terms.sort(key=lambda t: t[0])
+    rest, expected = index - lo, 1
+    for step, f in terms:
+        if step != expected:
+            return None
+        rest = rest - step * (f.loop_var - f.min)
+        expected *= cast(IntImm, f.extent).value
+    if not _is_zero(ana.simplify(rest)):
+        return None
+    return lo, expected
 
 
 def _is_zero(e: PrimExpr) -> bool:

@@ -13,6 +13,11 @@ replaying the trace with other decisions::
     print(best.trace); mlc.build(best.mod)
 
 Without ``space`` the default one (:func:`mlc.tune.tiling.default_space`) is used.
+
+A point is built by running the space function again with its decisions forced, so the
+space may branch on a sampled value (``if pack: sch.cache_read(...)``) or compute a factor
+from one. Every point must make the same sampling calls in the same order: sample first,
+then schedule.
 """
 
 from __future__ import annotations
@@ -59,6 +64,30 @@ class _Probe(Schedule):
         return super().sample_categorical(candidates, probs, decision)
 
 
+class _Forced(Schedule):
+    """A Schedule whose sampling instructions return the given decisions, in order."""
+
+    def __init__(self, func: PrimFunc, decisions: Sequence[Any]) -> None:
+        super().__init__(func)
+        self._decisions = list(decisions)
+
+    def _next(self) -> Any:
+        if not self._decisions:
+            raise TuneError("the space function sampled more often than when it was probed; "
+                            "make the same sampling calls for every point (sample first)")
+        return self._decisions.pop(0)
+
+    def sample_perfect_tile(
+        self, loop: LoopRV, n: int, max_innermost_factor: int = 16, decision: Any = None
+    ) -> list[SampledInt]:
+        return super().sample_perfect_tile(loop, n, max_innermost_factor, self._next())
+
+    def sample_categorical(
+        self, candidates: Sequence[int], probs: Sequence[float], decision: Any = None
+    ) -> SampledInt:
+        return super().sample_categorical(candidates, probs, self._next())
+
+
 class SampledSpace:
     """The points of a stochastic schedule: one coordinate per sampling instruction."""
 
@@ -66,6 +95,7 @@ class SampledSpace:
         probe = _Probe(func, seed=seed)
         space(probe)
         self.func = func
+        self.space = space
         self.target = target
         self.trace = probe.trace
         self.sample_insts = [k for k, inst in enumerate(probe.trace.insts)
@@ -98,8 +128,9 @@ class SampledSpace:
         return index
 
     def schedule(self, index: int) -> Schedule:
-        sch = Schedule(self.func)
-        self.trace.apply_to_schedule(sch, decisions=self.decisions(index))
+        """The point ``index``: the space function run again with its decisions forced."""
+        sch = _Forced(self.func, list(self.decisions(index).values()))
+        self.space(sch)
         return sch
 
     def build(self, index: int) -> PrimFunc:

@@ -1,8 +1,13 @@
-"""The default search space for any loop program: multi-level tiling for CPUs.
+"""The default search space for any loop program: BLAS-style tiling for CPUs.
 
-For a block with a reduction and at least two spatial loops (matmul, dense, conv2d) the
-space is the classic "SSRSRS" tiling: each spatial loop is split into four tiles and each
-reduce loop into two, ordered
+A block that accumulates a product of two operands, ``out[..., i, j] += lhs * rhs`` (matmul,
+dense, conv2d), gets what BLAS libraries do (:func:`tile_gemm`): both operands packed into
+panels, a register-tile micro-kernel sized from the vector registers, cache blocking of the
+reduction and of both output dimensions. Each of those decisions is sampled, so the space is
+every such program; the tuner picks the one this machine runs fastest.
+
+Any other reduction gets the classic "SSRSRS" tiling (:func:`tile_reduction`): each spatial
+loop is split into four tiles and each reduce loop into two, ordered
 
     s0 (fused, parallel) | s1 | r0 | s2 | r1 (unrolled) | s3 (unrolled; the last one vectorized)
 
@@ -21,7 +26,7 @@ from mlc.tir.expr import IntImm, IterKind, Var
 from mlc.tir.functor import post_order_visit
 from mlc.tir.schedule import Schedule, state
 from mlc.tir.schedule.trace import BlockRV, LoopRV
-from mlc.tir.stmt import Block, BlockRealize, For
+from mlc.tir.stmt import Block, BlockRealize, BufferStore, For
 
 VECTOR_LANES = 64  # up to four 16-lane AVX-512 vectors per row of the register tile
 
@@ -121,11 +126,212 @@ def tile_elementwise(sch: Schedule, block: BlockRV) -> bool:
 
 
 def default_space(sch: Schedule) -> None:
-    """Schedule every block of ``sch`` with sampled tile sizes (the default search space)."""
+    """Schedule every block of ``sch`` with sampled decisions (the default search space):
+    BLAS-style when the block is a product accumulated over a reduction, else SSRSRS tiling,
+    else (no reduction) fused, parallel and vectorized."""
     names = [loc.stmt.block.name for loc in state.all_blocks(sch.mod)]  # type: ignore[attr-defined]
     for name in names:
         if state.find_block(sch.mod, name) is None:
             continue
         block = sch.get_block(name)
-        if not tile_reduction(sch, block):
+        if not (tile_gemm(sch, block) or tile_reduction(sch, block)):
             tile_elementwise(sch, block)
+
+
+# ---------------------------------------------------------------------------------------------
+# BLAS-style tiling (GotoBLAS / BLIS, written as schedule primitives)
+
+MC_ROWS = [32, 64, 128, 256]  # rows of the packed block of lhs (L2)
+KC_DEPTH = [64, 128, 256, 512]  # depth of a reduction slice (both panels)
+NC_PANELS = [1, 2, 4, 8, 16]  # register-tile widths in the packed panel of rhs
+
+
+def register_tiles(rows: int, cols: int, lanes: int, registers: int) -> list[tuple[int, int]]:
+    """The ``(mr, nr)`` register tiles of the micro-kernel: ``mr x nr`` accumulators in
+    ``mr * nr / lanes`` vector registers, plus ``nr / lanes`` for a row of rhs and one for the
+    broadcast of lhs, all within ``registers``; at least half the registers accumulate (so
+    enough independent FMAs are in flight to hide their latency). Only tiles that divide the
+    loops (``rows`` and ``cols`` long) are kept; with none, the tile with the most
+    accumulators that divides them. AVX2 (8 lanes, 16 registers) on 1024 x 1024:
+    ``[(8, 8), (4, 16), (2, 32)]``."""
+    fits, fallback = [], []
+    for vecs in range(1, 5):
+        nr = vecs * lanes
+        for mr in range(1, registers):
+            acc = mr * vecs
+            if acc + vecs + 1 > registers or cols % nr or rows % mr:
+                continue
+            (fits if 2 * acc >= registers else fallback).append((mr, nr))
+    if fits:
+        return fits
+    fallback.sort(key=lambda t: -t[0] * t[1])
+    return fallback[:3] or [(1, 1)]
+
+
+def _largest_divisor(n: int, at_most: int, multiple_of: int = 1) -> int:
+    """The largest multiple of ``multiple_of`` that divides ``n`` and is at most ``at_most``
+    (``multiple_of`` if none is)."""
+    for d in range(max(at_most, multiple_of), 0, -1):
+        if d % multiple_of == 0 and n % d == 0 and d <= max(at_most, multiple_of):
+            return d
+    return multiple_of
+
+
+def _operands(sch: Schedule, block: BlockRV) -> tuple[int, int] | None:
+    """For ``out = out + lhs[...] * rhs[...]``: the read indices (into ``block.reads``) of
+    the broadcast operand (lhs, which does not use the last spatial loop) and of the vector
+    operand (rhs, whose last index moves with it). None for any other block."""
+    from mlc.tir.expr import Add, BufferLoad, Mul
+
+    blk = cast(Block, sch.get(block))
+    body = blk.body
+    if not isinstance(body, BufferStore) or len(blk.writes) != 1 or len(blk.reads) != 2:
+        return None
+    value = body.value
+    if not (isinstance(value, Add) and isinstance(value.b, Mul)):
+        return None
+    loads = [value.b.a, value.b.b]
+    if not all(isinstance(x, BufferLoad) for x in loads):
+        return None
+    spatial = [iv.var for iv in blk.iter_vars if iv.kind != IterKind.REDUCE]
+    col = spatial[-1]
+    if not (isinstance(body.indices[-1], Var) and body.indices[-1] is col):
+        return None  # the output's innermost dimension must be the vectorized loop
+    uses_col = [col in _vars_in(ld) for ld in loads]
+    if uses_col.count(True) != 1:
+        return None
+    rhs = cast(BufferLoad, loads[uses_col.index(True)])
+    lhs = cast(BufferLoad, loads[uses_col.index(False)])
+    if col not in _vars_in(rhs.indices[-1]) or any(col in _vars_in(i) for i in rhs.indices[:-1]):
+        return None
+    names = [r.buffer.name for r in blk.reads]
+    if lhs.buffer.name == rhs.buffer.name:
+        return None
+    return names.index(lhs.buffer.name), names.index(rhs.buffer.name)
+
+
+def tile_gemm(sch: Schedule, block: BlockRV) -> bool:
+    """BLAS-style tiling of ``out[..., i, j] += lhs[i, k] * rhs[k, j]``. False when the block
+    is not such a product (see :func:`_operands`) or its loops are not constant.
+
+    The loop nest it makes, with the sampled sizes ``mr x nr`` (register tile), ``kc``
+    (reduction slice), ``mc`` (rows of a packed lhs block), ``nc`` (columns of a packed rhs
+    panel)::
+
+        for jc in parallel(N / nc):                # (fused with any batch loops)
+            init out[:, jc-panel] = 0
+            for pc in range(K / kc):
+                rhs_p = rhs[pc-slice, jc-panel]    # pack_b: kc x nc, read by every ic
+                for ic in range(M / mc):
+                    lhs_p = lhs[ic-block, pc-slice]    # pack_a: mc x kc, short rows
+                    for jr in range(nc / nr):
+                        for ir in range(mc / mr):
+                            for k in range(kc):    # the micro-kernel (k unrolled unroll_k)
+                                for i in unroll(mr):           # mr x nr accumulators
+                                    for j in vectorized(nr):   # stay in registers
+                                        out[i, j] += lhs_p[i, k] * rhs_p[k, j]
+
+    Each decision is one ``sample_categorical``: ``tile`` indexes the register tiles that
+    fit this CPU's vector registers (:func:`register_tiles`, from LLVM's host features);
+    ``mc``, ``kc`` and ``nc`` are target sizes, rounded down to sizes that divide the loops.
+    """
+    from mlc.target.llvm.cpu import host_simd
+
+    loops = sch.get_loops(block)
+    spatial, reduce = _classify(sch, block, loops)
+    if len(spatial) < 2 or not reduce or len(spatial) + len(reduce) != len(loops):
+        return False
+    if not _const_extents(sch, loops):
+        return False
+    ops = _operands(sch, block)
+    if ops is None:
+        return False
+    lhs_index, rhs_index = ops
+    blk = cast(Block, sch.get(block))
+    lhs_name, rhs_name = blk.reads[lhs_index].buffer.name, blk.reads[rhs_index].buffer.name
+    row_rv = _row_loop(sch, block, spatial, lhs_name)
+    col_rv = spatial[-1]
+    outer = [rv for rv in spatial if rv is not row_rv and rv is not col_rv]
+    rows, cols = _extent(sch, row_rv), _extent(sch, col_rv)
+    depth = _extent(sch, reduce[0])
+    simd = host_simd()
+    tiles = register_tiles(rows, cols, simd.lanes, simd.registers)
+
+    # --- the decisions (sampled first: every point of the space makes the same calls)
+    tile = sch.sample_categorical(list(range(len(tiles))), [1.0] * len(tiles))
+    mc_rows = sch.sample_categorical(MC_ROWS, [1.0] * len(MC_ROWS))
+    kc_depth = sch.sample_categorical(KC_DEPTH, [1.0] * len(KC_DEPTH))
+    nc_panels = sch.sample_categorical(NC_PANELS, [1.0] * len(NC_PANELS))
+    pack_a = sch.sample_categorical([0, 1], [0.5, 0.5])
+    pack_b = sch.sample_categorical([0, 1], [0.5, 0.5])
+    unroll_k = sch.sample_categorical([1, 4], [0.5, 0.5])
+
+    # --- the sizes they give, each dividing its loop
+    mr, nr = tiles[tile]
+    mc = _largest_divisor(rows, int(mc_rows), multiple_of=mr)
+    kc = _largest_divisor(depth, int(kc_depth))
+    nc = nr * _largest_divisor(cols // nr, int(nc_panels))
+
+    # --- the loop nest
+    ic, ir, i = sch.split(row_rv, factors=[None, mc // mr, mr])
+    jc, jr, j = sch.split(col_rv, factors=[None, nc // nr, nr])
+    pc, k = sch.split(reduce[0], factors=[None, kc])
+    inner_reduce = [k, *reduce[1:]]
+    ku = _largest_divisor(_extent(sch, inner_reduce[-1]), int(unroll_k))
+    k_unrolled = None
+    if ku > 1:
+        inner_reduce[-1], k_unrolled = sch.split(inner_reduce[-1], factors=[None, ku])
+    order = [*outer, jc, pc, ic, jr, ir, *inner_reduce]
+    order += [k_unrolled] if k_unrolled is not None else []
+    sch.reorder(*order, i, j)
+    task = sch.fuse(*outer, jc) if outer else jc
+    init = sch.decompose_reduction(block, pc)
+    if pack_b:
+        _pack(sch, block, rhs_name, pc, simd.lanes)
+    if pack_a:
+        _pack(sch, block, lhs_name, ic, simd.lanes)
+    sch.unroll(i)
+    if k_unrolled is not None:
+        sch.unroll(k_unrolled)
+    sch.vectorize(j)
+    sch.vectorize(sch.get_loops(init)[-1])
+    sch.parallel(task)
+    return True
+
+
+def _extent(sch: Schedule, rv: LoopRV) -> int:
+    return cast(IntImm, cast(For, sch.get(rv)).extent).value
+
+
+def _row_loop(sch: Schedule, block: BlockRV, spatial: list[LoopRV], lhs: str) -> LoopRV:
+    """The innermost spatial loop (but the last) that the broadcast operand moves with: the
+    rows of the register tile (``i`` of a matmul, the output channel of a conv2d)."""
+    blk = cast(Block, sch.get(block))
+    realize = state.find_block(sch.mod, blk.name)
+    assert realize is not None and isinstance(realize.stmt, BlockRealize)
+    load = next(r for r in blk.reads if r.buffer.name == lhs)
+    used: set[Var] = set()
+    for rng in load.region:
+        used |= _vars_in(rng.min)
+    bound = dict(zip([iv.var for iv in blk.iter_vars], realize.stmt.iter_values))
+    lhs_loops = set().union(*[_vars_in(bound[v]) for v in used if v in bound])
+    for rv in reversed(spatial[:-1]):
+        if cast(For, sch.get(rv)).loop_var in lhs_loops:
+            return rv
+    return spatial[-2]
+
+
+def _pack(sch: Schedule, block: BlockRV, buffer: str, loop: LoopRV, lanes: int) -> None:
+    """Copy what ``block`` reads of ``buffer`` in one iteration of ``loop`` into a compact
+    buffer made there (a packed panel: contiguous, one per thread), vectorized."""
+    blk = cast(Block, sch.get(block))
+    index = [r.buffer.name for r in blk.reads].index(buffer)
+    copy = sch.cache_read(block, index, "global")
+    sch.compute_at(copy, loop)
+    last = sch.get_loops(copy)[-1]
+    n = _extent(sch, last)
+    width = next((w * lanes for w in (4, 2, 1) if n % (w * lanes) == 0), 0)
+    if width:
+        if n > width:
+            last = sch.split(last, factors=[None, width])[1]
+        sch.vectorize(last)

@@ -1,0 +1,114 @@
+"""The default tune_tir space: BLAS-style decisions for products accumulated over a
+reduction (register tile, packing, cache blocking), and every point computes right."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+import mlc
+from mlc import te, tune
+from mlc.target.llvm.cpu import host_simd, simd_of
+from mlc.tune.tiling import KC_DEPTH, MC_ROWS, NC_PANELS, register_tiles
+
+
+def _matmul(n: int, m: int, k: int):
+    A = te.placeholder((n, k), name="A")
+    B = te.placeholder((k, m), name="B")
+    r = te.reduce_axis((0, k), name="r")
+    C = te.compute((n, m), lambda i, j: te.sum(A[i, r] * B[r, j], axis=r), name="C")
+    return te.create_prim_func([A, B, C])
+
+
+def _conv2d(c: int = 8, hw: int = 8, f: int = 16):
+    data = te.placeholder((1, c, hw + 2, hw + 2), name="data")
+    weight = te.placeholder((f, c, 3, 3), name="weight")
+    rc = te.reduce_axis((0, c), name="rc")
+    ry = te.reduce_axis((0, 3), name="ry")
+    rx = te.reduce_axis((0, 3), name="rx")
+    out = te.compute((1, f, hw, hw), lambda b, o, y, x: te.sum(
+        data[b, rc, y + ry, x + rx] * weight[o, rc, ry, rx], axis=[rc, ry, rx]), name="conv")
+    return te.create_prim_func([data, weight, out])
+
+
+def _conv_reference(d: np.ndarray, w: np.ndarray) -> np.ndarray:
+    f, c, _, _ = w.shape
+    hw = d.shape[-1] - 2
+    out = np.zeros((1, f, hw, hw), "float32")
+    for ry in range(3):
+        for rx in range(3):
+            out[0] += np.einsum("fc,cyx->fyx", w[:, :, ry, rx], d[0, :, ry:ry + hw, rx:rx + hw])
+    return out
+
+
+def test_register_tiles_fit_the_vector_registers():
+    avx2 = simd_of(frozenset({"avx", "avx2", "fma"}))
+    assert (avx2.lanes, avx2.registers) == (8, 16)
+    assert register_tiles(1024, 1024, 8, 16) == [(8, 8), (4, 16), (2, 32)]
+    assert (6, 16) in register_tiles(960, 960, 8, 16)
+    avx512 = simd_of(frozenset({"avx", "avx2", "avx512f"}))
+    for mr, nr in register_tiles(1024, 1024, avx512.lanes, avx512.registers):
+        acc = mr * nr // 16
+        assert 16 <= acc and acc + nr // 16 + 1 <= 32
+
+
+def test_matmul_space_has_the_blas_decisions():
+    space = tune.SampledSpace(_matmul(64, 64, 64), tune.default_space)
+    sampled = [inst for inst in space.trace.insts if inst.kind == "sample_categorical"]
+    candidates = [inst.inputs["candidates"] for inst in sampled]
+    simd = host_simd()
+    tiles = register_tiles(64, 64, simd.lanes, simd.registers)
+    assert candidates == [list(range(len(tiles))), MC_ROWS, KC_DEPTH, NC_PANELS, [0, 1], [0, 1],
+                          [1, 4]]
+    kinds = [inst.kind for inst in space.trace.insts]
+    assert "decompose_reduction" in kinds and "parallel" in kinds and "vectorize" in kinds
+
+
+def test_a_point_that_packs_both_operands_copies_panels_inside_the_parallel_loop():
+    space = tune.SampledSpace(_matmul(64, 64, 64), tune.default_space)
+    index = space.index_of_decisions([0, 0, 0, 1, 1, 1, 1])
+    lowered = mlc.lower(space.build(index))
+    text = str(lowered)
+    assert "A_global" in text and "B_global" in text
+    assert text.index("parallel") < text.index("A_global = alloc_buffer")
+
+
+@pytest.mark.parametrize("shape", [(64, 64, 64), (48, 80, 96), (128, 32, 256)])
+def test_sampled_matmul_points_compute_the_product(shape):
+    n, m, k = shape
+    space = tune.SampledSpace(_matmul(n, m, k), tune.default_space)
+    rng = np.random.default_rng(0)
+    a = rng.random((n, k), dtype="float32")
+    b = rng.random((k, m), dtype="float32")
+    for index in random.Random(1).sample(range(space.size), 6):
+        c = np.zeros((n, m), "float32")
+        mlc.build(space.build(index))(a, b, c)
+        np.testing.assert_allclose(c, a @ b, rtol=1e-4, err_msg=str(space.config_json(index)))
+
+
+def test_sampled_conv2d_points_compute_the_convolution():
+    space = tune.SampledSpace(_conv2d(), tune.default_space)
+    assert any(inst.kind == "sample_categorical" for inst in space.trace.insts)
+    rng = np.random.default_rng(0)
+    d = rng.random((1, 8, 10, 10), dtype="float32")
+    w = rng.random((16, 8, 3, 3), dtype="float32")
+    want = _conv_reference(d, w)
+    for index in random.Random(2).sample(range(space.size), 4):
+        out = np.zeros((1, 16, 8, 8), "float32")
+        mlc.build(space.build(index))(d, w, out)
+        np.testing.assert_allclose(out, want, rtol=1e-4, err_msg=str(space.config_json(index)))
+
+
+def test_tune_tir_returns_a_schedule_that_replays():
+    func = _matmul(32, 32, 32)
+    best = tune.tune_tir(func, max_trials=4, tuner="random", progress=False,
+                         measure_option=tune.measure_option(number=1, repeat=1))
+    replayed = mlc.tir.Schedule(func)
+    best.trace.apply_to_schedule(replayed)
+    a = np.random.rand(32, 32).astype("float32")
+    b = np.random.rand(32, 32).astype("float32")
+    c = np.zeros((32, 32), "float32")
+    mlc.build(replayed.mod)(a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4)
