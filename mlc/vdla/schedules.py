@@ -7,6 +7,8 @@ the grader::
 
 from __future__ import annotations
 
+from typing import Any
+
 from mlc import te
 from mlc.vdla.config import acc_buffer, inp_buffer, wgt_buffer
 from mlc.vdla.intrin import gemm8x8
@@ -51,3 +53,76 @@ def gemm_schedule(m: int, n: int, k: int, block: int = 64, kblock: int = 64,
     s[BL].compute_at(s[CL], ko)
     s[CL].tensorize(yci, gemm8x8)
     return s, [A, B, C]
+
+
+def dense_compute(m: int, n: int, k: int, shift: int | None = None, relu: bool = False
+                  ) -> tuple[te.Tensor, te.Tensor, te.Tensor, te.Tensor, te.Tensor, te.Tensor]:
+    """A quantized dense layer as the accelerator runs it, GEMM then ALU then STORE::
+
+        C[y, x] = sum_k A[y, k] * W[x, k]                    int8 x int8 -> int32 (GEMM)
+        D[y, x] = C[y, x] + Bias[y % 8, x]                   the bias, one row of tiles (ALU)
+                  relu: max(., 0); shift: min((. + 2**(shift-1)) >> shift, 127)
+        O[y, x] = int8(D[y, x])   (int32 when shift is None)  the narrowing STORE
+
+    ``Bias`` is ``(8, n)`` int32, its 8 rows equal (the host repeats the bias once per row
+    of a tile), so it is loaded once and added to every row of tiles. ``shift`` is the
+    requantization to the next layer's int8 scale: round half up, then clip (to 0..127
+    after a relu, else -128..127). Returns ``(A, W, Bias, C, D, O)``."""
+    A = te.placeholder((m, k), name="A", dtype="int8")
+    W = te.placeholder((n, k), name="W", dtype="int8")
+    bias = te.placeholder((8, n), name="Bias", dtype="int32")
+    r = te.reduce_axis((0, k), name="k")
+    C = te.compute((m, n), lambda y, x: te.sum(
+        A[y, r].astype("int32") * W[x, r].astype("int32"), axis=r), name="C")
+
+    def epilogue(y: Any, x: Any) -> Any:
+        v = C[y, x] + bias[y % 8, x]
+        if relu:
+            v = te.max(v, 0)
+        if shift is not None:
+            if shift > 0:
+                v = (v + (1 << (shift - 1))) // (1 << shift)
+            v = te.min(v, 127)
+            if not relu:
+                v = te.max(v, -128)
+        return v
+
+    D = te.compute((m, n), epilogue, name="D")
+    O = te.compute((m, n), lambda y, x: D[y, x].astype("int8" if shift is not None
+                                                        else "int32"), name="O")
+    return A, W, bias, C, D, O
+
+
+def dense_schedule(m: int, n: int, k: int, shift: int | None = None, relu: bool = False,
+                   block: int = 8, threads: int = 1
+                   ) -> tuple[te.Schedule, list[te.Tensor]]:
+    """The dense layer of :func:`dense_compute` scheduled for VDLA: ``block`` rows of the
+    output (all ``n`` columns) at a time, split between ``threads`` virtual threads; the
+    weights and the bias loaded once (weight-stationary: they must fit in wgt_buffer and
+    acc_buffer), the rows of A loaded per block; the GEMM tensorized with ``vdla.gemm8x8``,
+    the epilogue on the ALU in acc_buffer (``set_scope``), the result stored as int8.
+    Returns ``s, [A, W, Bias, O]``."""
+    A, W, bias, C, D, O = dense_compute(m, n, k, shift, relu)
+    s = te.create_schedule(O.op)
+    s[C].set_scope(acc_buffer)
+    s[D].set_scope(acc_buffer)
+    AL = s.cache_read(A, inp_buffer, [C])
+    WL = s.cache_read(W, wgt_buffer, [C])
+    s.cache_read(bias, acc_buffer, [D])
+    y, x = s[O].op.axis
+    yo, xo, _, _ = s[O].tile(y, x, block, n)
+    if threads > 1:
+        tv, _ = s[O].split(yo, nparts=threads)
+        s[O].bind(tv, te.thread_axis("vthread"))
+    s[C].compute_at(s[O], xo)
+    s[D].compute_at(s[O], xo)
+    yc, xc = s[C].op.axis
+    (kc,) = s[C].op.reduce_axis
+    yco, yci = s[C].split(yc, factor=8)
+    xco, xci = s[C].split(xc, factor=8)
+    kco, kci = s[C].split(kc, factor=8)
+    s[C].reorder(yco, xco, kco, yci, xci, kci)
+    s[AL].compute_at(s[C], yco)
+    del WL  # computed at the root: every weight tile once
+    s[C].tensorize(yci, gemm8x8)
+    return s, [A, W, bias, O]

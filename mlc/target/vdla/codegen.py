@@ -375,9 +375,11 @@ def _alu(args: tuple[PrimExpr, ...], env: dict[Var, int], st: _State, tid: int |
     dplace, dtr, dtc = _sram_tile(st, dbuf, dr, dc, f"the ALU {op.value}")
     splace, str_, stc = _sram_tile(st, sbuf, sr, sc, f"the ALU {op.value}")
     rows, cols = _box_tiles(st, dplace, args[4], args[5], env, f"the ALU {op.value}")
+    # "repeat_src": the source is one row of tiles, the same for every row of the box
+    repeat = len(args) > 6 and isinstance(args[6], StringImm) and args[6].value == "repeat_src"
     kernel = _kernel(st, (UOp(dst=dplace.base + dtr * dplace.cols + dtc,
                               src=splace.base + str_ * splace.cols + stc),))
     st.instructions.append(Alu(op=op, uop_begin=kernel, uop_end=kernel + 1, lp0=rows,
                                lp1=cols, dst_factor=(dplace.cols, 1),
-                               src_factor=(splace.cols, 1), imm=imm,
+                               src_factor=(0 if repeat else splace.cols, 1), imm=imm,
                                tid=tid))

@@ -43,6 +43,7 @@ from mlc.tir.expr import (
     Call,
     Cast,
     FloorDiv,
+    FloorMod,
     IntImm,
     Max,
     Min,
@@ -377,7 +378,12 @@ def lower_alu(func: PrimFunc) -> PrimFunc:
     ``>> 8``, a sum of two acc tiles) become ALU instructions:
     ``vdla.alu("MAX", dst_ptr, src_ptr, imm, rows, cols)`` (``imm`` is ``"acc"`` when the
     operand is the tile at ``src_ptr``), one per operation, applied in place on the
-    destination after a copy."""
+    destination after a copy.
+
+    An operand read at row ``i % 8`` (a bias kept as one row of tiles, its 8 rows equal:
+    ``CL[i, j] + BL[i % 8, j]``) is the same row of tiles for every row of the box: the
+    call ends with ``"repeat_src"`` and the instruction's source index does not move with
+    the rows (``src_factor = (0, 1)``), VTA's broadcast of a bias over the batch."""
     return func.with_body(_Alu().visit(func.body))
 
 
@@ -399,27 +405,45 @@ class _Alu(IRMutator):
         return steps[0] if len(steps) == 1 else SeqStmt(tuple(steps))
 
 
-def _acc_tile(e: PrimExpr, loops: list[For], forms: list[Affine]) -> PrimExpr | None:
-    """``e`` is a load of an acc buffer at the same element as the store: its pointer."""
+_REPEAT = StringImm("repeat_src")
+
+
+def _acc_tile(e: PrimExpr, loops: list[For], forms: list[Affine]
+              ) -> tuple[PrimExpr, tuple[PrimExpr, ...]] | None:
+    """``e`` is a load of an acc buffer at the same element as the store (or at the same
+    element of a repeated row of tiles, ``BL[i % 8, j]``): its pointer, and the flag the
+    ALU call ends with (``("repeat_src",)`` for a repeated row, else none)."""
     if isinstance(e, Cast):
         e = e.value
     if not (isinstance(e, BufferLoad) and scope_of(e.buffer) is MemScope.ACC):
         return None
-    mine = [affine(i, loops) for i in e.indices]
+    indices = list(e.indices)
+    rows = _tile_shape(e.buffer)[0]
+    repeat = False
+    row = simplify(indices[0])
+    if isinstance(row, FloorMod) and isinstance(row.b, IntImm) and row.b.value == rows:
+        indices[0], repeat = row.a, True
+    mine = [affine(i, loops) for i in indices]
     if any(m is None or m.coef != f.coef for m, f in zip(mine, forms)):
         return None
-    return access_ptr(e.buffer, tuple(m.outer for m in mine), "r")  # type: ignore[union-attr]
+    outer = [m.outer for m in mine]  # type: ignore[union-attr]
+    if repeat:
+        # the box starts on a tile row of the source: rows r..r+7 read its rows 0..7
+        outer[0] = simplify(FloorMod(outer[0], const(rows)))
+    return access_ptr(e.buffer, tuple(outer), "r"), ((_REPEAT,) if repeat else ())
 
 
 def _emit_alu(e: PrimExpr, dst: PrimExpr, loops: list[For], forms: list[Affine],
               box: list[int], steps: list[Stmt], first: bool) -> bool:
     """Append the ALU steps that leave ``e`` in ``dst``; False if ``e`` is not ALU work."""
-    src = _acc_tile(e, loops, forms)
-    if src is not None:
-        if first and _same_ptr(src, dst):
+    tile = _acc_tile(e, loops, forms)
+    if tile is not None:
+        src, flag = tile
+        if first and not flag and _same_ptr(src, dst):
             return True
         steps.append(_call("vdla.alu", StringImm("MUL"), dst, dst, 0, *box))
-        steps.append(_call("vdla.alu", StringImm("ADD"), dst, src, StringImm("acc"), *box))
+        steps.append(_call("vdla.alu", StringImm("ADD"), dst, src, StringImm("acc"), *box,
+                           *flag))
         return True
     if isinstance(e, FloorDiv) and isinstance(e.b, IntImm) and e.b.value > 0 \
             and e.b.value & (e.b.value - 1) == 0:
@@ -440,9 +464,12 @@ def _emit_alu(e: PrimExpr, dst: PrimExpr, loops: list[For], forms: list[Affine],
                 steps.append(_call("vdla.alu", StringImm(name), dst, dst, b.value, *box))
                 return True
             other = _acc_tile(b, loops, forms)
+            if other is None:
+                a, b = b, a  # the repeated bias may come first: BL[i % 8, j] + CL[i, j]
+                other = _acc_tile(b, loops, forms)
             if other is not None and _emit_alu(a, dst, loops, forms, box, steps, first):
-                steps.append(_call("vdla.alu", StringImm(name), dst, other, StringImm("acc"),
-                                   *box))
+                steps.append(_call("vdla.alu", StringImm(name), dst, other[0],
+                                   StringImm("acc"), *box, *other[1]))
                 return True
             return False
     return False
