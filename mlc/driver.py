@@ -74,14 +74,15 @@ def lower(
 def build(
     obj: Any,
     args: Sequence[Any] | None = None,
-    target: str | dict[str, Any] | Target | None = "llvm",
+    target: str | dict[str, Any] | Target | None = None,
     name: str | None = None,
     bounds_check: bool | None = None,
 ) -> Any:
     """Lower and compile; returns a Module (:class:`mlc.runtime.Module` for the CPU) that you
     call with numpy arrays.
 
-    ``target`` is ``"llvm"`` (this CPU), ``"llvm -mcpu=..."``, ``{"kind": "llvm", "mcpu":
+    ``target`` (default: the one of an enclosing ``with mlc.target.Target(...):``, else
+    ``"llvm"``) is ``"llvm"`` (this CPU), ``"llvm -mcpu=..."``, ``{"kind": "llvm", "mcpu":
     ...}`` or ``"c"`` (the same machine code, plus C source in ``get_source("c")``);
     ``"cuda"`` (CUDA C in ``get_source("cuda")``, run on a GPU) or ``"cuda-sim"`` (the same
     kernels run on the CPU with GPU semantics) for schedules bound to blockIdx/threadIdx.

@@ -15,6 +15,7 @@ the options mlc understands are accepted, so a typo is an error rather than a si
 
 from __future__ import annotations
 
+import contextvars
 import enum
 import importlib
 from collections.abc import Callable
@@ -95,9 +96,18 @@ def _kind(kind: TargetKind | str) -> TargetKind:
         ) from None
 
 
+_CURRENT: contextvars.ContextVar[tuple[Target, ...]] = contextvars.ContextVar(
+    "mlc_current_target", default=()
+)
+
+
 @dataclass(frozen=True)
 class Target:
-    """A parsed target. ``mcpu``/``mattr`` are None for "the machine we run on"."""
+    """A parsed target. ``mcpu``/``mattr`` are None for "the machine we run on".
+
+    As in TVM, ``with Target("llvm"):`` makes it the current target: ``mlc.build`` and
+    ``mlc.lower`` called without a target inside the block use it (``Target.current()``).
+    """
 
     kind: TargetKind = TargetKind.LLVM
     mcpu: str | None = None
@@ -111,6 +121,19 @@ class Target:
     def backend(self) -> Backend:
         """The back end that builds for this target (passes, codegen, Module class)."""
         return backend(self.kind)
+
+    def __enter__(self) -> Target:
+        _CURRENT.set((*_CURRENT.get(), self))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _CURRENT.set(_CURRENT.get()[:-1])
+
+    @staticmethod
+    def current() -> Target | None:
+        """The target of the innermost ``with Target(...):`` block, if any."""
+        stack = _CURRENT.get()
+        return stack[-1] if stack else None
 
     def has_feature(self, name: str) -> bool:
         """``target.has_feature("gpu")``: a fact about the machine, from its back end."""
@@ -134,7 +157,7 @@ def parse_target(target: str | dict[str, Any] | Target | None) -> Target:
     Target(kind='llvm', mcpu='skylake', mattr=None)
     """
     if target is None:
-        return Target()
+        return Target.current() or Target()
     if isinstance(target, Target):
         return target
     if isinstance(target, dict):

@@ -4,7 +4,14 @@ measurement (TVM's AutoTVM and MetaSchedule, small enough to read)."""
 from mlc.tune import callback
 from mlc.tune.executor import DaskExecutor, Executor, LocalExecutor, timing_lock
 from mlc.tune.features import flop_count, itervar_features
-from mlc.tune.measure import DaskRunner, MeasureOption, Measurer, measure_option
+from mlc.tune.measure import (
+    DaskRunner,
+    LocalBuilder,
+    LocalRunner,
+    MeasureOption,
+    Measurer,
+    measure_option,
+)
 from mlc.tune.model import XGBoostCostModel, rank_correlation
 from mlc.tune.record import MeasureResult, apply_history_best, load
 from mlc.tune.sampled import SampledSpace, tune_tir
@@ -18,5 +25,6 @@ __all__ = [
     "XGBoostCostModel", "rank_correlation", "MeasureResult", "apply_history_best", "load",
     "ConfigEntity", "ConfigSpace", "TuneError", "Task", "create_task", "get_config", "template",
     "GridSearchTuner", "RandomTuner", "Tuner", "XGBTuner", "default_space", "SampledSpace",
-    "tune_tir", "DaskRunner", "DaskExecutor", "Executor", "LocalExecutor", "timing_lock",
+    "tune_tir", "DaskRunner", "LocalBuilder", "LocalRunner", "DaskExecutor", "Executor",
+    "LocalExecutor", "timing_lock",
 ]

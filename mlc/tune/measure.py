@@ -30,9 +30,9 @@ from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection
 from typing import Any
 
-from mlc.errors import MLCError
+from mlc.errors import MLCError, TuneError
 from mlc.tir.stmt import PrimFunc
-from mlc.tune.executor import Executor, as_executor, timing_lock
+from mlc.tune.executor import DaskExecutor, Executor, as_executor, timing_lock
 from mlc.tune.record import MeasureResult
 
 LOCK_WAIT_LIMIT = 1800.0  # seconds a candidate may wait for its machine's timing lock
@@ -56,6 +56,26 @@ class MeasureOption:
     runner: DaskRunner | None = None
 
 
+@dataclass
+class LocalBuilder:
+    """AutoTVM's ``LocalBuilder``: candidates are built in the measuring worker processes
+    (``measure_option(builder=LocalBuilder())`` or ``builder="local"``, the default)."""
+
+    timeout: float = 10.0
+    n_parallel: int | None = None
+
+
+@dataclass
+class LocalRunner:
+    """AutoTVM's ``LocalRunner(number=5, repeat=1, min_repeat_ms=0, timeout=4)``: time on this
+    machine; ``measure_option(runner=LocalRunner(...))`` takes its numbers."""
+
+    number: int = 4
+    repeat: int = 3
+    min_repeat_ms: int = 0
+    timeout: float = 10.0
+
+
 def measure_option(
     number: int = 3,
     repeat: int = 1,
@@ -63,12 +83,29 @@ def measure_option(
     timeout: float = 10.0,
     n_parallel: int | None = None,
     check: bool = True,
-    runner: DaskRunner | None = None,
+    runner: DaskRunner | LocalRunner | str | None = None,
+    builder: LocalBuilder | str | None = None,
 ) -> MeasureOption:
     """The measurement settings (AutoTVM's ``measure_option``, flattened to one call).
 
     ``runner=mlc.tune.DaskRunner(client)`` measures on a Dask cluster; ``n_parallel`` then
-    defaults to the number of its workers (candidates in flight at once), else to 1."""
+    defaults to the number of its workers (candidates in flight at once), else to 1.
+    AutoTVM's form ``measure_option(builder="local", runner=LocalRunner(number=5))`` works
+    too: the runner's and builder's numbers are taken."""
+    if isinstance(builder, LocalBuilder):
+        timeout = builder.timeout
+        n_parallel = builder.n_parallel if n_parallel is None else n_parallel
+    elif builder not in (None, "local"):
+        raise TuneError(f"builder={builder!r}: mlc builds locally (builder='local' or "
+                        "LocalBuilder()); measure elsewhere with runner=DaskRunner(client)")
+    if isinstance(runner, LocalRunner):
+        number, repeat, min_repeat_ms = runner.number, runner.repeat, runner.min_repeat_ms
+        timeout = max(timeout, runner.timeout)
+        runner = None
+    elif runner == "local":
+        runner = None
+    elif runner is not None and not isinstance(runner, DaskRunner):
+        raise TuneError(f"runner={runner!r}: use LocalRunner(...) or DaskRunner(client)")
     if n_parallel is None:
         n_parallel = runner.n_workers if runner is not None else 1
     return MeasureOption(number, repeat, min_repeat_ms, timeout, n_parallel, check, 1e-3, runner)
@@ -382,6 +419,8 @@ class DaskRunner:
 
     def measure(self, measurer: Measurer, funcs: list[PrimFunc]) -> list[MeasureResult]:
         o = measurer.option
+        if isinstance(self.executor, DaskExecutor):
+            self.executor.require_workers()
         job = _RemoteJob(measurer.key, measurer._ref, measurer.target,
                          replace(o, runner=None, n_parallel=1))
         futures = [self.executor.submit(_measure_remote, job, pickle.dumps(f)) for f in funcs]

@@ -158,3 +158,6 @@ class Task:
 def create_task(name: str, args: tuple[Any, ...] = (), target: Any = "llvm") -> Task:
     """A tuning task for the template registered as ``name`` with ``args``."""
     return Task(name, tuple(args), target)
+
+
+create = create_task  # AutoTVM spells it autotvm.task.create(name, args=..., target=...)
