@@ -10,20 +10,24 @@
 #
 # **You will:** apply split, reorder, tile, fuse, vectorize, unroll, parallel,
 # compute_at/inline and cache_read/write; see the loop nest before and after each; watch the
-# iteration order change; and drive a tile-size slider.
+# iteration order change; time Halide's two-stage blur under three schedules; and drive a
+# tile-size slider.
 
 # %%
-import numpy as np
-%matplotlib inline
 import matplotlib
-matplotlib.rcParams["figure.dpi"] = 80
+import numpy as np
+
 import mlc
 from mlc import te, tir, viz
+from mlc.testing.exercises import exercise, expect
+
+matplotlib.rcParams["figure.dpi"] = 80
 
 np.random.seed(0)
 
 # %% [markdown]
-# ## te style: split and reorder (the seeds' first example)
+# ## te style: split and reorder
+# The first schedule of Tianqi Chen's TVM lecture (UW CSE 599W): split a vector add's loop by 32.
 
 # %%
 n = te.var("n")
@@ -86,6 +90,7 @@ viz.step_through(sch)
 
 # %%
 from matplotlib.figure import Figure
+
 fig = Figure(figsize=(8, 3.4))
 ax1, ax2 = fig.subplots(1, 2)
 viz.iteration_order(matmul(16), "C", ax=ax1, title="i, j, k")
@@ -114,7 +119,31 @@ fused = s[Y].fuse(yo, xo)
 s[Y].parallel(fused)
 s[Y].unroll(yi)
 s[Y].vectorize(xi)
-print(mlc.lower(s, [X, Y]))
+lowered_xy = mlc.lower(s, [X, Y])
+print(lowered_xy)
+
+# %% [markdown]
+# This is the lowered program, the first with vectors in this course. The vectorized `xi`
+# loop is gone: `ramp(base, 1, 4)` is the vector of the 4 indices `base, base + 1, base + 2,
+# base + 3` (one load or store of 4 neighbouring floats) and `broadcast(2.0, 4)` the constant
+# 2.0 copied into all 4 lanes. The unrolled `yi` loop became 4 copies of its body, and the
+# fused parallel loop runs the 16 tiles over the cores.
+#
+# **What `vectorize` accepts.** In mlc the loop you vectorize must have no loop inside it;
+# its body becomes one statement over vectors (the `vectorize_loops` pass). A loop with
+# inner loops is refused with a `ScheduleError` that names the inner loop; reorder the loop
+# you want inwards first. (TVM's `vectorize` is more lenient: it marks the loop, and its
+# code generator vectorizes what it can and leaves the rest scalar.)
+
+# %%
+text = str(lowered_xy)
+assert "ramp(" in text and "broadcast(2.0, 4)" in text
+outer = te.create_schedule(Y.op)
+try:
+    outer[Y].vectorize(Y.op.axis[0])  # axis 0 holds axis 1
+    mlc.lower(outer, [X, Y])
+except mlc.errors.ScheduleError as err:
+    print(str(err).splitlines()[0])
 
 # %% [markdown]
 # ## compute_at and compute_inline: where a producer runs
@@ -144,9 +173,115 @@ at.compute_at(at.get_block("B"), ci)
 print(at.mod)
 
 # %% [markdown]
+# ## Halide's two-stage blur: one algorithm, three schedules
+# Halide (Ragan-Kelley et al., PLDI 2013) made the case for separating the algorithm from
+# the schedule with a 3 × 3 blur in two stages, the example of the Berkeley AI-Systems
+# lecture on deep-learning compilers: `blurx` averages three neighbours along `x`, `out`
+# averages three rows of `blurx`. Those two lines are the whole algorithm. The schedule
+# decides *when* each `blurx` value is computed, and that trades redundant work against
+# locality:
+#
+# * `compute_root`, breadth first: all of `blurx`, then all of `out`. No value is computed
+#   twice, but `blurx` is a whole image written to memory and read back afterwards.
+# * `compute_inline`: no `blurx` buffer; each output computes the three `blurx` values it
+#   needs, so every `blurx` value is computed three times (once for each output row that
+#   reads it), and everything stays in registers.
+# * `compute_at(s[out], yo)`: for each tile of 8 output rows, compute the 10 rows of `blurx`
+#   it reads, just before it reads them, while they are in cache. Neighbouring tiles both
+#   compute the 2 rows they share: 10 rows of work for 8, a quarter extra.
+#
+# Halide has a fourth knob, `store_at`: where the intermediate's *storage* lives, chosen
+# apart from where it is computed (stored at the root but computed per tile, a tile can
+# reuse the 2 rows its neighbour computed: a sliding window, no recomputation). mlc has no
+# `store_at`; lowering decides the storage. Look where `blurx` is allocated in the
+# `compute_at` program below.
+
+# %%
+H = W = 2048
+TILE = 8
+
+def blur_algorithm():
+    inp = te.placeholder((H + 2, W + 2), name="inp")
+    blurx = te.compute((H + 2, W), lambda y, x: (inp[y, x] + inp[y, x + 1] + inp[y, x + 2]) / 3.0,
+                       name="blurx")
+    out = te.compute((H, W), lambda y, x: (blurx[y, x] + blurx[y + 1, x] + blurx[y + 2, x]) / 3.0,
+                     name="out")
+    return inp, blurx, out
+
+def blur_schedule(where):
+    inp, blurx, out = blur_algorithm()
+    s = te.create_schedule(out.op)
+    yo, yi = s[out].split(out.op.axis[0], factor=TILE)
+    xo, xi = s[out].split(out.op.axis[1], factor=8)
+    s[out].vectorize(xi)
+    if where == "compute_inline":
+        s[blurx].compute_inline()
+    else:
+        if where == "compute_at":
+            s[blurx].compute_at(s[out], yo)
+        else:
+            s[blurx].compute_root()
+        s[blurx].vectorize(s[blurx].split(blurx.op.axis[1], factor=8)[1])
+    return s, [inp, out]
+
+def allocations(func):
+    return [ln.strip() for ln in str(func).splitlines() if "alloc_buffer" in ln]
+
+programs = {where: mlc.lower(*blur_schedule(where))
+            for where in ["compute_root", "compute_inline", "compute_at"]}
+print(programs["compute_at"])
+
+# %% [markdown]
+# `blurx` is allocated inside the `y_0` loop, 10 rows of `W` floats: the pass
+# `compact_buffers` gives an intermediate the smallest storage that holds what one iteration
+# of its scope touches. In Halide's words this schedule is `compute_at(out, yo)` *and*
+# `store_at(out, yo)`.
+
+# %%
+at_lines = str(programs["compute_at"]).splitlines()
+alloc_line = next(k for k, ln in enumerate(at_lines) if "blurx = alloc_buffer" in ln)
+print(at_lines[alloc_line - 1].strip(), "->", at_lines[alloc_line].strip())
+assert "for y_0" in at_lines[alloc_line - 1] and f"(({(TILE + 2) * W},)" in at_lines[alloc_line]
+
+# %% [markdown]
+# What each schedule costs, counted from the programs (`blurx` evaluations per output
+# value, and the bytes allocated for `blurx`):
+
+# %%
+work = {"compute_root": (H + 2) / H, "compute_inline": 3.0, "compute_at": (TILE + 2) / TILE}
+for where, prog in programs.items():
+    alloc = allocations(prog)
+    size = int(alloc[0].split("((")[1].split(",")[0]) * 4 if alloc else 0
+    print(f"{where:15s} {work[where]:.2f} blurx values per output, "
+          f"blurx buffer {size / 2**20:.1f} MiB")
+assert not allocations(programs["compute_inline"])
+
+# %% [markdown]
+# And what they cost in time, on this machine, now (the numbers change from run to run and
+# from machine to machine; the sentence under the table is written from them):
+
+# %% tags=["nbval-ignore-output"]
+img = np.random.rand(H + 2, W + 2).astype("float32")
+bx = (img[:, :-2] + img[:, 1:-1] + img[:, 2:]) / 3
+expected = (bx[:-2] + bx[1:-1] + bx[2:]) / 3
+times = {}
+for where in programs:
+    f_blur = mlc.build(*blur_schedule(where))
+    res = np.zeros((H, W), "float32")
+    f_blur(img, res)
+    np.testing.assert_allclose(res, expected, rtol=1e-5)
+    times[where] = f_blur.time_evaluator(number=5, repeat=5)(img, res).min
+    print(f"{where:15s} {times[where] * 1e3:6.2f} ms")
+best = min(times, key=times.get)
+worst = max(times, key=times.get)
+print(f"fastest here: {best}, {times[worst] / times[best]:.2f}x faster than {worst}")
+
+# %% [markdown]
 # ## cache_read and cache_write: staging data in a faster scope
-# `cache_write` computes into a small local buffer and copies out; with
-# `reverse_compute_at` the copy happens per tile, so accumulators can live in registers.
+# `cache_write` makes the block compute into a new buffer `C_local` in the "local" scope and
+# adds a block that copies it to `C`. With `reverse_compute_at` the copy runs once per
+# `j_0` tile, right after the tile is computed. In the schedule `C_local` is allocated as
+# big as `C`: the printout below says `(16, 16)`.
 
 # %%
 cw = tir.Schedule(matmul(16))
@@ -158,6 +293,17 @@ cw.reorder(i0, j0, k, i1, j1)
 cache = cw.cache_write(c, 0, "local")
 cw.reverse_compute_at(cache, j0)
 print(cw.mod)
+
+# %% [markdown]
+# It becomes small when lowered: the pass `compact_buffers` sees that one iteration of
+# `j_0` touches only a 4 × 4 corner of `C_local`, so it moves the allocation inside `j_0` and
+# shrinks it to those 16 floats, few enough to stay in registers:
+
+# %%
+before, after = allocations(cw.mod), allocations(mlc.lower(cw.mod))
+print("scheduled:", before)
+print("lowered:  ", after)
+assert "(16, 16)" in before[0] and "(16,)" in after[0]
 
 # %%
 cr = tir.Schedule(matmul(8))
@@ -185,24 +331,123 @@ explorer
 
 # %% [markdown]
 # ## Exercises
-# 1. With `tir.Schedule`, split the loop `i` of `matmul(16)` into `[None, 8]` and vectorize
-#    `j`; how many loops does the block have now?
-# 2. Why can't you vectorize `j` *before* reordering `k` inside it? (Try it: the error names
-#    the loop in the way.)
+# Complete each function (replace `raise NotImplementedError()`) and run the check under
+# it: ✓, or ✗ with what is wrong and a hint. Run the next cell first; it defines the
+# checks, and you may read it. The exercises use nothing from the cells above but the
+# imports.
 
 # %%
-ex = tir.Schedule(matmul(16))
-i, j, k = ex.get_loops(ex.get_block("C"))
-io, ii = ex.split(i, factors=[None, 8])
-ex.reorder(io, ii, k, j)
-ex.vectorize(j)
-n_loops = len(ex.get_loops(ex.get_block("C")))
-try:
-    bad = tir.Schedule(matmul(16))
-    bad.vectorize(bad.get_loops(bad.get_block("C"))[1])
-    message = ""
-except mlc.errors.ScheduleError as err:
-    message = str(err)
-assert n_loops == 4, "split makes i_0 and i_1, so i_0, i_1, k, j"
-assert "only an innermost loop can be vectorized" in message
-print(n_loops, "loops;", message.splitlines()[0])
+def matmul_func(n):
+    A = te.placeholder((n, n), name="A")
+    B = te.placeholder((n, n), name="B")
+    k = te.reduce_axis((0, n), name="k")
+    C = te.compute((n, n), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+    return te.create_prim_func([A, B, C])
+
+def run_matmul(func, n):
+    rng = np.random.default_rng(2)
+    a, b = (rng.random((n, n), dtype=np.float32) for _ in range(2))
+    c = np.zeros((n, n), "float32")
+    f = mlc.build(func)
+    f(a, b, c)
+    expect(np.allclose(c, a @ b, rtol=1e-4), "the schedule changed the result: C != A @ B")
+    return f, (a, b, c)
+
+def extents(sch, block):
+    return [int(sch.get(lp).extent) for lp in sch.get_loops(sch.get_block(block))]
+
+@exercise("1. tile", hint="sch.split(i, factors=[None, 4]), the same for j, then "
+          "sch.reorder(i_0, j_0, k, i_1, j_1)")
+def check_tile(tile_matmul):
+    sch = tir.Schedule(matmul_func(16))
+    tile_matmul(sch)
+    got = extents(sch, "C")
+    expect(len(got) == 5, f"C should sit in 5 loops (i_0, j_0, k, i_1, j_1), not {len(got)}")
+    expect(got == [4, 4, 16, 4, 4], f"the loop extents should be [4, 4, 16, 4, 4], not {got}: "
+           "4 x 4 tiles, k between the tile loops and the loops inside a tile")
+    run_matmul(sch.mod, 16)
+
+@exercise("2. blur per tile", hint="yo, yi = s[out].split(out.op.axis[0], factor=8); then "
+          "s[blurx].compute_at(s[out], yo)")
+def check_blur_per_tile(schedule_blur):
+    inp = te.placeholder((34, 34), name="inp")
+    blurx = te.compute((34, 32), lambda y, x: inp[y, x] + inp[y, x + 1] + inp[y, x + 2],
+                       name="blurx")
+    out = te.compute((32, 32), lambda y, x: blurx[y, x] + blurx[y + 1, x] + blurx[y + 2, x],
+                     name="out")
+    s = te.create_schedule(out.op)
+    schedule_blur(s, blurx, out)
+    sch = tir.Schedule(s.to_prim_func([inp, out]))
+    bx, ot = extents(sch, "blurx"), extents(sch, "out")
+    expect(len(bx) == 3 and bx[0] == ot[0] == 4,
+           f"blurx should be computed inside out's outer loop over 4 tiles of 8 rows; its loops "
+           f"have extents {bx}, out's {ot}")
+    expect(bx[1] == 10, f"each tile of 8 output rows reads 10 rows of blurx, computed {bx[1]}")
+    a = np.random.default_rng(3).random((34, 34), dtype=np.float32)
+    res = np.zeros((32, 32), "float32")
+    mlc.build(s, [inp, out])(a, res)
+    ref = a[:, :-2] + a[:, 1:-1] + a[:, 2:]
+    expect(np.allclose(res, ref[:-2] + ref[1:-1] + ref[2:], rtol=1e-5), "the blur is wrong")
+
+@exercise("3. an eighth of numpy", hint="split j by 16 and vectorize the inner part, split i "
+          "by 4 and unroll it, reorder to (i_0, j_0, k, i_1, j_1), parallelize i_0")
+def check_fast_matmul(fast_matmul, n=256):
+    sch = tir.Schedule(matmul_func(n))
+    fast_matmul(sch)
+    f, args = run_matmul(sch.mod, n)
+    naive, _ = run_matmul(matmul_func(n), n)
+    a, b, _ = args
+    t_yours = f.time_evaluator(number=5, repeat=5)(*args).min
+    t_naive = naive.time_evaluator(number=1, repeat=3)(*args).min
+    t_numpy = min(viz.seconds_per_call(lambda: a @ b, number=5, repeat=1) for _ in range(5))
+    expect(t_naive / t_yours >= 4, f"only {t_naive / t_yours:.1f}x faster than the unscheduled "
+           "matmul; 4x is the goal")
+    expect(t_numpy / t_yours >= 1 / 8, f"{t_numpy / t_yours:.3f} of numpy's speed; 1/8 = 0.125 is "
+           "the goal")
+
+# %% [markdown]
+# **1. Tile.** Tile `C = A @ B` (16 × 16) into 4 × 4 tiles: split `i` and `j` by 4 and order
+# the loops `i_0, j_0, k, i_1, j_1`.
+
+# %%
+def tile_matmul(sch):
+    i, j, k = sch.get_loops(sch.get_block("C"))
+    ### BEGIN SOLUTION
+    i0, i1 = sch.split(i, factors=[None, 4])
+    j0, j1 = sch.split(j, factors=[None, 4])
+    sch.reorder(i0, j0, k, i1, j1)
+    ### END SOLUTION
+
+check_tile(tile_matmul)
+
+# %% [markdown]
+# **2. The blur per tile.** Schedule a 32 × 32 two-stage blur as above: split `out`'s rows
+# into tiles of 8 and compute `blurx` per tile, at the outer row loop.
+
+# %%
+def schedule_blur(s, blurx, out):
+    ### BEGIN SOLUTION
+    yo, yi = s[out].split(out.op.axis[0], factor=8)
+    s[blurx].compute_at(s[out], yo)
+    ### END SOLUTION
+
+check_blur_per_tile(schedule_blur)
+
+# %% [markdown]
+# **3. An eighth of numpy.** Schedule a 256 × 256 matmul so that it runs at least 4 times as
+# fast as the unscheduled one, and at least 1/8 as fast as numpy's `a @ b` (an optimized
+# BLAS library, using every core). The check times all three in the same run.
+
+# %% tags=["nbval-ignore-output"]
+def fast_matmul(sch):
+    i, j, k = sch.get_loops(sch.get_block("C"))
+    ### BEGIN SOLUTION
+    i0, i1 = sch.split(i, factors=[None, 4])
+    j0, j1 = sch.split(j, factors=[None, 16])
+    sch.reorder(i0, j0, k, i1, j1)
+    sch.vectorize(j1)
+    sch.unroll(i1)
+    sch.parallel(i0)
+    ### END SOLUTION
+
+check_fast_matmul(fast_matmul)
