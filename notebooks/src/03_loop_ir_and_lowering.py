@@ -8,16 +8,20 @@
 # buffers, with vectors. The passes are one visible list.
 #
 # **You will:** look inside a block, run the pass pipeline and read the program after each
-# pass, use the simplifier, and meet the errors a schedule can raise.
+# pass, use the simplifier, meet the errors a schedule can raise, and write two passes of
+# your own with the IR's visitor and mutator.
 
 # %%
-import numpy as np
-%matplotlib inline
 import matplotlib
-matplotlib.rcParams["figure.dpi"] = 80
+import numpy as np
+
 import mlc
 from mlc import te, tir, viz
 from mlc.errors import IndexOutOfBoundsError, IntegerDivisionError, LoweringError, ScheduleError
+from mlc.testing.exercises import exercise, expect
+from mlc.tir.functor import IRMutator, IRVisitor
+
+matplotlib.rcParams["figure.dpi"] = 80
 
 # %% [markdown]
 # ## Blocks
@@ -43,6 +47,7 @@ print("init:", block.init)
 
 # %% tags=["nbval-ignore-output"]
 from mlc.transform.pipeline import PASSES, lower
+
 for name, fn in PASSES:
     print(f"{name:16s} {fn.__module__}")
 
@@ -50,7 +55,9 @@ for name, fn in PASSES:
 # Schedule the matmul a little (split, reorder, vectorize) and watch each pass:
 # `lower_blocks` turns blocks into loops (the `init` becomes an `if k == 0`),
 # `flatten_buffers` makes `C[i, j]` into `C[i * 8 + j]`, `simplify` folds index arithmetic,
-# `vectorize_loops` turns the vectorized loop into 4-lane `Ramp`/`Broadcast` vectors.
+# `vectorize_loops` replaces the vectorized loop by one statement over 4-lane vectors:
+# `ramp(base, 1, 4)` is the 4 consecutive indices from `base` (one vector load or store),
+# `broadcast(x, 4)` the scalar `x` in all 4 lanes (the `A[i, k]` that every lane multiplies).
 # (`MLC_TRACE=1` in the environment does the same for every `mlc.lower`/`mlc.build`.)
 
 # %% tags=["nbval-ignore-output"]
@@ -67,6 +74,7 @@ lowered = lower(sch.mod, trace=True)
 
 # %%
 from mlc.tir.expr import Range
+
 i0, i1 = te.var("i_0"), te.var("i_1")
 expr = (i0 * 32 + i1) // 32
 print("without ranges:", tir.simplify(expr))
@@ -92,7 +100,12 @@ try_it(lambda: s1.vectorize(s1.get_loops(s1.get_block("C"))[2]))  # k is a reduc
 
 # %%
 s2 = tir.Schedule(func)
-try_it(lambda: s2.vectorize(s2.get_loops(s2.get_block("C"))[0]))  # not the innermost loop
+try_it(lambda: s2.vectorize(s2.get_loops(s2.get_block("C"))[0]))  # i holds the loops j and k
+
+# %% [markdown]
+# (The second is a limit of mlc, not of the idea: mlc's `vectorize_loops` turns a loop into
+# one statement over vectors, so it takes only a loop with no loop inside. TVM accepts an
+# outer loop and vectorizes what it can.)
 
 # %%
 s3 = tir.Schedule(func)
@@ -110,7 +123,9 @@ except ScheduleError as err:
 # %% [markdown]
 # Lowering checks one more thing before any code runs: that every access stays inside its
 # array. Reading past the end could crash the notebook, so where the loop bounds decide it,
-# the first pass, `check_bounds`, refuses the program and says which block reads what:
+# the first pass, `check_bounds`, refuses the program and says which block reads what.
+# In its message "index 0" is the first index of `X[vi + 1]` (dimension 0 of `X`), whose
+# value reaches 16 when `vi` is 15:
 
 # %%
 X = te.placeholder((16,), name="X")
@@ -175,7 +190,9 @@ viz.loop_tree(lowered)
 
 # %%
 import numpy as np
-from mlc.script import ir_module, T
+
+from mlc.script import T, ir_module
+
 
 @ir_module
 class MyModule:
@@ -229,6 +246,7 @@ print("the transformed mm_relu matches numpy, and its script reads back to the s
 
 # %%
 from mlc.errors import ScriptError
+
 try:
     mlc.script.from_source("""
 @T.prim_func
@@ -242,14 +260,135 @@ except ScriptError as err:
     print(err)
 
 # %% [markdown]
-# ## Exercises
-# 1. How many passes does the pipeline run? (count `PASSES`)
-# 2. After lowering, does any `Block` remain? Find out with `tir.post_order_visit`.
+# ## Exercises: passes of your own
+# A pass is a function `PrimFunc -> PrimFunc` built on the IR's visitor and mutator
+# (`mlc/tir/functor.py`): subclass `IRVisitor` (to look) or `IRMutator` (to rewrite) and
+# define `visit_<NodeName>` for the nodes you care about; every other node is walked field
+# by field, and `self.generic_visit(node)` walks (or rebuilds) a node's children.
+#
+# Complete each one and run its check (✓, or ✗ with what is wrong and a hint). Run the next
+# cell first: it defines the checks. Nothing from the cells above is needed but the imports.
 
 # %%
-n_passes = len(PASSES)
-found = []
-tir.post_order_visit(lowered.body, lambda node: found.append(node) if isinstance(node, tir.Block) else None)
-assert n_passes == len(PASSES) and n_passes >= 5
-assert found == [], "lowering removes every block"
-print("blocks left after lowering:", len(found))
+def matmul_func(n):
+    A = te.placeholder((n, n), name="A")
+    B = te.placeholder((n, n), name="B")
+    k = te.reduce_axis((0, n), name="k")
+    C = te.compute((n, n), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+    return te.create_prim_func([A, B, C])
+
+def scaled_func(n):  # y = x / 3.0 + 1.0 / x: two float divisions, one by a constant
+    X = te.placeholder((n,), name="X")
+    Y = te.compute((n,), lambda i: X[i] / 3.0 + 1.0 / X[i], name="Y")
+    return te.create_prim_func([X, Y])
+
+@exercise("1. count the FLOPs", hint="visit_For: multiply self.trips by int(loop.extent), "
+          "self.generic_visit(loop), then restore self.trips; float_op: add self.trips when "
+          "op.dtype starts with 'float', then self.generic_visit(op)")
+def check_count_flops(count_flops):
+    for n in (4, 8):
+        got = count_flops(mlc.lower(matmul_func(n)))
+        expect(got is not None, "count_flops should return the count (an int)")
+        expect(got != n * n, f"{got} for an {n}x{n} matmul: count every iteration of k too")
+        expect(got != n ** 3, f"{got} for an {n}x{n} matmul: that counts the multiply-adds; "
+               "a multiply and an add are 2 FLOPs")
+        expect(got == 2 * n ** 3, f"an {n}x{n} matmul does 2 * {n}**3 = {2 * n ** 3} FLOPs, "
+               f"you counted {got} (are index computations, integers, counted too?)")
+    got = count_flops(mlc.lower(scaled_func(16)))
+    expect(got == 48, f"y = x / 3.0 + 1.0 / x over 16 elements is 48 FLOPs, you counted {got}")
+
+@exercise("2. divide by multiplying", hint="in visit_Div: op = self.generic_visit(op); if "
+          "isinstance(op.b, tir.FloatImm), return op.a * tir.FloatImm(1.0 / op.b.value, op.dtype)")
+def check_reciprocal(ReciprocalDivision):
+    func = scaled_func(16)
+    new = ReciprocalDivision().visit(func)
+    expect(isinstance(new, tir.PrimFunc), "visit(func) should give back a PrimFunc")
+    divs = tir.functor.collect(new.body, lambda n: isinstance(n, tir.Div))
+    expect(len(divs) == 1, f"{len(divs)} divisions left; the one by the constant 3.0 should "
+           "become a multiplication and 1.0 / X[i] (not a constant divisor) should stay")
+    x = np.random.default_rng(4).random(16, dtype=np.float32) + 0.5
+    y = np.zeros(16, "float32")
+    mlc.build(new)(x, y)
+    expect(np.allclose(y, x / 3.0 + 1.0 / x, rtol=1e-6), "the rewritten program computes "
+           "something else than x / 3.0 + 1.0 / x")
+
+@exercise("3. make vectorize legal", hint="reorder so that j is innermost: "
+          "sch.reorder(i, k, j), then sch.vectorize(j)")
+def check_vectorize_j(vectorize_j):
+    sch = tir.Schedule(matmul_func(8))
+    vectorize_j(sch)
+    loops = sch.get_loops(sch.get_block("C"))
+    kinds = [sch.get(lp).kind.name for lp in loops]
+    expect("VECTORIZED" in kinds, f"no loop is vectorized (the loop kinds are {kinds})")
+    expect(sch.get(loops[-1]).loop_var.name == "j" and kinds[-1] == "VECTORIZED",
+           "the vectorized loop should be j, and innermost")
+    a, b = np.ones((8, 8), "float32"), np.arange(64, dtype="float32").reshape(8, 8)
+    c = np.zeros((8, 8), "float32")
+    mlc.build(sch.mod)(a, b, c)
+    expect(np.allclose(c, a @ b), "the result is no longer A @ B")
+
+# %% [markdown]
+# **1. Count the FLOPs.** Complete `FlopCounter`: it counts the floating-point `+ - * /`
+# that a lowered program executes. An operation inside loops counts once per iteration of
+# every loop around it (`self.trips`); integer arithmetic (indices) does not count.
+
+# %%
+class FlopCounter(IRVisitor):
+    def __init__(self):
+        self.flops = 0
+        self.trips = 1  # iterations of the loops around the node being visited
+
+    def visit_For(self, loop):
+        ### BEGIN SOLUTION
+        outer = self.trips
+        self.trips *= int(loop.extent)
+        self.generic_visit(loop)
+        self.trips = outer
+        ### END SOLUTION
+
+    def float_op(self, op):
+        ### BEGIN SOLUTION
+        if op.dtype.startswith("float"):
+            self.flops += self.trips
+        self.generic_visit(op)
+        ### END SOLUTION
+
+    visit_Add = visit_Sub = visit_Mul = visit_Div = float_op
+
+def count_flops(func):
+    counter = FlopCounter()
+    counter.visit(func.body)
+    return counter.flops
+
+check_count_flops(count_flops)
+
+# %% [markdown]
+# **2. Divide by multiplying.** A division costs several times a multiplication, so
+# compilers (under fast-math) replace `x / c` by `x * (1 / c)` when `c` is a constant.
+# Write that pass as an `IRMutator`: rewrite a float `Div` whose divisor is a `FloatImm`.
+
+# %%
+class ReciprocalDivision(IRMutator):
+    def visit_Div(self, op):
+        ### BEGIN SOLUTION
+        op = self.generic_visit(op)
+        if isinstance(op.b, tir.FloatImm):
+            return op.a * tir.FloatImm(1.0 / op.b.value, op.dtype)
+        return op
+        ### END SOLUTION
+
+check_reciprocal(ReciprocalDivision)
+
+# %% [markdown]
+# **3. Make `vectorize` legal.** `vectorize(j)` on `C = A @ B` is refused: `k` is inside
+# `j` (see the errors above). Change the schedule so that `j` is vectorized.
+
+# %%
+def vectorize_j(sch):
+    i, j, k = sch.get_loops(sch.get_block("C"))
+    ### BEGIN SOLUTION
+    sch.reorder(i, k, j)
+    sch.vectorize(j)
+    ### END SOLUTION
+
+check_vectorize_j(vectorize_j)
