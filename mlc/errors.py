@@ -46,6 +46,11 @@ class IntegerDivisionError(RuntimeCheckError, ZeroDivisionError):
     """An integer division or modulo by zero (or ``INT_MIN // -1``) in compiled code."""
 
 
+class ZeroDivisorError(TEError, ZeroDivisionError):
+    """An integer division or modulo by the constant 0, refused when the expression is
+    built (``A[i] // 0``): it has no answer for any input."""
+
+
 class IndexOutOfBoundsError(RuntimeCheckError, IndexError):
     """A compiled kernel's index (read from data, or over a symbolic size) left its array."""
 

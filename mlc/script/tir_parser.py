@@ -29,7 +29,7 @@ import ast
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from mlc.errors import MLCError
+from mlc.errors import MLCError, ZeroDivisorError
 from mlc.script.source import Source
 from mlc.tir import dtype as dt
 from mlc.tir import intrin
@@ -64,6 +64,7 @@ from mlc.tir.expr import (
     StringImm,
     Var,
     _coerce,
+    check_divisor,
     const,
 )
 from mlc.tir.stmt import (
@@ -910,11 +911,22 @@ class TIRParser:
         if isinstance(op, ast.Div):
             return a / b
         if isinstance(op, ast.FloorDiv):
-            return a // b
+            return self._division(FloorDiv, a, b, node)
         if isinstance(op, ast.Mod):
-            return a % b
+            return self._division(FloorMod, a, b, node)
         raise self.error(node, f"operator {type(op).__name__} is not supported in a "
                                "prim_func; use + - * / // %")
+
+    def _division(self, cls: type, a: PrimExpr, b: PrimExpr, node: ast.AST) -> PrimExpr:
+        """``a // b``, ``T.truncmod(a, b)``...: a constant zero divisor is an error at its
+        line (:func:`mlc.tir.expr.check_divisor`)."""
+        try:
+            if cls in (FloorDiv, FloorMod):
+                return a // b if cls is FloorDiv else a % b
+            check_divisor(cls, a, b)
+        except ZeroDivisorError as err:
+            raise self.error(node, str(err)) from err
+        return cls(a, b)  # type: ignore[no-any-return]
 
     def _call(self, node: ast.Call) -> PrimExpr:  # noqa: C901 - one case per builtin
         if isinstance(node.func, ast.Attribute) and node.func.attr == "astype":
@@ -966,7 +978,7 @@ class TIRParser:
             a, b = _coerce(self.expr(args[0]), self.expr(args[1]))
             cls = {"truncdiv": Div, "truncmod": Mod, "floordiv": FloorDiv,
                    "floormod": FloorMod}[name]
-            return cls(a, b)
+            return self._division(cls, a, b, node)
         if name == "abs":
             arity(1, "T.abs(x)")
             x = self.expr(args[0])

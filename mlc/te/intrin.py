@@ -29,6 +29,7 @@ from mlc.tir.expr import (
     Select,
     _coerce,
     chain,
+    check_divisor,
     convert,
 )
 from mlc.tir.expr import Div as _Div
@@ -160,22 +161,26 @@ def min_value(dtype: str) -> PrimExpr:
 def floordiv(a: Any, b: Any) -> PrimExpr:
     """``a // b`` rounding down (what Python's ``//`` does on te expressions)."""
     x, y = _coerce(a, b)
+    check_divisor(FloorDiv, x, y)
     return FloorDiv(x, y)
 
 
 def floormod(a: Any, b: Any) -> PrimExpr:
     """``a % b`` with the sign of ``b`` (Python's ``%``)."""
     x, y = _coerce(a, b)
+    check_divisor(FloorMod, x, y)
     return FloorMod(x, y)
 
 
 def truncdiv(a: Any, b: Any) -> PrimExpr:
     """Integer division rounding toward zero (C's ``/``)."""
     x, y = _coerce(a, b)
+    check_divisor(_Div, x, y)
     return _Div(x, y)
 
 
 def truncmod(a: Any, b: Any) -> PrimExpr:
     """Remainder with the sign of ``a`` (C's ``%``)."""
     x, y = _coerce(a, b)
+    check_divisor(Mod, x, y)
     return Mod(x, y)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, Union
 
 import numpy as np
 
-from mlc.errors import MLCTypeError
+from mlc.errors import MLCTypeError, ZeroDivisorError
 from mlc.tir import dtype as dt
 
 if TYPE_CHECKING:
@@ -249,7 +249,7 @@ class Mul(BinaryOp):
 
 @_node
 class Div(BinaryOp):
-    """True division of floats."""
+    """True division of floats; truncated integer division (C's ``/``) of integers."""
 
 
 @_node
@@ -618,8 +618,30 @@ def _const_like(value: Any, dtype: str) -> PrimExpr:
     return const(value, dt.element(dtype))
 
 
+def check_divisor(cls: type[BinaryOp], a: PrimExpr, b: PrimExpr) -> None:
+    """Refuse an integer division or modulo by the constant 0 as a user writes it (``A[i] //
+    0``, ``te.truncmod(x, 0)``): it has no value for any input. Only what a user builds is
+    checked; a pass that folds a divisor to 0 (under a guard that keeps it from running,
+    say) leaves it to the run-time check."""
+    divisor = b.value if isinstance(b, Broadcast) else b
+    if not (isinstance(divisor, IntImm) and divisor.value == 0):
+        return
+    if not dt.is_int(dt.element(a.dtype)):
+        return
+    op = {Div: "truncdiv", Mod: "truncmod", FloorDiv: "//", FloorMod: "%"}.get(cls)
+    if op is None:
+        return
+    shown = f"{a} {op} 0" if op in ("//", "%") else f"{op}({a}, 0)"
+    raise ZeroDivisorError(
+        f"integer division by the constant 0: `{shown}` has no value for any input. Divide "
+        "by a non-zero constant, or guard a divisor that may be zero: "
+        "te.if_then_else(b != 0, a // b, 0)"
+    )
+
+
 def _binary(cls: type[BinaryOp], a: Any, b: Any) -> PrimExpr:
     x, y = _coerce(a, b)
+    check_divisor(cls, x, y)
     if cls in (And, Or):
         if not (dt.is_bool(x.dtype) and dt.is_bool(y.dtype)):
             raise MLCTypeError(
