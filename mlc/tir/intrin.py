@@ -139,6 +139,10 @@ _TABLE = [
     Intrinsic("dp4a", 3, _dp4a, "dot", "mlc_dp4a({0}, {1}, {2})", float_only=False,
               llvm_name="x86.avx512.vpdpbusd",
               doc="int32 lanes += 4 products of u8 x s8 bytes each (AVX-512 VNNI vpdpbusd)"),
+    Intrinsic("dp4a_u7", 3, _dp4a, "dot", "mlc_dp4a_u7({0}, {1}, {2})", float_only=False,
+              llvm_name="x86.avx2.pmadd.ub.sw",
+              doc="dp4a whose unsigned bytes are 7-bit (0..127): vpdpbusd on VNNI, else exact "
+                  "as AVX2 vpmaddubsw + vpmaddwd (127 * 127 * 2 < 32767: no int16 saturation)"),
     Intrinsic("dp2a_bf16", 3, _dp2a_bf16, "dot", "mlc_dp2a_bf16({0}, {1}, {2})",
               float_only=False, llvm_name="x86.avx512bf16.dpbf16ps",
               doc="float32 lanes += 2 products of bfloat16 pairs each (AVX512_BF16 vdpbf16ps)"),
@@ -170,7 +174,8 @@ def names(llvm: LLVMForm | None = None) -> list[str]:
 # The rows whose result is not of the first argument's dtype: an argument's position (the
 # accumulator of a dot product) or a dtype.
 _RESULT: dict[str, int | str] = {
-    "dp4a": 2, "dp2a_bf16": 2, "bf16_to_f32": "float32", "omp_get_thread_num": "int32",
+    "dp4a": 2, "dp4a_u7": 2, "dp2a_bf16": 2, "bf16_to_f32": "float32",
+    "omp_get_thread_num": "int32",
 }  # fmt: skip
 
 
