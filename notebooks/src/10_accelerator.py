@@ -242,6 +242,105 @@ vdla_latency_hiding(runs, until=12000)
 vdla_roofline({f"{t} vthread": st for t, (st, _) in runs.items()})
 
 # %% [markdown]
+# ## Heterogeneous execution: a quantized MLP on the CPU and the accelerator
+# The notes' last point about VDLA: the accelerator runs what it has instructions for, and the
+# CPU the rest. A dense layer of a quantized network fits VDLA entirely: the GEMM on the tensor
+# core, then bias, ReLU and **requantization** (round, shift right, clip to int8) as ALU
+# instructions on the accumulators, then a STORE that writes int8. In te that is three stages,
+# the GEMM `C` and the epilogue `D` both kept in `acc_buffer` with `set_scope`
+# (`mlc.vdla.schedules.dense_schedule`):
+
+# %%
+from mlc.vdla.schedules import dense_compute, dense_schedule
+
+print(inspect.getsource(dense_compute).split('"""')[1])
+s, args = dense_schedule(16, 16, 16, shift=6, relu=True)
+f = mlc.build(s, args, target="vdla")
+epilogue = [ln for ln in f.get_source().splitlines() if "ALU" in ln or "STOR" in ln]
+print("\n".join(epilogue[:8]))
+
+# %% [markdown]
+# The bias is one row of tiles (`Bias[y % 8, x]`): the ALU's source index does not move with
+# the rows, so one bias row serves every row of the batch. Checked against numpy:
+
+# %%
+a16 = rng.integers(-128, 128, (16, 16), dtype=np.int8)
+w16 = rng.integers(-128, 128, (16, 16), dtype=np.int8)
+b16 = rng.integers(-5000, 5000, 16).astype(np.int32)
+o16 = np.zeros((16, 16), np.int8)
+f(a16, w16, np.tile(b16, (8, 1)), o16)
+acc16 = a16.astype(np.int32) @ w16.astype(np.int32).T + b16
+print(np.array_equal(o16, np.minimum((np.maximum(acc16, 0) + 32) >> 6, 127).astype(np.int8)))
+
+# %% [markdown]
+# Now the digits MLP of notebooks 06 and 09 (64-64-32-10), quantized for this machine
+# (`mlc.graph.hetero`). VDLA has no multiplier by a real number, so each layer's output scale
+# is its accumulator scale times a power of two (a shift), with one scale per weight tensor.
+# The parts run in order, each built for its device: the input's quantization and the final
+# dequantize + softmax as mlc graphs for the CPU, the three dense layers for `vdla`. Sizes that
+# are not multiples of 8 are padded with zeros on the host (10 classes become 16 columns).
+
+# %%
+from mlc.examples.mlp import load_data, numpy_forward, train_mlp
+from mlc.examples.qmlp import quantize_mlp, quantized_forward
+from mlc.graph.hetero import build_hetero_mlp, integer_forward, quantize_mlp_for_vdla
+
+x_train, y_train, x_test, y_test = load_data()
+params = train_mlp(x_train, y_train)
+qm = quantize_mlp_for_vdla(params, x_train)
+print("requantization shifts:", qm.shift[:-1])
+nets = {t: build_hetero_mlp(qm, len(x_test), threads=t) for t in (1, 2)}
+cpu_net = build_hetero_mlp(qm, len(x_test), accel="llvm")
+for part, target in nets[1].parts:
+    print(f"{part:20} {target}")
+
+# %%
+def accuracy(probs_or_logits):
+    return float((probs_or_logits.argmax(1) == y_test).mean())
+
+
+probs = nets[1](x_test)
+exact = np.array_equal(nets[1].logits(x_test), cpu_net.logits(x_test))
+print(f"{'fp32 (numpy)':32} {accuracy(numpy_forward(params, x_test)):.2%}")
+print(f"{'int8, float rescale (notebook 09)':32} "
+      f"{accuracy(quantized_forward(quantize_mlp(params, x_train), x_test)):.2%}")
+print(f"{'int8, shifts, all on the CPU':32} {accuracy(cpu_net(x_test)):.2%}")
+print(f"{'int8, shifts, CPU + VDLA':32} {accuracy(probs):.2%}")
+print("VDLA logits == CPU logits:", exact,
+      "| == numpy:", np.array_equal(nets[1].logits(x_test), integer_forward(qm, x_test)))
+
+# %% [markdown]
+# Everything between the input's quantization and the dequantization is integer arithmetic,
+# so the accelerator's logits are bit for bit the CPU's, and the accuracies of the last two
+# rows are equal. The simulator also says what one batch of the test set costs on the
+# accelerator, layer by layer, with one and with two virtual threads (the batch is padded to
+# whole blocks of 8 rows per thread):
+
+# %%
+print(f"{'vthreads':>8} {'batch':>6} {'layer':>6} {'cycles':>7} {'busy: load':>11} "
+      f"{'compute':>8} {'store':>6} {'GEMM':>6} {'ALU':>6}")
+for t, net in nets.items():
+    net(x_test)
+    for k, st in enumerate(net.stats):
+        busy = [st.busy[m] / st.cycles for m in vdla.Module]
+        print(f"{t:>8} {net.padded_batch:>6} {k:>6} {st.cycles:>7,} {busy[0]:>11.0%} "
+              f"{busy[1]:>8.0%} {busy[2]:>6.0%} {st.gemm_cycles:>6,} {st.alu_cycles:>6,}")
+    print(f"{'':>8} {'':>6} {'all':>6} {net.cycles:>7,}")
+saved_mlp = 1 - nets[2].cycles / nets[1].cycles
+print(f"two virtual threads: {saved_mlp:.1%} fewer cycles;",
+      f"a 512-byte DMA costs {cfg.dram_cycles(512)} cycles,",
+      f"{cfg.dram_latency} of them latency")
+
+# %% [markdown]
+# Unlike the GEMM above, a second virtual thread saves little here. Virtual threads overlap
+# the three modules; they shorten none of them, and in each of these small layers one module
+# is already busy for most of the run: compute in the first (its ALU epilogue, seven
+# operations on every tile, costs nearly as much as its GEMM), the load module in the second,
+# the store module in the last (it writes int32 logits). The loads and stores are short, one
+# 8-row block each, so the DMA latency is most of their cost. Larger transfers per
+# instruction, and fewer ALU operations per tile, would pay more than another thread.
+
+# %% [markdown]
 # ## Exercises
 # 1. **Tokens.** `bare` (above) is the one-tile program with no flags at all. Set the flags
 #    yourself in `FLAGS` (instruction index -> the flags it needs, e.g.
