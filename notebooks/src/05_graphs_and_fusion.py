@@ -10,15 +10,23 @@
 # into chains; an OUT_ELEMWISE_FUSABLE op (dense, conv2d) absorbs the element-wise ops after
 # it; a reduction ends a group; OPAQUE ops stand alone.
 #
-# **You will:** build a graph with the seeds' NNVM/Relay call shape, draw it before and after
-# `graph.optimize`, count kernels, and measure what fusion saves.
+# **You will:** build a graph with the NNVM/Relay call shape of the CSE 599W TVM lecture, draw
+# it before and after `graph.optimize`, read what each pass did (packed weights, fused
+# groups, the memory plan), measure what fusion saves, weigh the graph approach against
+# XLA's and TensorRT's, and write graph rewrites of your own.
 
 # %%
-import numpy as np
-%matplotlib inline
 import matplotlib
-matplotlib.rcParams["figure.dpi"] = 80
+import numpy as np
+
+import mlc
 from mlc import graph, viz
+from mlc.graph import relax
+from mlc.graph.op import list_ops
+from mlc.script import R, ir_module
+from mlc.testing.exercises import exercise, expect
+
+matplotlib.rcParams["figure.dpi"] = 80
 
 rng = np.random.default_rng(0)
 
@@ -61,6 +69,56 @@ print(g2)
 # %% tags=["nbval-ignore-output"]
 viz.graph_drawing(g2, "after")
 
+# %% [markdown]
+# ## What the optimizer did
+# **Packed weights.** The dense ops became `nn.dense_pack`, and `W1`, a `(32, 64)` constant,
+# became a `(2, 64, 16)` one. `nn.dense` reads `W[j, k]`; vectorizing over the output
+# column `j` would load 16 floats that lie 64 apart. `alter_op_layout` stores the weight as
+# `wp[j // 16, k, j % 16]` (TVM's `dense_pack`), so the 16 outputs of one vector read 16
+# neighbouring floats, and `fold_constant` does that copy once, at compile time:
+
+# %%
+packed = [n for n in g2.topo() if isinstance(n, graph.Call) and n.op.name == "nn.dense_pack"]
+wp = packed[0].args[1].value
+print("W1", W1.shape, "-> wp", wp.shape)
+assert np.array_equal(wp, W1.reshape(2, 16, 64).transpose(0, 2, 1))
+print("wp[j // 16, k, j % 16] == W1[j, k] for every j, k")
+
+# %% [markdown]
+# **The memory plan.** Kernels run in the order of their groups. The output of a group is
+# live from the step that writes it until the last group that reads it; two intermediates
+# whose lifetimes do not overlap can share one buffer (the graph's output gets its own: the
+# caller keeps it). The last line of the printout says what the plan achieved here:
+
+# %%
+def show_plan(gr):
+    last_read = {}
+    for step, grp in enumerate(gr.groups):
+        for a in grp.inputs():
+            last_read[a] = step
+    written = {grp.root: step for step, grp in enumerate(gr.groups)}
+    for node, sid in gr.memory.storage.items():
+        print(f"  {node.op.name:14s} {node.shape}: live in steps "
+              f"{written[node]}..{last_read[node]}, buffer {sid} ({gr.memory.sizes[sid]} bytes)")
+    print(" ", gr.memory)
+
+show_plan(g2)
+
+# %% [markdown]
+# Each intermediate is still needed when the next is written, so nothing can share here.
+# A deeper network, five dense layers, lets the plan reuse buffers:
+
+# %%
+rng_deep = np.random.default_rng(5)
+z = graph.var("z", shape=(16, 64))
+hz = z
+for _ in range(5):
+    W = rng_deep.standard_normal((64, 64)).astype("float32")
+    hz = graph.nn.relu(graph.nn.dense(hz, graph.const(W)))
+deep = graph.optimize(graph.Graph([z], [graph.nn.softmax(hz)]))
+show_plan(deep)
+assert deep.memory.bytes_after < deep.memory.bytes_before
+
 # %%
 n_ops = sum(1 for n in g.topo() if isinstance(n, graph.Call))
 n_kernels = len(g2.groups)
@@ -93,6 +151,62 @@ print(f"unfused {t_unfused * 1e6:.1f} us, fused {t_fused * 1e6:.1f} us "
       f"({t_unfused / t_fused:.2f}x)")
 
 # %% [markdown]
+# ## The computational-graph approach, and XLA's and TensorRT's
+# A graph as the IR, the approach of TensorFlow XLA, Intel nGraph and NVIDIA TensorRT (as
+# the CSE 599W lecture puts it), has clear strengths: the whole model is visible, so
+# rewrites across operators (fusion, folding constants, changing layouts, planning memory)
+# are simple, rule-based and cheap; and an operator's kernel can be a tuned library call.
+# Its weakness is the other side of that coin: every operator still needs a kernel *for
+# every hardware target*, written by hand or generated; a new operator or a fusion the
+# rules did not foresee has none; and nothing *inside* an operator (its loops, tiles,
+# vectors) is visible at this level. That gap is what tensor expressions and schedules (01,
+# 02) and the tuners (07) close.
+#
+# **XLA's HLO** keeps the set of operators small: a few primitives such as *map*
+# (element-wise), *broadcast*, *reduce*, *convolution* and *reduce-window* (pooling), with
+# constant shapes and a fixed layout. Fewer operators means fewer kernels to write and
+# fusion rules that cover everything. mlc's graph ops fall into the same few kinds; the
+# fusion pattern is the kind (this table is read from mlc's op registry):
+
+# %%
+by_pattern = {}
+for op in list_ops():
+    by_pattern.setdefault(op.pattern, []).append(op.name)
+for pattern in sorted(by_pattern):
+    print(f"{pattern.name:21s} {', '.join(sorted(by_pattern[pattern]))}")
+
+# %% [markdown]
+# HLO's map is ELEMWISE, broadcast is BROADCAST, reduce is COMM_REDUCE, convolution (and
+# dense, a 1 × 1 convolution) is OUT_ELEMWISE_FUSABLE, and reduce-window is pooling.
+#
+# **TensorRT fuses by rules** in two directions. *Vertical* fusion merges a chain, a
+# convolution or dense with the bias and activation after it: that is mlc's `fuse_ops`,
+# above. *Horizontal* fusion merges sibling layers that read the same input (the 1 × 1
+# convolutions at the start of an Inception block) into one wider layer, so the input is
+# read once and one kernel runs instead of several. Here are two dense + relu branches of
+# one input, concatenated; which groups form?
+
+# %%
+rng_br = np.random.default_rng(6)
+Wa = rng_br.standard_normal((8, 16)).astype("float32")
+Wb = rng_br.standard_normal((8, 16)).astype("float32")
+xb = graph.var("x", shape=(4, 16))
+branches = graph.Graph([xb], [graph.concatenate(
+    [graph.nn.relu(graph.nn.dense(xb, graph.const(Wa))),
+     graph.nn.relu(graph.nn.dense(xb, graph.const(Wb)))], axis=1)])
+branches_opt = graph.optimize(branches)
+print(branches_opt)
+for grp in branches_opt.groups:
+    print(f"kernel {grp.gid}: {[n.op.name for n in grp.nodes]}")
+assert len(branches_opt.groups) == 3
+
+# %% [markdown]
+# Three kernels: each branch fused *vertically* (dense + relu), but mlc's `fuse_ops` never
+# fuses *horizontally*: the two denses that read `x` stay two kernels, and the concatenate
+# copies their outputs into a third. Horizontal fusion is a graph rewrite; you will write
+# it in exercise 2 (one dense with the two weights stacked, then one relu: one kernel).
+
+# %% [markdown]
 # ## Your own rewrite
 # Fusion is one rewrite the compiler knows. You can write others, as the MLC course does,
 # with a mutator over the graph-level function: override `visit_call_`, visit the
@@ -101,9 +215,6 @@ print(f"unfused {t_unfused * 1e6:.1f} us, fused {t_fused * 1e6:.1f} us "
 # `ewise_fma(x, y, z)` op.
 
 # %%
-from mlc.graph import relax
-from mlc.script import ir_module, R
-import mlc
 
 @ir_module
 class FMAModule:
@@ -140,27 +251,17 @@ cleaned = relax.analysis.remove_all_unused(updated_fn)
 cleaned.show()
 xs = rng.standard_normal((3, 4)).astype("float32")
 ys = rng.standard_normal((3, 4)).astype("float32")
-out = mlc.build(relax.from_graph(relax.to_graph(cleaned)))["main"](xs, ys)
+out = mlc.build(relax.from_graph(relax.to_graph(cleaned)), target="llvm")["main"](xs, ys)
 np.testing.assert_allclose(out, xs * ys + ys, rtol=1e-6)
 print("ewise_fma(x, y, y) == x * y + y")
 
 # %% [markdown]
-# **Exercise.** Write `ReluOfReluRewriter`: `relu(relu(x))` is `relu(x)`; return
-# `value` (the inner call) when the argument of a relu was made by a relu.
+# ## Exercises
+# Complete each rewrite (replace `raise NotImplementedError()`) and run the check under it:
+# ✓, or ✗ with what is wrong and a hint. Run the next cell first: it defines the checks.
+# Nothing from the cells above is needed but the imports.
 
 # %%
-@relax.expr_functor.mutator
-class ReluOfReluRewriter(relax.PyExprMutator):
-    def visit_call_(self, call):
-        call = self.visit_expr_post_order(call)
-        relu = relax.Op.get("relax.nn.relu")
-        if call.op != relu:
-            return call
-        value = self.lookup_binding(call.args[0])
-        if isinstance(value, relax.Call) and value.op == relu:
-            return call.args[0]
-        return call
-
 @ir_module
 class Twice:
     @R.function
@@ -171,19 +272,107 @@ class Twice:
             R.output(gv0)
         return gv0
 
-simplified = relax.analysis.remove_all_unused(ReluOfReluRewriter().visit_expr(Twice["main"]))
-simplified.show()
-assert len(simplified.bindings()) == 1
+@ir_module
+class Once:
+    @R.function
+    def main(x: R.Tensor((2, 3), "float32")):
+        with R.dataflow():
+            gv0 = R.nn.relu(x)
+            R.output(gv0)
+        return gv0
+
+def run_relax(fn, xv):
+    return mlc.build(relax.from_graph(relax.to_graph(fn)), target="llvm")["main"](xv)
+
+@exercise("1. relu of relu", hint="in visit_call_, after visit_expr_post_order: when call.op "
+          "is relu and self.lookup_binding(call.args[0]) is a relu call too, return call.args[0]")
+def check_relu_of_relu(Rewriter):
+    xv = np.random.default_rng(7).standard_normal((2, 3)).astype("float32")
+    once = relax.analysis.remove_all_unused(Rewriter().visit_expr(Once["main"]))
+    expect(len(once.bindings()) == 1, "a single relu must stay: only relu(relu(x)) simplifies")
+    twice = relax.analysis.remove_all_unused(Rewriter().visit_expr(Twice["main"]))
+    n = len(twice.bindings())
+    expect(n == 1, f"relu(relu(x)) should leave one relu, it leaves {n} bindings")
+    expect(np.allclose(run_relax(twice, xv), np.maximum(xv, 0)), "the result is not relu(x)")
+
+def branch_graph(n_branches, shared=True, seed=8):
+    rng_ex = np.random.default_rng(seed)
+    xs = [graph.var(f"x{i}", shape=(4, 16)) for i in range(1 if shared else n_branches)]
+    ws = [rng_ex.standard_normal((8, 16)).astype("float32") for _ in range(n_branches)]
+    outs = [graph.nn.relu(graph.nn.dense(xs[i % len(xs)], graph.const(w)))
+            for i, w in enumerate(ws)]
+    return graph.Graph(xs, [graph.concatenate(outs, axis=1)])
+
+def run_graph(gr, seed=9):
+    rng_in = np.random.default_rng(seed)
+    feeds = {v.name: rng_in.standard_normal(v.shape).astype("float32") for v in gr.inputs}
+    return graph.build(graph.optimize(gr))(**feeds)[0]
+
+@exercise("2. horizontal fusion", hint="take the weights with branch.args[0].args[1].value, "
+          "stack them with np.concatenate(..., axis=0) and return "
+          "graph.nn.relu(graph.nn.dense(x, graph.const(stacked)))")
+def check_horizontal(merge_branches):
+    for k in (2, 3):
+        g_in = branch_graph(k)
+        merged = graph.rewrite(g_in, merge_branches)
+        kernels = len(graph.optimize(merged).groups)
+        expect(kernels == 1, f"{k} branches of one input should become 1 kernel, not {kernels}")
+        expect(np.allclose(run_graph(merged), run_graph(g_in), rtol=1e-5, atol=1e-5),
+               f"with {k} branches the merged graph computes something else")
+    two_inputs = branch_graph(2, shared=False)
+    expect(np.allclose(run_graph(graph.rewrite(two_inputs, merge_branches)),
+                       run_graph(two_inputs), rtol=1e-5, atol=1e-5),
+           "branches that read different inputs must not be merged")
 
 # %% [markdown]
-# ## Exercises
-# 1. How many kernels does the optimized graph have, and which ops share one?
-# 2. Add a `graph.nn.relu` after the second dense: does the kernel count change? (It should
-#    not: relu is element-wise and fuses into the dense before it.)
+# **1. relu of relu.** Write `ReluOfReluRewriter`, a mutator like `EwiseFMARewriter`:
+# `relu(relu(x))` is `relu(x)`, so when the argument of a relu was made by a relu, return
+# that argument (the inner call) instead.
 
 # %%
-y3 = graph.nn.relu(graph.nn.dense(h, graph.const(W2)) + graph.const(b2))
-g3 = graph.optimize(graph.Graph([x], [graph.nn.softmax(y3)]))
-assert n_kernels < n_ops, "fusion should make fewer kernels than ops"
-assert len(g3.groups) == n_kernels, "an element-wise relu fuses into its producer"
-print(n_kernels, "kernels either way")
+@relax.expr_functor.mutator
+class ReluOfReluRewriter(relax.PyExprMutator):
+    def visit_call_(self, call):
+        call = self.visit_expr_post_order(call)
+        relu = relax.Op.get("relax.nn.relu")
+        ### BEGIN SOLUTION
+        if call.op != relu:
+            return call
+        value = self.lookup_binding(call.args[0])
+        if isinstance(value, relax.Call) and value.op == relu:
+            return call.args[0]
+        return call
+        ### END SOLUTION
+
+check_relu_of_relu(ReluOfReluRewriter)
+
+# %% [markdown]
+# **2. Horizontal fusion.** Write the function that `graph.rewrite(g, fn)` calls on every op
+# (`fn(node, args)`, with the op's already rewritten arguments; return a replacement, or
+# None to keep it): replace `concatenate([relu(dense(x, W1)), relu(dense(x, W2)), ...],
+# axis=1)`, where every dense reads the same `x` and has a constant weight, by
+# `relu(dense(x, W))` with `W` the weights stacked on axis 0. One kernel instead of three
+# (or more).
+
+# %%
+def merge_branches(node, args):
+    if node.op.name != "concatenate" or node.attrs.get("axis") != 1:
+        return None
+    denses = []
+    for arg in args:
+        if not (isinstance(arg, graph.Call) and arg.op.name == "nn.relu"):
+            return None
+        dense = arg.args[0]
+        if not (isinstance(dense, graph.Call) and dense.op.name == "nn.dense"
+                and isinstance(dense.args[1], graph.Constant)):
+            return None
+        denses.append(dense)
+    ### BEGIN SOLUTION
+    x = denses[0].args[0]
+    if any(d.args[0] is not x for d in denses):
+        return None
+    stacked = np.concatenate([d.args[1].value for d in denses], axis=0)
+    return graph.nn.relu(graph.nn.dense(x, graph.const(stacked)))
+    ### END SOLUTION
+
+check_horizontal(merge_branches)
