@@ -85,3 +85,37 @@ def test_lowered_epilogue_reads_like_alu_calls() -> None:
         in text
     # weights and bias are loaded once, before the loop over blocks of rows
     assert text.index('access_ptr(W[0, 0], "r"), 16, 16)') < text.index("for y_0 in")
+
+
+def test_a_repeated_bias_row_may_come_first() -> None:
+    from mlc import te
+
+    m, n, k = 16, 8, 8
+    A = te.placeholder((m, k), name="A", dtype="int8")
+    W = te.placeholder((n, k), name="W", dtype="int8")
+    bias = te.placeholder((8, n), name="Bias", dtype="int32")
+    r = te.reduce_axis((0, k), name="k")
+    C = te.compute((m, n), lambda y, x: te.sum(
+        A[y, r].astype("int32") * W[x, r].astype("int32"), axis=r), name="C")
+    D = te.compute((m, n), lambda y, x: bias[y % 8, x] + C[y, x], name="D")
+    O = te.compute((m, n), lambda y, x: D[y, x], name="O")
+    s = te.create_schedule(O.op)
+    s[C].set_scope(vdla.acc_buffer)
+    s[D].set_scope(vdla.acc_buffer)
+    s.cache_read(A, vdla.inp_buffer, [C])
+    s.cache_read(W, vdla.wgt_buffer, [C])
+    s.cache_read(bias, vdla.acc_buffer, [D])
+    yo, xo, _, _ = s[O].tile(*s[O].op.axis, 8, 8)
+    s[C].compute_at(s[O], xo)
+    s[D].compute_at(s[O], xo)
+    yc, xc = s[C].op.axis
+    s[C].tensorize(yc, vdla.gemm8x8)
+    f = mlc.build(s, [A, W, bias, O], target="vdla")
+    rng = np.random.default_rng(4)
+    a = rng.integers(-128, 128, (m, k), dtype=np.int8)
+    w = rng.integers(-128, 128, (n, k), dtype=np.int8)
+    b = rng.integers(-5000, 5000, n).astype(np.int32)
+    out = np.zeros((m, n), np.int32)
+    f(a, w, np.tile(b, (8, 1)), out)
+    np.testing.assert_array_equal(out, reference(a, w, b, None, False))
+    assert any(isinstance(i, Alu) and i.src_factor == (0, 1) for i in f.program.instructions)
