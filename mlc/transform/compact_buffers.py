@@ -25,7 +25,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import cast
 
+import numpy as np
+
 from mlc.tir.arith import Analyzer, eval_region
+from mlc.tir.arith.evaluate import evaluate_known
 from mlc.tir.expr import LE, LT, And, BufferLoad, IntImm, PrimExpr, Range, Var, const
 from mlc.tir.functor import IRMutator, IRVisitor, substitute, uses_var
 from mlc.tir.stmt import Allocate, Buffer, BufferStore, For, ForKind, IfThenElse, PrimFunc, Stmt
@@ -133,15 +136,23 @@ def _plan(
     cut = len(prefix)
     if shared:  # shared memory is one per thread block, never per thread
         cut = next((n for n, f in enumerate(prefix) if _tag(f).startswith("thread")), cut)
+    regions: dict[int, list[Range] | None] = {}
+
+    def region_of(fixed: list[For]) -> list[Range] | None:  # memoized by depth
+        if len(fixed) not in regions:
+            regions[len(fixed)] = _union_region(buf, accesses, fixed)
+        return regions[len(fixed)]
+
     for depth in range(len(prefix), -1, -1):
         fixed = [f for f in prefix[:depth] if not (shared and _tag(f).startswith("thread"))]
-        region = _union_region(buf, accesses, fixed)
+        region = region_of(fixed)
         if region is None:
             continue
         # each iteration of the innermost fixed loop writing first what it reads means no
         # value flows between the iterations of any fixed loop
-        if (fixed and _written_first(buf, accesses, fixed)) or all(
-            _private_copy(buf, f) or _disjoint_iterations(buf, accesses, fixed[: t + 1])
+        if (fixed and _written_first(accesses, fixed, region)) or all(
+            _private_copy(buf, f)
+            or _disjoint_iterations(fixed[: t + 1], region_of(fixed[: t + 1]))
             for t, f in enumerate(fixed)
         ):
             offsets = tuple(r.min for r in region)
@@ -184,6 +195,7 @@ def _union_region(
             if not isinstance(hi, int):
                 return None
             hi = _guarded_extent(acc.indices[d], r, hi, acc.guards, list(inner), ana)
+            hi = _enumerated_extent(acc.indices[d], r, hi, acc.guards, inner, ana)
             base = lows[d]
             if base is None:
                 lows[d], spans[d] = r.min, (0, hi)
@@ -236,10 +248,76 @@ def _guarded_extent(
     return best
 
 
-def _disjoint_iterations(buf: Buffer, accesses: list[_Access], fixed: list[For]) -> bool:
-    """Do different iterations of ``fixed[-1]`` touch disjoint parts of ``buf``? True when
-    in some dimension the region moves by at least its size from one iteration to the next."""
-    region = _union_region(buf, accesses, fixed)
+_MAX_ENUMERATED = 1 << 12
+
+
+def _enumerated_extent(
+    index: PrimExpr,
+    region: Range,
+    extent: int,
+    guards: tuple[PrimExpr, ...],
+    inner: dict[Var, Range],
+    ana: Analyzer,
+) -> int:
+    """``extent``, or less when trying every value of the relaxed loops (a few thousand at
+    most, constant ranges) shows that the guards around the access keep ``index`` lower: a
+    cooperative copy split into threads x vector lanes wider than the tile is guarded by
+    ``fused < 64`` while its index is ``fused // 8``, which the guard bounds by 7 (the shared
+    tile is 8 rows, not threads * lanes / 8)."""
+    if not guards or not inner:
+        return extent
+    total = 1
+    for r in inner.values():
+        if not (isinstance(r.min, IntImm) and isinstance(r.extent, IntImm)):
+            return extent
+        total *= max(r.extent.value, 0)
+    if total == 0 or total > _MAX_ENUMERATED:
+        return extent
+    offset = ana.simplify(index - region.min)
+    variables = list(inner)
+    if not uses_var(offset, lambda v: any(v is x for x in variables)) or uses_var(
+        offset, lambda v: not any(v is x for x in variables)
+    ):
+        return extent  # depends on loops outside the region: the shift is not constant
+    parts: list[PrimExpr] = []
+    todo = list(guards)
+    while todo:  # conjuncts, each evaluated on whole arrays of loop values
+        g = todo.pop()
+        if isinstance(g, And):
+            todo += [g.a, g.b]
+        else:
+            parts.append(g)
+    own = [g for g in parts if not uses_var(g, lambda v: not any(v is x for x in variables))]
+    if not own:
+        return extent
+    grids = np.meshgrid(
+        *[np.arange(r.min.value, r.min.value + r.extent.value, dtype=np.int64)  # type: ignore[attr-defined]
+          for r in inner.values()],
+        indexing="ij",
+    )  # fmt: skip
+    env = {id(v): g.ravel() for v, g in zip(variables, grids)}
+    try:
+        keep = np.ones(total, dtype=bool)
+        for g in own:
+            ok = evaluate_known(g, env)
+            if ok is None:
+                return extent
+            keep &= np.broadcast_to(np.asarray(ok, dtype=bool), (total,))
+        found = evaluate_known(offset, env)
+        if found is None:
+            return extent
+        values = np.broadcast_to(np.asarray(found, dtype=np.int64), (total,))
+    except Exception:  # noqa: BLE001 - an expression numpy cannot evaluate: keep the bound
+        return extent
+    if not keep.any():
+        return extent
+    return min(extent, int(values[keep].max()) + 1)
+
+
+def _disjoint_iterations(fixed: list[For], region: list[Range] | None) -> bool:
+    """Do different iterations of ``fixed[-1]`` touch disjoint parts of the buffer whose
+    ``region`` they touch? True when in some dimension the region moves by at least its size
+    from one iteration to the next."""
     if region is None:
         return False
     loop = fixed[-1]
@@ -254,7 +332,7 @@ def _disjoint_iterations(buf: Buffer, accesses: list[_Access], fixed: list[For])
     return False
 
 
-def _written_first(buf: Buffer, accesses: list[_Access], fixed: list[For]) -> bool:
+def _written_first(accesses: list[_Access], fixed: list[For], region: list[Range]) -> bool:
     """Does every iteration of ``fixed[-1]`` first write, in a loop nest of its own, all of
     the region it then touches? (A packed copy made inside the loop, as ``cache_read`` +
     ``compute_at`` give: no value flows from one iteration to the next, so each iteration
@@ -269,9 +347,6 @@ def _written_first(buf: Buffer, accesses: list[_Access], fixed: list[For]) -> bo
     ana = Analyzer()
     for f in fixed:
         ana.bind(f.loop_var, Range(f.min, f.extent))
-    region = _union_region(buf, accesses, fixed)
-    if region is None:
-        return False
     used: set[Var] = set()
     for index, r in zip(first.indices, region):
         own = [f for f in inner if uses_var(index, lambda v, f=f: v is f.loop_var)]

@@ -113,11 +113,22 @@ def _vectorize_copy_back(sch: Schedule, block: BlockRV) -> None:
 
 
 def tile_elementwise(sch: Schedule, block: BlockRV) -> bool:
-    """Fuse a block's loops, split off the vector width, parallel outside, vectorize inside."""
+    """Fuse a block's loops, split off the vector width, parallel outside, vectorize inside.
+    When the innermost loop is long and not a multiple of the vector width (the rows of a
+    padded image), the outer loops are fused and run in parallel and the rows stay whole,
+    so indices need no division by the row length."""
+    from mlc.target.llvm.cpu import host_simd
+
     loops = sch.get_loops(block)
     spatial, reduce = _classify(sch, block, loops)
     if reduce or not loops or len(spatial) != len(loops):
         return False
+    last = sch.get(loops[-1])
+    lanes = host_simd().lanes
+    if (len(loops) > 1 and isinstance(last, For) and isinstance(last.extent, IntImm)
+            and last.extent.value >= 2 * lanes and last.extent.value % lanes):
+        sch.parallel(sch.fuse(*loops[:-1]) if len(loops) > 2 else loops[0])
+        return True
     fused = sch.fuse(*loops) if len(loops) > 1 else loops[0]
     outer, inner = sch.split(fused, factors=[None, VECTOR_LANES])
     sch.parallel(outer)
@@ -293,10 +304,20 @@ def tile_gemm(sch: Schedule, block: BlockRV) -> bool:
     sch.unroll(i)
     if k_unrolled is not None:
         sch.unroll(k_unrolled)
-    sch.vectorize(j)
-    sch.vectorize(sch.get_loops(init)[-1])
+    _vectorize_native(sch, j, simd.lanes)
+    _vectorize_native(sch, sch.get_loops(init)[-1], simd.lanes)
     sch.parallel(task)
     return True
+
+
+def _vectorize_native(sch: Schedule, loop: LoopRV, lanes: int) -> None:
+    """Vectorize ``loop`` at the machine's width: a loop of ``v x lanes`` iterations becomes
+    ``v`` unrolled vectors of ``lanes`` (wider vector types cost LLVM seconds to compile)."""
+    n = _extent(sch, loop)
+    if n > lanes and n % lanes == 0:
+        outer, loop = sch.split(loop, factors=[None, lanes])
+        sch.unroll(outer)
+    sch.vectorize(loop)
 
 
 def _extent(sch: Schedule, rv: LoopRV) -> int:
@@ -329,9 +350,6 @@ def _pack(sch: Schedule, block: BlockRV, buffer: str, loop: LoopRV, lanes: int) 
     copy = sch.cache_read(block, index, "global")
     sch.compute_at(copy, loop)
     last = sch.get_loops(copy)[-1]
-    n = _extent(sch, last)
-    width = next((w * lanes for w in (4, 2, 1) if n % (w * lanes) == 0), 0)
-    if width:
-        if n > width:
-            last = sch.split(last, factors=[None, width])[1]
-        sch.vectorize(last)
+    if _extent(sch, last) % lanes == 0:
+        _, inner = sch.split(last, factors=[None, lanes])
+        sch.vectorize(inner)
