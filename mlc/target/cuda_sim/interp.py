@@ -37,6 +37,7 @@ from mlc.tir import dtype as dt
 from mlc.tir import expr as E
 from mlc.tir import intrin
 from mlc.tir import stmt as S
+from mlc.tir.functor import post_order_visit
 from mlc.tir.printer import to_str
 
 WARP_SIZE = 32
@@ -88,6 +89,7 @@ class Access:
     is_write: bool
     epoch: int                 # barriers passed since the kernel began
     values: np.ndarray | None = None  # (K,) what a write stores (the buffer still holds the old)
+    weight: float = 1.0        # iterations this one stands for (``loops=``: sampled loops)
 
 
 class Observer:
@@ -102,7 +104,7 @@ class Observer:
     def barrier(self, interp: Interpreter, stmt: S.Stmt) -> None:
         pass
 
-    def flops(self, count: int) -> None:
+    def flops(self, count: float) -> None:
         pass
 
     def end_kernel(self, interp: Interpreter, kernel: S.KernelLaunch) -> None:
@@ -152,10 +154,17 @@ class Interpreter:
     arrays, all threads of the chosen blocks as lanes, telling ``observers`` everything."""
 
     def __init__(self, func: S.PrimFunc, observers: Sequence[Observer] = (),
-                 blocks: int | None = None) -> None:
+                 blocks: int | None = None, loops: int | None = None) -> None:
         self.func = func
         self.observers = list(observers)
         self.block_limit = blocks
+        # ``loops=m``: of a serial loop with a barrier in its body (the k loop of a tiled
+        # kernel: the same barrier intervals over and over), run m iterations spread over its
+        # range; what happens there counts for the iterations skipped (``weight``). For
+        # counting only: the results are then wrong.
+        self.loop_limit = loops
+        self.weight = 1.0
+        self._has_barrier: dict[int, bool] = {}
         self.kernel: S.KernelLaunch | None = None
         self.lanes: Lanes | None = None
         self.epoch = 0
@@ -329,9 +338,16 @@ class Interpreter:
         var = id(s.loop_var)
         old = self.env.get(var)
         if np.ndim(lo) == 0 and np.ndim(ext) == 0:
-            for v in range(int(lo), int(lo) + int(ext)):
+            values = range(int(lo), int(lo) + int(ext))
+            weight = self.weight
+            if self.loop_limit is not None and len(values) > self.loop_limit \
+                    and self._barrier_inside(s):
+                values = [values[i] for i in pick_blocks(len(values), self.loop_limit)]
+                self.weight = weight * int(ext) / len(values)
+            for v in values:
                 self.env[var] = np.int64(v)
                 self._stmt(s.body, mask)
+            self.weight = weight
         else:
             lo_a = np.broadcast_to(np.asarray(lo, np.int64), (self.n_lanes, 1))
             hi_a = lo_a + np.asarray(ext, np.int64)
@@ -348,6 +364,19 @@ class Interpreter:
             self.env.pop(var, None)
         else:
             self.env[var] = old
+
+    def _barrier_inside(self, s: S.For) -> bool:
+        key = id(s)
+        if key not in self._has_barrier:
+            found = False
+
+            def visit(n: object) -> None:
+                nonlocal found
+                found = found or (isinstance(n, S.Evaluate) and is_barrier(n))
+
+            post_order_visit(s.body, visit)
+            self._has_barrier[key] = found
+        return self._has_barrier[key]
 
     def _barrier(self, s: S.Stmt, mask: np.ndarray | None) -> None:
         if mask is not None and not mask.all():
@@ -427,7 +456,7 @@ class Interpreter:
         if not self.observers:
             return
         a = Access(self.kernel, self.stmt, buf, _scope(buf), lanes, elems, is_write, self.epoch,
-                   values)
+                   values, self.weight)
         for o in self.observers:
             o.access(self, a)
 
@@ -504,7 +533,7 @@ class Interpreter:
             if np.ndim(result) == 0:
                 n = self.n_lanes if mask is None else int(mask.sum())
             for o in self.observers:
-                o.flops(n)
+                o.flops(n * self.weight if self.weight != 1.0 else n)
 
     def _bin(self, e: E.BinaryOp, mask: Any, fn: Any) -> Any:
         a = self._eval(e.a, mask)

@@ -17,16 +17,25 @@
 * *shared memory*: 32 banks of 4 bytes; a warp's access takes as many passes (*wavefronts*)
   as the largest number of different 4-byte words it touches in one bank. A column of a
   32x32 float array: 32 words in bank 0, 32 passes (a 32-way conflict); padded to 33
-  columns, 1.
+  columns, 1. Reads are counted as the compiled code makes them (:func:`shared_reads`): a
+  word a thread already read since the last barrier is in a register, a thread's reads of
+  one 16-byte chunk are one ``float4`` load, served a quarter-warp per pass.
 * *FLOPs* (float operations, a fused multiply-add counts 2) and *occupancy*: how many blocks
   fit on a multiprocessor at once, limited by threads, shared memory and registers (estimated).
 
 **Time** is the largest of the times each resource needs at its peak rate (DRAM bytes, L2
 bytes, L1 and shared-memory passes, FP32 operations, issued warp instructions), stretched
 when too few warps are resident to hide latency or the last wave of blocks leaves
-multiprocessors idle, plus the launch. The roofline places the kernel by its arithmetic
-intensity (FLOPs per DRAM byte). It is a teaching model: it ranks schedules and names the
-bottleneck; on a real GPU, expect its times within a factor of about two.
+multiprocessors idle. It is the kernel's time on the GPU: launching it adds a few
+microseconds (``p.launch``), and timing one call from the host (launch, then wait) adds
+10-20 (``benchmarks/gpu_model.py`` measures that floor and adds it before comparing). The
+roofline places the kernel by its arithmetic intensity (FLOPs per DRAM byte). It is a
+teaching model: it ranks schedules and names the bottleneck. Against an H100
+(``benchmarks/results/gpu_model_h100.md``) its times are within about 25% for the course's
+kernels, matmuls from naive to register-tiled.
+
+Of a loop with a barrier inside (the k loop of a tiled kernel), only ``loops`` iterations
+are interpreted, standing for the rest, so a prediction takes seconds, not minutes.
 """
 
 from __future__ import annotations
@@ -45,43 +54,62 @@ from mlc.tir.functor import post_order_visit
 SECTOR = 32
 BANKS = 32
 BANK_BYTES = 4
+VECTOR_BYTES = 16                  # the widest load a thread issues (float4)
 
 
 @dataclass(frozen=True)
 class GPUProfile:
-    """The numbers of one GPU the model needs (peak rates and per-SM limits)."""
+    """The numbers of one GPU the model needs: peak rates and per-SM limits.
+
+    Rates follow from the hardware: an SM issues one warp instruction per clock on each of
+    its 4 schedulers, runs ``fp32_lanes`` fused multiply-adds per clock, and its L1/shared
+    memory serves one 128-byte pass per clock (32 banks x 4 bytes)."""
 
     name: str
     sms: int
-    clock_ghz: float
-    fp32_tflops: float
-    dram_gbs: float
+    clock_ghz: float                   # the clock under load (see PROFILES)
+    dram_gbs: float                    # what a streaming kernel reaches (see PROFILES)
     l2_bytes: int
     l2_gbs: float
-    l1_bytes_per_clock: int = 128      # per SM; shared memory has the same width
+    fp32_lanes: int = 128              # FP32 FMA units per SM (4 schedulers x 32)
+    l1_bytes_per_clock: int = 128      # per SM: 32 banks x 4 bytes; L1 has the same width
     shared_per_sm: int = 100 * 1024
     shared_per_block: int = 48 * 1024
     regs_per_sm: int = 65536
     max_threads_per_sm: int = 2048
     max_blocks_per_sm: int = 32
     warps_to_hide_latency: int = 8     # resident warps per SM below which time stretches
-    launch_us: float = 4.0
+    launch_us: float = 3.0             # per kernel, back to back: Prediction.launch, not .time
+
+    @property
+    def fp32_tflops(self) -> float:
+        """Peak FP32: an FMA (2 FLOPs) per lane per clock."""
+        return self.sms * self.fp32_lanes * 2 * self.clock_ghz / 1e3
 
     @property
     def l1_gbs(self) -> float:
         return self.sms * self.l1_bytes_per_clock * self.clock_ghz
 
 
+# Sources. H100: the SXM5 board (NVIDIA H100 Tensor Core GPU Architecture whitepaper):
+# 132 SMs, 128 FP32 lanes and 228 KB shared memory per SM, 50 MB L2, HBM3 at 3.35 TB/s
+# peak. Clock: 1.755 GHz, what nvidia-smi showed under the GEMM benchmark (the 1.98 GHz
+# boost is not held under an FMA load); 59.3 TFLOPS FP32. DRAM: 3.0 TB/s, what a streaming
+# kernel (elementwise add, 200 MB) reaches on it (benchmarks/results/gpu_model_h100.md);
+# L2 ~7 TB/s (published microbenchmarks, e.g. Chips and Cheese's H100 article). Launch:
+# the ~3 us between kernels launched back to back; a single timed call (launch, then
+# wait) costs more, which benchmarks/gpu_model.py measures with an empty kernel.
+# RTX 3050 Laptop (GA107, Ampere): 16 SMs at 1.5 GHz (6.1 TFLOPS), 128-bit GDDR6 at
+# 12 Gb/s (192 GB/s), 2 MB L2, 100 KB shared memory and 1536 threads per SM.
 PROFILES: dict[str, GPUProfile] = {
     "h100": GPUProfile(
-        "NVIDIA H100 (PCIe-class)", sms=132, clock_ghz=1.755, fp32_tflops=60.0,
-        dram_gbs=3000.0, l2_bytes=50 * 2**20, l2_gbs=7000.0, shared_per_sm=228 * 1024,
-        launch_us=4.0,
+        "NVIDIA H100 SXM5 80GB", sms=132, clock_ghz=1.755, dram_gbs=3000.0,
+        l2_bytes=50 * 2**20, l2_gbs=7000.0, shared_per_sm=228 * 1024,
     ),
     "rtx3050-laptop": GPUProfile(
-        "NVIDIA RTX 3050 Laptop", sms=16, clock_ghz=1.5, fp32_tflops=6.1, dram_gbs=192.0,
+        "NVIDIA RTX 3050 Laptop", sms=16, clock_ghz=1.5, dram_gbs=192.0,
         l2_bytes=2 * 2**20, l2_gbs=1000.0, shared_per_sm=100 * 1024,
-        max_threads_per_sm=1536, max_blocks_per_sm=16, launch_us=6.0,
+        max_threads_per_sm=1536, max_blocks_per_sm=16, launch_us=5.0,
     ),
 }
 
@@ -130,6 +158,71 @@ def useful_bytes(byte_addresses: np.ndarray, warps: np.ndarray, size: int) -> in
     return int(len(np.unique(np.asarray(warps, np.int64) * (1 << 40) + byte_addresses))) * size
 
 
+def shared_passes(events: np.ndarray, lanes: np.ndarray, byte_addresses: np.ndarray,
+                  warp_of_lane: np.ndarray, thread_of_lane: np.ndarray) -> tuple[int, int, int]:
+    """Load/store instructions, passes (*wavefronts*) and conflict-free passes of shared-memory
+    accesses: ``events[i]`` numbers the instruction in program order by which lane
+    ``lanes[i]`` touched ``byte_addresses[i]``; instructions are issued per warp.
+
+    A warp's instruction is served 128 bytes per pass (32 banks x 4 bytes per clock); a
+    thread moving 8 bytes (``float2``) splits the warp into two half-warps, 16 bytes
+    (``float4``) into four quarter-warps, each served in passes of its own (the CUDA C
+    Programming Guide's shared-memory rules for 64- and 128-bit accesses). Within a phase,
+    threads reading one word share it (a broadcast) and the passes are the most distinct
+    words in one bank."""
+    if len(lanes) == 0:
+        return 0, 0, 0
+    lanes = lanes.astype(np.int64)
+    _, group = np.unique(events.astype(np.int64) << 24 | warp_of_lane[lanes], return_inverse=True)
+    group = group.astype(np.int64).reshape(-1)
+    n_groups = int(group.max()) + 1
+    # bytes (and vector loads) each thread moves in each instruction
+    lane_words = np.unique(group << 40 | lanes << 20 | (byte_addresses // BANK_BYTES) % (1 << 20))
+    group_lane, words_per_lane = np.unique(lane_words >> 20, return_counts=True)
+    width = np.zeros(n_groups, np.int64)
+    np.maximum.at(width, group_lane >> 20, words_per_lane * BANK_BYTES)
+    loads = np.maximum(1, -(-width // VECTOR_BYTES))
+    phases = np.where(width <= 4, 1, np.where(width <= 8, 2, 4))
+    lane_in_warp = thread_of_lane[lanes] % 32
+    phase = group * 4 + lane_in_warp // (32 // phases[group])
+    words = np.unique(phase << 32 | (byte_addresses // BANK_BYTES))
+    ph, word = words >> 32, words & 0xFFFFFFFF
+    banks, per_bank = np.unique(ph * BANKS + word % BANKS, return_counts=True)
+    worst = np.zeros(n_groups * 4, np.int64)
+    np.maximum.at(worst, banks // BANKS, per_bank)
+    distinct = np.bincount(ph, minlength=n_groups * 4)
+    return int(loads.sum()), int(worst.sum()), int(np.ceil(distinct / BANKS).sum())
+
+
+def shared_reads(events: np.ndarray, lanes: np.ndarray, byte_addresses: np.ndarray,
+                 warp_of_lane: np.ndarray, thread_of_lane: np.ndarray) -> tuple[int, int, int]:
+    """:func:`shared_passes` of one barrier interval's reads of one shared buffer, as the
+    compiled kernel makes them. NVCC (and NVRTC: LLVM's load/store vectorizer) does two things
+    a count of the loop IR's loads misses, both seen in the PTX of the course's GEMM kernels
+    (``benchmarks/gpu_gemm.py``: 32 ``ld.shared.v4.f32`` for 256 ``fma.rn.f32``):
+
+    * a thread that reads the same word twice between two barriers keeps it in a register
+      (no other thread may change it there: that would be a race), so only the first read
+      goes to shared memory;
+    * a thread's reads of one aligned 16-byte chunk (in unrolled code: NVCC unrolls small
+      constant loops) become one vector load (``ld.shared.v4.f32``), issued where the first
+      of them was: ``A_shared[r, k]`` for ``k`` in ``range(16)`` is 4 loads, not 16."""
+    if len(lanes) == 0:
+        return 0, 0, 0
+    # 1. the first read of each (lane, address)
+    key = lanes.astype(np.int64) << 32 | byte_addresses
+    order = np.argsort(key, kind="stable")
+    key_sorted = key[order]
+    first = order[np.r_[True, key_sorted[1:] != key_sorted[:-1]]]
+    ev, ln, ad = events[first], lanes[first], byte_addresses[first]
+    # 2. a chunk's vector load is issued at the lane's first read of it
+    chunk_key = ln.astype(np.int64) << 32 | (ad // VECTOR_BYTES)
+    uniq, inverse = np.unique(chunk_key, return_inverse=True)
+    issue = np.full(len(uniq), np.iinfo(np.int64).max)
+    np.minimum.at(issue, inverse.reshape(-1), ev)
+    return shared_passes(issue[inverse.reshape(-1)], ln, ad, warp_of_lane, thread_of_lane)
+
+
 @dataclass
 class KernelCounts:
     """What one kernel does, over its whole grid (extrapolated from the sampled blocks)."""
@@ -175,27 +268,43 @@ class Counter(Observer):
                                 interp.lanes.n_blocks)
         self.seen: dict[int, np.ndarray] = {}
         self.warp = interp.lanes.warp_ids
+        self.thread = interp.lanes.thread_ids
+        self.pending: dict[int, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
+        self.pending_count = 0
+        self.pending_weight = 1.0
+        self.event = 0
 
-    def flops(self, count: int) -> None:
+    def flops(self, count: float) -> None:
         self.cur.flops += count
 
     def access(self, interp: Interpreter, a: Access) -> None:
         if a.scope == "local" or len(a.lanes) == 0:
             return
         c = self.cur
+        w = a.weight
         size = np_dtype(a.buffer.dtype).itemsize
         addr = a.elems * size
-        warps = self.warp[a.lanes]
-        requests = len(np.unique(warps))
         if a.scope == "shared":
-            c.shared_requests += requests
-            passes, ideal = wavefronts(addr, warps)
-            c.shared_wavefronts += passes
-            c.shared_ideal += ideal
+            if a.is_write:
+                stores, passes, ideal = shared_passes(
+                    np.zeros(len(a.lanes), np.int64), a.lanes, addr, self.warp, self.thread)
+                c.shared_requests += stores * w
+                c.shared_wavefronts += passes * w
+                c.shared_ideal += ideal * w
+                return
+            # reads are counted at the next barrier, when the interval's reads are all known
+            if w != self.pending_weight or self.pending_count > 1 << 22:
+                self.flush()
+                self.pending_weight = w
+            self.pending.setdefault(id(a.buffer.data), []).append(
+                (np.full(len(a.lanes), self.event, np.int64), a.lanes, addr))
+            self.event += 1
+            self.pending_count += len(a.lanes)
             return
-        c.global_requests += requests
-        c.global_sectors += sectors(addr, warps)
-        c.global_bytes += useful_bytes(addr, warps, size)
+        warps = self.warp[a.lanes]
+        c.global_requests += len(np.unique(warps)) * w
+        c.global_sectors += sectors(addr, warps) * w
+        c.global_bytes += useful_bytes(addr, warps, size) * w
         # L1: a sector the same block touched before is a hit
         key = id(a.buffer.data)
         n_sec = interp.mem[key].nbytes // SECTOR + 1
@@ -207,10 +316,27 @@ class Counter(Observer):
         new = ~seen[slot, sec]
         if new.any():
             pairs = np.unique(slot[new] * n_sec + sec[new])
-            c.l1_miss_sectors += len(pairs)
+            c.l1_miss_sectors += len(pairs) * w
             seen[pairs // n_sec, pairs % n_sec] = True
 
+    def barrier(self, interp: Interpreter, stmt: S.Stmt) -> None:
+        self.flush()
+
+    def flush(self) -> None:
+        """Count the shared-memory reads of one barrier interval (see :func:`shared_reads`)."""
+        for parts in self.pending.values():
+            ev = np.concatenate([p[0] for p in parts])
+            lanes = np.concatenate([p[1] for p in parts])
+            addr = np.concatenate([p[2] for p in parts])
+            requests, passes, ideal = shared_reads(ev, lanes, addr, self.warp, self.thread)
+            self.cur.shared_requests += requests * self.pending_weight
+            self.cur.shared_wavefronts += passes * self.pending_weight
+            self.cur.shared_ideal += ideal * self.pending_weight
+        self.pending = {}
+        self.pending_count = 0
+
     def end_kernel(self, interp: Interpreter, kernel: S.KernelLaunch) -> None:
+        self.flush()
         c = self.cur
         scale = c.blocks / max(c.sampled_blocks, 1)
         for name in ("flops", "global_requests", "global_sectors", "global_bytes",
@@ -309,7 +435,7 @@ def estimate(counts: KernelCounts, gpu: GPUProfile) -> KernelPrediction:
     hide = min(1.0, resident / gpu.warps_to_hide_latency)
     p.latency_factor = hide
     p.balance = balance
-    p.time = busy / (hide * balance) + gpu.launch_us * 1e-6
+    p.time = busy / (hide * balance)
     p.intensity = counts.flops / dram if dram else math.inf
     p.attainable_gflops = min(gpu.fp32_tflops * 1e3, p.intensity * gpu.dram_gbs)
     return p
@@ -330,6 +456,13 @@ class Prediction:
     def flops(self) -> float:
         return sum(k.counts.flops for k in self.kernels)
 
+    @property
+    def launch(self) -> float:
+        """Seconds the GPU adds launching the kernels back to back (not in :attr:`time`).
+        Timing one call from the host (launch, then wait, as ``time_evaluator`` does)
+        costs more: ``benchmarks/gpu_model.py`` measures that floor with an empty kernel."""
+        return len(self.kernels) * self.gpu.launch_us * 1e-6
+
     def __repr__(self) -> str:
         rows = [f"predicted on {self.gpu.name}: {self.time * 1e6:.1f} us"]
         for k in self.kernels:
@@ -344,18 +477,20 @@ class Prediction:
         return "\n".join(rows)
 
 
-def count(f: Any, *arrays: np.ndarray, blocks: int | None = 4) -> list[KernelCounts]:
+def count(f: Any, *arrays: np.ndarray, blocks: int | None = 4,
+          loops: int | None = 4) -> list[KernelCounts]:
     """Run ``blocks`` blocks of each kernel of ``f`` (a cuda/cuda-sim module or a GPU
     program) on ``arrays`` (copies: they are not changed) and count; ``blocks=None`` runs
-    every block."""
+    every block. Of a loop with a barrier inside (the k loop of a tiled matmul), ``loops``
+    iterations run and stand for all of them (``loops=None``: every iteration)."""
     func = gpu_program(f)
     counter = Counter()
-    Interpreter(func, [counter], blocks=blocks).run(*(np.array(a) for a in arrays))
+    Interpreter(func, [counter], blocks=blocks, loops=loops).run(*(np.array(a) for a in arrays))
     return counter.kernels
 
 
 def predict(f: Any, *arrays: np.ndarray, gpu: str | GPUProfile = "h100",
-            blocks: int | None = 4) -> Prediction:
+            blocks: int | None = 4, loops: int | None = 4) -> Prediction:
     """The model's estimated time of ``f(*arrays)`` on ``gpu`` (see the module docstring)."""
     g = profile(gpu)
-    return Prediction([estimate(c, g) for c in count(f, *arrays, blocks=blocks)], g)
+    return Prediction([estimate(c, g) for c in count(f, *arrays, blocks=blocks, loops=loops)], g)
