@@ -1,11 +1,13 @@
-"""Low-precision dot products (``dp4a``, ``dp2a_bf16``): one instruction where the CPU has it.
+"""Low-precision dot products (``dp4a``, ``dp4a_u7``, ``dp2a_bf16``): one instruction where the
+CPU has it.
 
-The two rows of the intrinsic table (:mod:`mlc.tir.intrin`) whose LLVM form is ``"dot"``:
+The rows of the intrinsic table (:mod:`mlc.tir.intrin`) whose LLVM form is ``"dot"``:
 
-==============================================  ===========================================
-``dp4a(acc: int32xN, a: uint8x4N, b: int8x4N)``  lane j: ``acc[j] + sum_g a[4j+g] * b[4j+g]``
-``dp2a_bf16(acc: float32xN, a, b: uint16x2N)``   lane j: ``acc[j] + sum_g a[2j+g] * b[2j+g]``
-==============================================  ===========================================
+=================================================  ===========================================
+``dp4a(acc: int32xN, a: uint8x4N, b: int8x4N)``     lane j: ``acc[j] + sum_g a[4j+g] * b[4j+g]``
+``dp4a_u7(acc, a, b)``, every byte of ``a`` < 128   the same
+``dp2a_bf16(acc: float32xN, a, b: uint16x2N)``      lane j: ``acc[j] + sum_g a[2j+g] * b[2j+g]``
+=================================================  ===========================================
 
 (``bf16_to_f32(bits)``, the third row, is the exact conversion the descriptions use.
 ``a`` may also have 4, resp. 2, lanes: the same group for every output lane, the
@@ -16,6 +18,12 @@ LLVM, unless the target names ``-mcpu``/``-mattr``):
 
 * AVX-512 VNNI: ``llvm.x86.avx512.vpdpbusd.512`` (16 lanes: 64 multiply-adds in one
   instruction); AVX-VNNI or AVX-512 VNNI + VL: ``llvm.x86.avx512.vpdpbusd.256`` (8 lanes);
+* ``dp4a_u7`` without VNNI: ``vpmaddubsw`` (``llvm.x86.avx2.pmadd.ub.sw``; AVX-512BW and
+  SSSE3 forms too) multiplies u8 x s8 and adds each pair into a *saturating* int16, then
+  ``vpmaddwd`` with ones adds the int16 pairs into int32. Saturation needs
+  ``|a0 b0 + a1 b1| > 32767``; with ``a < 128`` and ``b >= -128`` the pair is at most
+  ``127 * 128 * 2 = 32512`` in size, so this is exact: 3 instructions per 32 (AVX2) products
+  instead of the fallback's ~8, about 1.33x the fp32 FMA rate;
 * AVX512_BF16: ``llvm.x86.avx512bf16.dpbf16ps.512``;
 * anything else: the same arithmetic written portably (bytes widened to int32, multiplied,
   lanes added in pairs); on AVX2 LLVM turns it into ``vpmovzxbw``/``vpmovsxbw`` + ``vpmaddwd``.
@@ -25,6 +33,7 @@ LLVM, unless the target names ``-mcpu``/``-mattr``):
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 import llvmlite.binding as llvm
@@ -33,6 +42,12 @@ from llvmlite import ir
 from mlc.errors import CodegenError
 from mlc.target.llvm import types as ty
 from mlc.tir import dtype as dt
+
+
+def _fits(n: int, width: int) -> bool:
+    """``n`` lanes are a power-of-two number of ``width``-lane instructions."""
+    count = n // width if width else 0
+    return bool(width) and n % width == 0 and count & (count - 1) == 0
 
 
 class _Target(Protocol):
@@ -73,6 +88,23 @@ def vnni_lanes(features: frozenset[str]) -> int:
     return 0
 
 
+def pmadd_lanes(features: frozenset[str]) -> int:
+    """int32 lanes of the widest ``vpmaddubsw`` + ``vpmaddwd`` pair the features allow."""
+    if "avx512bw" in features:
+        return 16
+    if "avx2" in features:
+        return 8
+    if "ssse3" in features:
+        return 4
+    return 0
+
+
+#: the (u8 x s8 -> saturating int16 pairs, int16 x int16 -> int32 pairs) intrinsics by lanes
+_PMADD = {16: ("llvm.x86.avx512.pmaddubs.w.512", "llvm.x86.avx512.pmaddw.d.512"),
+          8: ("llvm.x86.avx2.pmadd.ub.sw", "llvm.x86.avx2.pmadd.wd"),
+          4: ("llvm.x86.ssse3.pmadd.ub.sw.128", "llvm.x86.sse2.pmadd.wd")}
+
+
 def bf16_lanes(features: frozenset[str]) -> int:
     """float32 lanes of the widest ``vdpbf16ps`` the features allow (0: none)."""
     if "avx512bf16" in features and "avx512f" in features:
@@ -83,6 +115,8 @@ def bf16_lanes(features: frozenset[str]) -> int:
 _NOTICE = {
     "dp4a": "this CPU has no AVX-512 VNNI / AVX-VNNI (vpdpbusd): int8 dot products (dp4a) "
             "run as portable widening multiply-adds (vpmaddwd on AVX2)",
+    "dp4a_u7": "this CPU has neither vpdpbusd nor vpmaddubsw (SSSE3): 7-bit int8 dot "
+               "products (dp4a_u7) run as portable widening multiply-adds",
     "dp2a_bf16": "this CPU has no AVX512_BF16 (vdpbf16ps): bfloat16 dot products (dp2a_bf16) "
                  "run as float32 multiply-adds",
 }
@@ -103,8 +137,9 @@ class DotEmitter:
             return self._bf16_to_f32(args[0])
         acc, a, b = args
         n = dt.lanes(dtype)
-        group = 4 if op == "dp4a" else 2
-        want = "int32" if op == "dp4a" else "float32"
+        byte = op in ("dp4a", "dp4a_u7")
+        group = 4 if byte else 2
+        want = "int32" if byte else "float32"
         if dt.element(dtype) != want or ty.lanes_of(b.type) != group * n:
             raise CodegenError(
                 f"{op}(acc, a, b) takes acc of {want}xN, a of {group} or {group}*N lanes and b "
@@ -112,21 +147,32 @@ class DotEmitter:
         if ty.lanes_of(a.type) == group and n > 1:  # the same group for every lane
             a = self.b.shuffle_vector(a, ir.Constant(a.type, None), ir.Constant(
                 ir.VectorType(ty.I32, group * n), [k % group for k in range(group * n)]))
-        width = vnni_lanes(self.cpu_features) if op == "dp4a" else bf16_lanes(self.cpu_features)
-        count = n // width if width else 0
-        if width and n % width == 0 and count & (count - 1) == 0:
-            parts = [self._instruction(op, *(self._lanes(v, k * width * s, width * s)
-                                             for v, s in ((acc, 1), (a, group), (b, group))))
-                     for k in range(count)]
-            return self._concat(parts)
+        width = vnni_lanes(self.cpu_features) if byte else bf16_lanes(self.cpu_features)
+        if _fits(n, width):
+            return self._split(n, width, acc, a, b, group, lambda *v: self._instruction(op, *v))
+        if op == "dp4a_u7":
+            pw = pmadd_lanes(self.cpu_features)
+            while pw > 4 and not _fits(n, pw):
+                pw //= 2
+            if _fits(n, pw):
+                return self._split(n, pw, acc, a, b, group, self._pmadd)
+            width = max(width, pw)
         if width == 0:
             warnings.warn(_NOTICE[op], stacklevel=2)
         return self._portable(op, acc, a, b, n)
 
+    def _split(self, n: int, width: int, acc: ir.Value, a: ir.Value, b: ir.Value, group: int,
+               emit: Callable[[ir.Value, ir.Value, ir.Value], ir.Value]) -> ir.Value:
+        """``emit`` on each ``width`` lanes (and their bytes) of ``acc``, the parts joined."""
+        parts = [emit(*(self._lanes(v, k * width * s, width * s)
+                        for v, s in ((acc, 1), (a, group), (b, group))))
+                 for k in range(n // width)]
+        return self._concat(parts)
+
     # -- one instruction ----------------------------------------------------------------------
     def _instruction(self, op: str, acc: ir.Value, a: ir.Value, b: ir.Value) -> ir.Value:
         n = ty.lanes_of(acc.type)
-        if op == "dp4a":
+        if op in ("dp4a", "dp4a_u7"):
             name, vt = f"llvm.x86.avx512.vpdpbusd.{32 * n}", ir.VectorType(ir.IntType(8), 4 * n)
         else:
             # llvmlite has no bfloat type: the pairs travel as i32 (the form LLVM upgrades)
@@ -135,10 +181,20 @@ class DotEmitter:
         fn = self.declare(name, ir.FunctionType(acc.type, [acc.type, vt, vt]))
         return self.b.call(fn, [acc, a, b])
 
+    def _pmadd(self, acc: ir.Value, a: ir.Value, b: ir.Value) -> ir.Value:
+        """``acc + pmaddwd(pmaddubsw(a, b), 1)``: exact for ``a < 128`` (module docstring)."""
+        n = ty.lanes_of(acc.type)
+        bytes_t, pairs_t = ir.VectorType(ir.IntType(8), 4 * n), ir.VectorType(ir.IntType(16), 2 * n)
+        ubsw, wd = _PMADD[n]
+        f_ubsw = self.declare(ubsw, ir.FunctionType(pairs_t, [bytes_t, bytes_t]))
+        f_wd = self.declare(wd, ir.FunctionType(acc.type, [pairs_t, pairs_t]))
+        pairs = self.b.call(f_ubsw, [a, b])
+        return self.b.add(acc, self.b.call(f_wd, [pairs, ir.Constant(pairs_t, [1] * 2 * n)]))
+
     # -- portable -----------------------------------------------------------------------------
     def _portable(self, op: str, acc: ir.Value, a: ir.Value, b: ir.Value, n: int) -> ir.Value:
         m = ty.lanes_of(b.type)
-        if op == "dp4a":
+        if op in ("dp4a", "dp4a_u7"):
             wide = ir.VectorType(ty.I32, m)
             prod = self.b.mul(self.b.zext(a, wide), self.b.sext(b, wide))
             total = self._pair_sum(self._pair_sum(prod, self.b.add), self.b.add)

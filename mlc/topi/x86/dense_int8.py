@@ -32,7 +32,7 @@ from mlc import te, tir
 from mlc.errors import TEError
 from mlc.te.prim_func import _topo_order
 from mlc.tir.expr import as_int
-from mlc.topi.x86.tensor_intrin import LANES, register_dp4a
+from mlc.topi.x86.tensor_intrin import LANES, register_dp4a, register_dp4a_u7
 
 GROUP = 4  # bytes per int32 lane of vpdpbusd
 
@@ -65,14 +65,16 @@ def _shape(t: te.Tensor) -> tuple[int, ...]:
 
 
 def dense_int8(data: te.Tensor, packed: te.Tensor, comp: te.Tensor | None = None,
-               units: int | None = None) -> te.Tensor:
+               units: int | None = None, data_bits: int = 8) -> te.Tensor:
     """``data @ w.T`` in int32 for ``data`` (batch x in, ``int8`` or ``uint8``) and the
     packed weight of :func:`pack_weight`.
 
     ``comp`` (int32, ``units``) is subtracted from every row: pass the compensation of
     :func:`pack_weight` when ``data`` holds ``x + 128`` as uint8 (zero point 128); for int8
     ``data`` it is required and the shift by 128 is done here. ``units`` (default: all the
-    packed rows) drops the padding of the packed weight."""
+    packed rows) drops the padding of the packed weight. ``data_bits=7`` promises uint8
+    ``data`` below 128 (a 7-bit quantizer made it): the schedule then uses ``dp4a_u7``, exact
+    on AVX2 without VNNI (``vpmaddubsw``)."""
     m, k = _shape(data)
     nb, kb, lanes = _shape(packed)
     if lanes != LANES * GROUP or packed.dtype != "int8" or kb != _ceil(k, GROUP):
@@ -85,6 +87,9 @@ def dense_int8(data: te.Tensor, packed: te.Tensor, comp: te.Tensor | None = None
     if data.dtype == "int8" and comp is None:
         raise TEError("dense_int8: int8 data is shifted to uint8 (+128) for vpdpbusd; pass "
                       "the weight's compensation (pack_weight's second result) as comp")
+    if data_bits not in (7, 8) or (data_bits == 7 and data.dtype != "uint8"):
+        raise TEError(f"dense_int8: data_bits=7 means uint8 data below 128; got data_bits="
+                      f"{data_bits} for {data.dtype} data")
     u = data
     if data.dtype == "int8" or k % GROUP:
         shift = 128 if data.dtype == "int8" else 0
@@ -102,7 +107,7 @@ def dense_int8(data: te.Tensor, packed: te.Tensor, comp: te.Tensor | None = None
         (m, nb, LANES),
         lambda i, no, j: te.sum(u[i, ko * GROUP + ki].astype("int32")
                                 * packed[no, ko, j * GROUP + ki].astype("int32"), axis=[ko, ki]),
-        name="dense_int8", tag="dense_int8")
+        name="dense_int8", tag="dense_int8", attrs={"data_bits": data_bits})
 
     def unpack(i: Any, j: Any) -> Any:
         value = acc[i, j // LANES, j % LANES]
@@ -122,10 +127,25 @@ def schedule_dense_int8(tensors: Sequence[te.Tensor], rows: int = 4,
                         parallel: bool | None = None) -> tir.Schedule:
     """The schedule of ``te.create_prim_func(tensors)`` (placeholders, then the output) whose
     computation contains one :func:`dense_int8`: its elementwise epilogue (unpack, dequantize,
-    bias, relu, requantize...) inlined into the output, the int8 shift kept as its own
-    loop, and the reduction tiled ``n_o, i_o, ko, i_i, [n_i, ki]`` with the tile tensorized
-    onto ``dot_16x4_u8i8``. ``rows``: the rows of accumulators per tile (a divisor of the
-    batch is taken, so no tile is partial)."""
+    bias, relu, requantize...) inlined into the output, the int8 shift kept as its own loop.
+
+    The output is tiled ``rows x 16`` and the accumulators of each tile are computed right
+    there (``compute_at``), their ``[16 lanes, 4 bytes]`` step tensorized onto
+    ``dot_16x4_u8i8`` (``dot_16x4_u7i8`` for 7-bit data): each tile of int32 accumulators is
+    rescaled and stored while it is still in registers. ``rows``: the rows of accumulators
+    per tile (a divisor of the batch, so no row tile is partial; a column tile past
+    ``units`` is computed on the zero padding of the packed weight and not stored)::
+
+        for i_o in range(batch // rows):             # parallel when the work is large
+            for n_o in range(ceil(units / 16)):
+                acc[i_o, n_o, 0:rows, 0:16] = 0
+                for ko in range(in // 4):
+                    for i_i in unroll(rows):
+                        acc[i, n_o, :] = dp4a(acc[i, n_o, :], x[i, 4ko:4ko+4], W[n_o, ko, :])
+                for i_i in unroll(rows):
+                    for n_i in vectorized(16):       # n = 16 n_o + n_i < units
+                        out[i, n] = epilogue(acc[i, n_o, n_i])
+    """
     from mlc.topi.schedule import PARALLEL_MIN_WORK, block_names
 
     tensors = list(tensors)
@@ -136,35 +156,40 @@ def schedule_dense_int8(tensors: Sequence[te.Tensor], rows: int = 4,
     if len(anchors) != 1:
         raise TEError("schedule_dense_int8: the computation must contain one dense_int8")
     acc, out = anchors[0], tensors[-1]
+    if out is acc or len(out.shape) != 2:
+        raise TEError("schedule_dense_int8: the output must be a (batch, units) tensor "
+                      "computed from dense_int8's accumulators (dense_int8's own result)")
     for t in order:
         if t is acc or t is out or t.op.name == "data_u8":
             continue
         sch.compute_inline(sch.get_block(names[id(t.op)]))
     m, nb, _ = _shape(acc)
-    kb = as_int(cast(te.ComputeOp, acc.op).reduce_axis[0].dom.extent) or 1
+    op = cast(te.ComputeOp, acc.op)
+    kb = as_int(op.reduce_axis[0].dom.extent) or 1
+    seven = op.attrs.get("data_bits") == 7
     r = _rows(m, rows)
-    blk = sch.get_block(names[id(acc.op)])
-    i, no, j, ko, ki = sch.get_loops(blk)
+    # the output's tiles: rows x 16 columns
+    out_blk = sch.get_block(names[id(out.op)])
+    i, j = sch.get_loops(out_blk)
     io, ii = sch.split(i, factors=[None, r])
-    sch.reorder(no, io, ko, ii, j, ki)
-    tile = sch.tensorize(j, register_dp4a())
+    jo, ji = sch.split(j, factors=[None, LANES])
+    sch.reorder(io, jo, ii, ji)
+    # the accumulators of one tile, computed under it: [rows,] 16 lanes, ko, ki
+    blk = sch.get_block(names[id(acc.op)])
+    sch.compute_at(blk, jo)
+    *tile_rows, lanes, ko, ki = sch.get_loops(blk)[2:]  # unit loops are dropped
+    sch.reorder(ko, *tile_rows, lanes, ki)
+    tile = sch.tensorize(lanes, register_dp4a_u7() if seven else register_dp4a())
     sch.decompose_reduction(tile, ko)  # zero the accumulators before the ko loop
+    if tile_rows:
+        sch.unroll(tile_rows[0])
+    sch.vectorize(ji)
     if r > 1:
         sch.unroll(ii)
     if parallel is None:
         parallel = m * nb * LANES * kb * GROUP >= PARALLEL_MIN_WORK
-    if parallel and nb > 1:
-        sch.parallel(no)
-    elif parallel:
+    if parallel and m // r > 1:
         sch.parallel(io)
-    out_blk = sch.get_block(names[id(out.op)])
-    loops = sch.get_loops(out_blk)
-    ncols = as_int(cast(tir.For, sch.get(loops[-1])).extent) or 1
-    if ncols % LANES == 0 and ncols > LANES:
-        _, vec = sch.split(loops[-1], factors=[None, LANES])
-        sch.vectorize(vec)
-    elif ncols <= 64:
-        sch.vectorize(loops[-1])
-    if parallel and len(loops) > 1:
-        sch.parallel(loops[0])
+    elif parallel and nb > 1:
+        sch.parallel(jo)
     return sch

@@ -13,6 +13,8 @@ its own 4 signed weight bytes. The weights are packed so that those 64 bytes are
     # implementation: one call; vpdpbusd where the CPU has AVX-512 VNNI
     C[0, 0, 0:16] = dp4a(C[0, 0, 0:16], A[0, 0:4], W[0, 0, 0:64])
 
+``dot_16x4_u7i8`` has the same description and calls ``dp4a_u7``: the activation bytes are
+promised below 128, which makes AVX2's ``vpmaddubsw`` exact (:mod:`mlc.target.llvm.dot`).
 ``dot_16x2_bf16`` is the same for bfloat16 pairs (``vdpbf16ps``): 16 float32 outputs, each
 adding 2 products; bfloat16 values are stored as their ``uint16`` bits.
 """
@@ -108,6 +110,16 @@ def register_dp4a() -> str:
     name = "dot_16x4_u8i8"
     args = (4, "uint8", "int8", "int32")
     TensorIntrin.register(name, dot_desc(*args, name="dot"), dot_impl(*args, "dp4a", name))
+    return name
+
+
+def register_dp4a_u7() -> str:
+    """Register ``"dot_16x4_u7i8"``: the description of ``dot_16x4_u8i8``, implemented by
+    ``dp4a_u7`` (activation bytes below 128: exact as AVX2 ``vpmaddubsw`` + ``vpmaddwd``).
+    Matching cannot see the values; the caller promises them (a 7-bit quantizer)."""
+    name = "dot_16x4_u7i8"
+    args = (4, "uint8", "int8", "int32")
+    TensorIntrin.register(name, dot_desc(*args, name="dot"), dot_impl(*args, "dp4a_u7", name))
     return name
 
 
