@@ -93,9 +93,10 @@ class GPUProfile:
 
 # Sources. H100: the SXM5 board (NVIDIA H100 Tensor Core GPU Architecture whitepaper):
 # 132 SMs, 128 FP32 lanes and 228 KB shared memory per SM, 50 MB L2, HBM3 at 3.35 TB/s
-# peak. Clock: 1.755 GHz, what nvidia-smi showed under the GEMM benchmark (the 1.98 GHz
-# boost is not held under an FMA load); 59.3 TFLOPS FP32. DRAM: 3.0 TB/s, what a streaming
-# kernel (elementwise add, 200 MB) reaches on it (benchmarks/results/gpu_model_h100.md);
+# peak. Clock: 1.98 GHz, what nvidia-smi showed every 250 ms while benchmarks/gpu_model.py
+# ran on one (the boost clock, held at 99% utilisation and 520 W of 700); 66.9 TFLOPS FP32.
+# DRAM: 3.0 TB/s, about what a streaming kernel (an elementwise add over 200 MB) reaches
+# there (benchmarks/results/gpu_model_h100.md);
 # L2 ~7 TB/s (published microbenchmarks, e.g. Chips and Cheese's H100 article). Launch:
 # the ~3 us between kernels launched back to back; a single timed call (launch, then
 # wait) costs more, which benchmarks/gpu_model.py measures with an empty kernel.
@@ -103,7 +104,7 @@ class GPUProfile:
 # 12 Gb/s (192 GB/s), 2 MB L2, 100 KB shared memory and 1536 threads per SM.
 PROFILES: dict[str, GPUProfile] = {
     "h100": GPUProfile(
-        "NVIDIA H100 SXM5 80GB", sms=132, clock_ghz=1.755, dram_gbs=3000.0,
+        "NVIDIA H100 SXM5 80GB", sms=132, clock_ghz=1.98, dram_gbs=3000.0,
         l2_bytes=50 * 2**20, l2_gbs=7000.0, shared_per_sm=228 * 1024,
     ),
     "rtx3050-laptop": GPUProfile(
