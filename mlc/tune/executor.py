@@ -164,8 +164,22 @@ class DaskExecutor(Executor):
     def describe(self) -> str:
         return f"Dask cluster at {self.client.scheduler.address} ({self.n_workers} workers)"
 
+    def require_workers(self, timeout: float = 60.0) -> None:
+        """Wait up to ``timeout`` seconds for a first worker (a cluster still scaling up);
+        with none, raise :class:`ClusterError` rather than wait for ever."""
+        if self.n_workers:
+            return
+        try:
+            self.client.wait_for_workers(1, timeout=timeout)
+        except (TimeoutError, OSError) as err:
+            raise ClusterError(
+                f"the Dask scheduler at {self.client.scheduler.address} has no worker (waited "
+                f"{timeout:g} s): start workers with `dask worker ADDRESS` or scale the cluster"
+            ) from err
+
     def run_on_workers(self, fn: Callable[..., Any], *args: Any) -> dict[str, Any]:
         """``fn(*args)`` once on every worker: ``{worker address: result}``."""
+        self.require_workers()
         return dict(self.client.run(fn, *args))
 
     def close(self) -> None:

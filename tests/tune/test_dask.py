@@ -86,6 +86,21 @@ def test_a_worker_killed_mid_tuning_loses_no_trial_and_measures_none_twice(
     assert killed[0] not in client.scheduler_info()["workers"]
 
 
+@pytest.mark.timeout(120)
+def test_bad_candidates_cost_a_trial_on_the_cluster_never_a_worker(client):
+    from test_measure import _crashing, _scale
+
+    workers = set(client.scheduler_info()["workers"])
+    option = tune.measure_option(number=1, timeout=5.0, runner=tune.DaskRunner(client))
+    with Measurer(_scale(2.0), option, key="scale") as m:
+        good, crash, wrong, good_again = m.measure(
+            [_scale(2.0), _crashing(), _scale(3.0), _scale(2.0)])
+    assert good.ok and good_again.ok
+    assert crash.error is not None and crash.error.startswith("crash")
+    assert wrong.error is not None and wrong.error.startswith("wrong answer in B")
+    assert set(client.scheduler_info()["workers"]) == workers  # no Dask worker died
+
+
 @pytest.mark.timeout(60)
 def test_waiting_for_the_timing_lock_does_not_count_against_the_timeout(
         matmul_task, tmp_path, monkeypatch):
