@@ -12,7 +12,7 @@ import mlc
 from mlc import te
 from mlc.errors import MLCError
 from mlc.target.cuda_sim import PROFILES, count, predict
-from mlc.target.cuda_sim.model import profile, sectors, wavefronts
+from mlc.target.cuda_sim.model import profile, sectors, shared_reads, wavefronts
 
 
 def _bench():
@@ -117,3 +117,73 @@ def test_unknown_gpu_names_the_profiles() -> None:
     assert {"h100", "rtx3050-laptop"} <= set(PROFILES)
     with pytest.raises(MLCError, match="h100"):
         profile("gtx480")
+
+
+# -- shared-memory reads as the compiled kernel makes them ----------------------------------
+
+def _reads(pattern: list[list[int]]) -> tuple[int, int, int]:
+    """shared_reads of one warp (lanes 0..31): pattern[e][lane] is the float index lane
+    reads in load e (-1: none)."""
+    ev, lanes, addr = [], [], []
+    for e, row in enumerate(pattern):
+        for lane, word in enumerate(row):
+            if word >= 0:
+                ev.append(e)
+                lanes.append(lane)
+                addr.append(word * 4)
+    lane_ids = np.arange(32)
+    return shared_reads(np.array(ev), np.array(lanes), np.array(addr), lane_ids * 0, lane_ids)
+
+
+def test_a_word_reread_between_barriers_comes_from_a_register() -> None:
+    row = list(range(32))
+    assert _reads([row]) == (1, 1, 1)
+    assert _reads([row, row, row]) == (1, 1, 1)
+
+
+def test_four_consecutive_floats_per_thread_are_one_float4_load_in_four_passes() -> None:
+    # lane t reads A[t, 0..3] in 4 unrolled loads: one ld.shared.v4 (512 bytes, 4 quarter-warps)
+    pattern = [[t * 4 + k for t in range(32)] for k in range(4)]
+    assert _reads(pattern) == (1, 4, 4)
+
+
+def test_float4_broadcast_to_two_rows_of_threads_is_served_per_quarter_warp() -> None:
+    # the register-tiled matmul's B fragment: lanes t and t + 16 read the same float4
+    pattern = [[(t % 16) * 4 + k for t in range(32)] for k in range(4)]
+    assert _reads(pattern) == (1, 4, 4)
+
+
+def test_row_stride_of_a_float4_tile_conflicts_within_a_quarter_warp() -> None:
+    # lane t reads row t of a [32, 8] float tile, 8 floats: two float4 loads; in a quarter-warp
+    # the rows start 8 words apart, so lanes 0 and 4 meet in bank 0: 2 passes per phase
+    pattern = [[t * 8 + k for t in range(32)] for k in range(8)]
+    loads, passes, ideal = _reads(pattern)
+    assert loads == 2
+    assert passes == 2 * 4 * 2 and ideal == 2 * 4
+
+
+def test_sampling_the_k_loop_gives_the_counts_of_the_full_run() -> None:
+    n = 128
+    f = mlc.lower(_bench().register_matmul(n).mod, target="cuda-sim")
+    args = [np.ones((n, n), np.float32) for _ in range(3)]
+    (full,) = count(f, *args, blocks=2, loops=None)
+    (sampled,) = count(f, *args, blocks=2, loops=2)
+    for name in ("flops", "global_requests", "global_sectors", "shared_requests",
+                 "shared_wavefronts"):
+        assert getattr(sampled, name) == getattr(full, name), name
+
+
+def test_the_prediction_is_the_kernel_and_the_launch_is_apart() -> None:
+    func = _elementwise(1 << 16, 256)
+    arrays = [np.ones(1 << 16, np.float32) for _ in range(3)]
+    p = predict(func, *arrays)
+    assert p.launch == PROFILES["h100"].launch_us * 1e-6
+    assert p.time == p.kernels[0].time
+    # 3 x 256 KiB at 3 TB/s, spread over 256 blocks on 132 SMs
+    assert p.time < 1e-6
+
+
+def test_h100_profile_rates_follow_from_the_hardware() -> None:
+    h = PROFILES["h100"]
+    assert h.fp32_tflops == pytest.approx(132 * 128 * 2 * 1.98 / 1e3)
+    assert h.l1_gbs == pytest.approx(132 * 32 * 4 * 1.98)
