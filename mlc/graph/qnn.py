@@ -9,6 +9,16 @@
 Activations are int8 values ``round(x / s)`` (-127..127) stored with an offset of 128 as
 uint8, the operand order ``vpdpbusd`` needs (u8 x s8); ``qnn.dense`` subtracts the
 ``128 * colsum(w)`` that the offset adds, so the result is exactly ``sum(round(x/s) * wq)``.
+
+Activations that are never negative (a relu's output, pixels) need no offset and fit in
+7 bits::
+
+    h = graph.qnn.quantize(x, s_x, zero_point=0, bits=7)   # uint8 0..127: round(x/s)
+    acc = graph.qnn.dense(h, wq)                           # data_bits=7, zero point 0
+
+``qnn.dense`` reads both from the quantize that made ``h``. With 7-bit data the int8 dot
+product runs on ``dp4a_u7``: on AVX2 without VNNI, ``vpmaddubsw``'s int16 pair sums cannot
+saturate (``127 * 128 * 2 < 32767``), so the fast instruction is exact.
 """
 
 from __future__ import annotations
@@ -36,9 +46,15 @@ def quantize_weight(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return wq, scale
 
 
-def quantize(x: Node, scale: float, zero_point: int = ZERO_POINT, dtype: str = "uint8") -> Call:
-    """``clip(round(x / scale) + zero_point)`` as uint8 (or int8 with ``dtype``)."""
-    return call("qnn.quantize", x, scale=float(scale), zero_point=int(zero_point), dtype=dtype)
+def quantize(x: Node, scale: float, zero_point: int = ZERO_POINT, dtype: str = "uint8",
+             bits: int = 8) -> Call:
+    """``clip(round(x / scale) + zero_point)`` as uint8 (or int8 with ``dtype``), clipped to
+    ``bits`` bits (``bits=7``: uint8 0..127)."""
+    attrs: dict[str, object] = {"scale": float(scale), "zero_point": int(zero_point),
+                                "dtype": dtype}
+    if bits != 8:
+        attrs["bits"] = int(bits)
+    return call("qnn.quantize", x, **attrs)
 
 
 def dequantize(x: Node, scale: np.ndarray | float, name: str = "") -> Call:
@@ -47,12 +63,27 @@ def dequantize(x: Node, scale: np.ndarray | float, name: str = "") -> Call:
     return call("qnn.dequantize", x, const(s, name=name))
 
 
-def dense(x: Node, wq: np.ndarray, name: str = "wq") -> Call:
-    """int32 ``(x - 128) @ wq.T`` for uint8 ``x`` (zero point 128) or ``x @ wq.T`` for int8
-    ``x``; ``wq`` (units x in, int8) is packed here for ``vpdpbusd``
-    (:func:`mlc.topi.x86.pack_weight`)."""
+def dense(x: Node, wq: np.ndarray, name: str = "wq", zero_point: int | None = None,
+          data_bits: int | None = None) -> Call:
+    """int32 ``(x - zero_point) @ wq.T`` for uint8 ``x`` or ``x @ wq.T`` for int8 ``x``;
+    ``wq`` (units x in, int8) is packed here for ``vpdpbusd``
+    (:func:`mlc.topi.x86.pack_weight`).
+
+    ``zero_point`` and ``data_bits`` (7: every value of ``x`` is below 128) default to those
+    of the ``qnn.quantize`` that made ``x`` (zero point 128 and 8 bits for anything else)."""
     from mlc.topi.x86.dense_int8 import pack_weight
 
-    packed, comp = pack_weight(np.asarray(wq))
+    made_by = x.attrs if isinstance(x, Call) and x.op.name == "qnn.quantize" else {}
+    if zero_point is None:
+        zero_point = int(made_by.get("zero_point", ZERO_POINT))
+    if data_bits is None:
+        data_bits = int(made_by.get("bits", 8)) if x.dtype == "uint8" else 8
+    w = np.asarray(wq)
+    packed, _ = pack_weight(w)
+    shift = zero_point if x.dtype == "uint8" else 128  # int8 data is shifted to uint8 (+128)
+    comp = (shift * w.astype(np.int32).sum(axis=1)).astype(np.int32)
+    attrs: dict[str, object] = {"units": int(w.shape[0])}
+    if data_bits <= 7:
+        attrs["data_bits"] = 7
     return call("qnn.dense", x, const(packed, name=name), const(comp, name=name + "_comp"),
-                units=int(wq.shape[0]))
+                **attrs)

@@ -5,6 +5,9 @@ The fusion pass sees only patterns: ``qnn.dense`` anchors a group like ``nn.dens
 layer ``quantize(relu(bias_add(dequantize(qnn.dense(x, w)))))`` becomes ONE kernel whose
 epilogue rescales the int32 accumulators, adds the bias, applies relu and requantizes to
 the next layer's uint8 activations.
+
+``qnn.quantize(..., bits=7)`` clips to 7 bits (uint8 0..127): a ``qnn.dense`` reading it
+gets ``data_bits=7`` and runs on ``dp4a_u7``, exact on AVX2 without VNNI (``vpmaddubsw``).
 """
 
 from __future__ import annotations
@@ -16,24 +19,33 @@ import numpy as np
 
 from mlc.errors import GraphError
 from mlc.graph.op import OpPattern, TensorType, register_op
+from mlc.topi.x86 import quantize as topi_quantize
 
 Types = Sequence[TensorType]
-_RANGE = {"int8": (-128, 127), "uint8": (0, 255)}
+_DTYPES = ("int8", "uint8")
+
+
+def quantized_range(dtype: str, bits: int = 8) -> tuple[int, int]:
+    """The values a ``bits``-bit ``dtype`` quantizer produces: int8 -128..127, uint8 0..255,
+    uint8 with 7 bits 0..127."""
+    if dtype not in _DTYPES or not 2 <= bits <= 8:
+        raise GraphError(f"qnn.quantize: dtype must be int8 or uint8 with 2..8 bits, got "
+                         f"{dtype} with {bits} bits")
+    return topi_quantize.quantized_range(dtype, bits)
 
 
 def _infer_quantize(ts: Types, attrs: dict[str, Any]) -> TensorType:
     dtype = attrs.get("dtype", "int8")
-    if dtype not in _RANGE:
-        raise GraphError(f"qnn.quantize: dtype must be int8 or uint8, got {dtype}")
+    quantized_range(dtype, attrs.get("bits", 8))
     if not ts[0].dtype.startswith("float"):
         raise GraphError(f"qnn.quantize takes a float tensor, got {ts[0].dtype}")
     return TensorType(ts[0].shape, dtype)
 
 
 def ref_quantize(x: np.ndarray, scale: float = 1.0, zero_point: int = 0,
-                 dtype: str = "int8") -> np.ndarray:
+                 dtype: str = "int8", bits: int = 8) -> np.ndarray:
     """numpy's form, operation for operation as the kernel computes it (float32)."""
-    lo, hi = _RANGE[dtype]
+    lo, hi = quantized_range(dtype, bits)
     inv = np.float32(1.0 / float(scale))
     v = np.round(x * inv) + np.float32(zero_point)
     return np.clip(v, lo, hi).astype(dtype)
@@ -60,10 +72,13 @@ def _infer_dense(ts: Types, attrs: dict[str, Any]) -> TensorType:
     if -(-x.shape[-1] // 4) != wp.shape[1] or comp.shape != (units,):
         raise GraphError(f"qnn.dense: data with {x.shape[-1]} features does not fit the packed "
                          f"weight {wp.shape} / compensation {comp.shape}")
+    if attrs.get("data_bits", 8) == 7 and x.dtype != "uint8":
+        raise GraphError(f"qnn.dense: data_bits=7 means uint8 data below 128, got {x.dtype}")
     return TensorType((x.shape[0], units), "int32")
 
 
-def _ref_dense(x: np.ndarray, wp: np.ndarray, comp: np.ndarray, units: int) -> np.ndarray:
+def _ref_dense(x: np.ndarray, wp: np.ndarray, comp: np.ndarray, units: int,
+               data_bits: int = 8) -> np.ndarray:
     nb, kb, _ = wp.shape
     w = wp.reshape(nb, kb, 16, 4).transpose(0, 2, 1, 3).reshape(nb * 16, kb * 4)
     xw = x.astype(np.int64)
