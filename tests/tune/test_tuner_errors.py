@@ -69,7 +69,9 @@ def test_a_bug_while_building_a_candidate_reaches_the_tuner(monkeypatch):
     ref = {"key": "k", "ref": pickle.dumps(func), "target": "llvm", "check": True}
     conn = _Conn([ref, candidate])
     _worker_main(conn)
-    assert conn.sent[0] == "ready" and conn.sent[1].ok
+    ready, waiting, locked, result = conn.sent  # the timing-lock phases, with their times
+    assert ready == "ready" and result.ok
+    assert waiting[0] == "waiting" and locked[0] == "locked" and waiting[1] <= locked[1]
 
     import mlc
 
