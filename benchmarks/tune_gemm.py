@@ -1,28 +1,31 @@
-"""Model-guided tuning against random search on fp32 GEMM (and a conv2d), beside numpy.
+"""Tuned fp32 GEMM at 1024^3 in 64 trials, beside numpy (and TVM's MetaSchedule).
 
-    python benchmarks/tune_gemm.py [--size 1024] [--trials 64] [--seeds 3] [--plot tune_gemm.png]
-                                   [--conv] [--json]
+    python benchmarks/tune_gemm.py [--size 1024] [--trials 64] [--seeds 1] [--rounds 7]
+                                   [--random] [--template] [--tvm | --no-tvm] [--plot F] [--json]
 
-Three searches, each with ``--seeds`` seeds and the same budget:
+``mlc.tune.tune_tir`` searches the default space (``mlc/tune/tiling.py``: BLAS-style
+register tile sized from the vector registers, both operands packed into panels, kc/mc/nc
+cache blocking, unrolled micro-kernel) with the xgboost model, ``--trials`` measurements per
+seed. ``--random`` adds random search over the same space, ``--template`` an AutoTVM-style
+template with a write cache. With ``--tvm`` (the default when ``apache-tvm`` is importable)
+MetaSchedule tunes the same GEMM with the same number of trials (``benchmarks/tvm_side.py``).
 
-* ``tune_tir`` with the default space (multi-level tiling, write cache, parallel, vectorize),
-  guided by the xgboost model (``XGBTuner``) and, as the baseline, by ``RandomTuner``;
-* an AutoTVM-style template with a write cache (``@mlc.tune.template``), XGBTuner.
-
-It prints best-so-far GFLOPS against trials, the best as a ratio to numpy's matmul measured
-in the same run and as a fraction of the machine's peak, how many trials the model needed to
-reach random search's final best (median over seeds), and the wall time; ``--plot`` saves
-the tuning curves as a PNG.
+The best kernel of every search is then timed against numpy's matmul (OpenBLAS) in
+alternating rounds, a pause before each batch so no one inherits another's spinning threads;
+the table shows median GFLOPS, the median of the per-round ratios to numpy, the fraction of
+the machine's peak (``benchmarks/peak.py``) and the tuning wall time.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -30,31 +33,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from peak import measure_peak  # noqa: E402
 
+import mlc  # noqa: E402
 from mlc import te, tune  # noqa: E402
 
 
-def matmul_func(n: int) -> te.Tensor:
+def matmul_func(n: int) -> Any:
     A = te.placeholder((n, n), name="A")
     B = te.placeholder((n, n), name="B")
     k = te.reduce_axis((0, n), name="k")
     C = te.compute((n, n), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
     return te.create_prim_func([A, B, C])
-
-
-def conv2d_func(n: int = 1, c: int = 64, hw: int = 56, f: int = 64) -> te.Tensor:
-    data = te.placeholder((n, c, hw + 2, hw + 2), name="data")
-    weight = te.placeholder((f, c, 3, 3), name="weight")
-    rc = te.reduce_axis((0, c), name="rc")
-    ry = te.reduce_axis((0, 3), name="ry")
-    rx = te.reduce_axis((0, 3), name="rx")
-    out = te.compute(
-        (n, f, hw, hw),
-        lambda b, o, y, x: te.sum(
-            data[b, rc, y + ry, x + rx] * weight[o, rc, ry, rx], axis=[rc, ry, rx]
-        ),
-        name="conv",
-    )
-    return te.create_prim_func([data, weight, out])
 
 
 @tune.template("bench_gemm_cached")
@@ -87,17 +75,6 @@ def gemm_template(n: int):
     return s, [A, B, C]
 
 
-def numpy_gflops(n: int, seconds: float = 1.0) -> float:
-    a = np.random.rand(n, n).astype("float32")
-    b = np.random.rand(n, n).astype("float32")
-    a @ b
-    runs, t0 = 0, time.perf_counter()
-    while time.perf_counter() - t0 < seconds:
-        a @ b
-        runs += 1
-    return 2.0 * n**3 * runs / (time.perf_counter() - t0) / 1e9
-
-
 def trials_to_reach(curve: list[float], target: float) -> int | None:
     for k, g in enumerate(curve):
         if g >= target:
@@ -105,35 +82,24 @@ def trials_to_reach(curve: list[float], target: float) -> int | None:
     return None
 
 
-def interleaved_ratio(func, n: int, rounds: int = 5) -> tuple[float, float]:
-    """(mlc GFLOPS, numpy GFLOPS) of ``func`` and numpy's matmul timed in alternating rounds."""
-    import mlc
-
-    f = mlc.build(func)
-    a = np.random.rand(n, n).astype("float32")
-    b = np.random.rand(n, n).astype("float32")
-    c = np.zeros((n, n), "float32")
-    f(a, b, c)
-    a @ b
-    number = max(1, int(0.1 / (2.0 * n**3 / 100e9)))
-    tm, tn = [], []
+def interleaved_rounds(fns: list[Any], rounds: int, number: int,
+                       settle_s: float = 0.2) -> list[list[float]]:
+    """Seconds per call of each of ``fns`` in every round (each round times each once,
+    after a pause of ``settle_s``)."""
+    times: list[list[float]] = [[] for _ in fns]
+    for fn in fns:
+        fn()
     for _ in range(rounds):
-        # OpenBLAS's threads spin for a while after a call: let them settle before timing
-        time.sleep(0.2)
-        t0 = time.perf_counter()
-        for _ in range(number):
-            f(a, b, c)
-        tm.append((time.perf_counter() - t0) / number)
-        time.sleep(0.2)
-        t0 = time.perf_counter()
-        for _ in range(number):
-            a @ b
-        tn.append((time.perf_counter() - t0) / number)
-    flop = 2.0 * n**3
-    return flop / statistics.median(tm) / 1e9, flop / statistics.median(tn) / 1e9
+        for fn, ts in zip(fns, times):
+            time.sleep(settle_s)
+            t0 = time.perf_counter()
+            for _ in range(number):
+                fn()
+            ts.append((time.perf_counter() - t0) / number)
+    return times
 
 
-def run_search(label: str, make_tuner, trials: int, seeds: int) -> dict[str, object]:
+def run_search(label: str, make_tuner: Any, trials: int, seeds: int) -> dict[str, Any]:
     curves, walls, bests = [], [], []
     option = tune.measure_option(number=3, repeat=2, timeout=30)
     for seed in range(seeds):
@@ -144,77 +110,104 @@ def run_search(label: str, make_tuner, trials: int, seeds: int) -> dict[str, obj
         walls.append(time.perf_counter() - t0)
         curves.append(tuner.best_so_far())
         bests.append(tuner.space.build(tuner.best_index) if tuner.best_index is not None else None)
-    return {"label": label, "curves": curves, "wall_s": walls, "bests": bests}
+    # the median seed's best kernel is the one timed against numpy
+    order = sorted(range(seeds), key=lambda k: curves[k][-1] if curves[k] else 0.0)
+    return {"label": label, "curves": curves, "wall_s": walls,
+            "best": bests[order[len(order) // 2]]}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=1024)
     parser.add_argument("--trials", type=int, default=64)
-    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--seeds", type=int, default=1)
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--random", action="store_true", help="also random search")
+    parser.add_argument("--template", action="store_true", help="also the AutoTVM template")
+    parser.add_argument("--tvm", action=argparse.BooleanOptionalAction,
+                        default=importlib.util.find_spec("tvm") is not None,
+                        help="also MetaSchedule (default: when apache-tvm is importable)")
     parser.add_argument("--plot", default="")
-    parser.add_argument("--conv", action="store_true", help="also tune a 3x3 conv2d")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     n = args.size
     func = matmul_func(n)
-    xgb = lambda seed: tune.XGBTuner(tune.SampledSpace(func, tune.default_space, seed=seed),  # noqa: E731
-                                     seed=seed, feature="knob")
-    rnd = lambda seed: tune.RandomTuner(tune.SampledSpace(func, tune.default_space, seed=seed),  # noqa: E731
-                                        seed=seed)
-    task = tune.create_task("bench_gemm_cached", args=(n,))
-    tmpl = lambda seed: tune.XGBTuner(task, seed=seed, feature="knob")  # noqa: E731
-    searches = [run_search("tune_tir xgb", xgb, args.trials, args.seeds),
-                run_search("tune_tir random", rnd, args.trials, args.seeds),
-                run_search("template xgb", tmpl, args.trials, args.seeds)]
-    if args.conv:
-        conv = conv2d_func()
-        searches.append(run_search(
-            "conv2d xgb",
-            lambda seed: tune.XGBTuner(tune.SampledSpace(conv, tune.default_space, seed=seed),
-                                       seed=seed, feature="knob"),
-            args.trials, args.seeds))
-    peak = measure_peak()
-    random_best = [c[-1] for c in searches[1]["curves"]]  # type: ignore[index]
-    reach = [trials_to_reach(c, rb) for c, rb in zip(searches[0]["curves"], random_best)]  # type: ignore[arg-type]
-    summary = []
-    np_seen = []
+
+    def space(seed: int) -> Any:
+        return tune.SampledSpace(func, tune.default_space, seed=seed)
+
+    searches = [run_search("tune_tir xgb",
+                           lambda seed: tune.XGBTuner(space(seed), seed=seed, feature="knob"),
+                           args.trials, args.seeds)]
+    if args.random:
+        searches.append(run_search("tune_tir random",
+                                   lambda seed: tune.RandomTuner(space(seed), seed=seed),
+                                   args.trials, args.seeds))
+    if args.template:
+        task = tune.create_task("bench_gemm_cached", args=(n,))
+        searches.append(run_search("template xgb",
+                                   lambda seed: tune.XGBTuner(task, seed=seed, feature="knob"),
+                                   args.trials, args.seeds))
+    rng = np.random.default_rng(0)
+    a = rng.random((n, n), dtype="float32")
+    b = rng.random((n, n), dtype="float32")
+    want = a @ b
+    labels, fns, walls = [], [], []
     for s in searches:
-        finals = [c[-1] for c in s["curves"]]  # type: ignore[union-attr]
-        # the median seed's best kernel, re-timed against numpy in alternating rounds
-        order = sorted(range(len(finals)), key=lambda k: finals[k])
-        best_func = s["bests"][order[len(order) // 2]]  # type: ignore[index]
-        if best_func is None or "conv" in str(s["label"]):
+        if s["best"] is None:
             continue
-        mlc_gf, np_gf = interleaved_ratio(best_func, n)
-        np_seen.append(np_gf)
-        summary.append({
-            "search": s["label"], "best_gflops_median": mlc_gf,
-            "ratio_to_numpy": mlc_gf / np_gf,
-            "fraction_of_peak": mlc_gf / peak,
-            "wall_s_median": statistics.median(s["wall_s"]),  # type: ignore[arg-type]
-        })
-    np_gf = statistics.median(np_seen) if np_seen else numpy_gflops(n)
+        f = mlc.build(s["best"])
+        c = np.zeros((n, n), "float32")
+        f(a, b, c)
+        np.testing.assert_allclose(c, want, rtol=1e-3, atol=1e-2)
+        labels.append(s["label"])
+        fns.append(lambda f=f, c=c: f(a, b, c))
+        walls.append(statistics.median(s["wall_s"]))
+    if args.tvm:
+        import tvm_side
+
+        tg, wall = tvm_side.metaschedule_gemm(n, args.trials)
+        tg.set_inputs(a, b)
+        tg.kernel()
+        np.testing.assert_allclose(tg.result(), want, rtol=1e-3, atol=1e-2)
+        labels.append("TVM MetaSchedule")
+        fns.append(tg.kernel)
+        walls.append(wall)
+    labels.append("numpy")
+    fns.append(lambda: a @ b)
+    walls.append(0.0)
+    flop = 2.0 * n**3
+    number = max(1, int(0.1 / (flop / 100e9)))
+    times = interleaved_rounds(fns, args.rounds, number)
+    peak = measure_peak()
+    rows = []
+    for label, ts, wall in zip(labels, times, walls):
+        ratios = [tn / tm for tm, tn in zip(ts, times[-1])]
+        gflops = flop / statistics.median(ts) / 1e9
+        rows.append({"search": label, "gflops": gflops,
+                     "ratio_to_numpy": statistics.median(ratios), "ratios": ratios,
+                     "fraction_of_peak": gflops / peak, "wall_s": wall})
     if args.json:
-        print(json.dumps({"size": n, "numpy_gflops": np_gf, "peak_gflops": peak,
-                          "summary": summary, "xgb_trials_to_random_best": reach,
+        print(json.dumps({"size": n, "trials": args.trials, "peak_gflops": peak, "rows": rows,
                           "curves": {s["label"]: s["curves"] for s in searches}}, indent=2))
         return
-    else:
-        print(f"\nGEMM {n}^3 fp32, {args.trials} trials x {args.seeds} seeds; numpy {np_gf:.0f} "
-              f"GFLOPS, machine peak {peak:.0f} GFLOPS")
-        print(f"{'search':<18}{'best GFLOPS':>12}{'x numpy':>9}{'of peak':>9}{'wall':>8}")
-        for r in summary:
-            print(f"{r['search']:<18}{r['best_gflops_median']:>12.1f}{r['ratio_to_numpy']:>9.2f}"
-                  f"{r['fraction_of_peak']:>9.0%}{r['wall_s_median']:>7.0f}s")
-        valid = [r for r in reach if r is not None]
-        shown = statistics.median(valid) if len(valid) == len(reach) else "never (some seeds)"
-        print(f"trials the model needed to reach random search's {args.trials}-trial best: "
-              f"{reach} (median {shown})")
-        for s in searches:
-            step = max(1, args.trials // 16)
-            curve = s["curves"][0][::step]  # type: ignore[index]
-            print(f"{s['label']:<18}" + " ".join(f"{g:6.1f}" for g in curve))
+    print(f"\nGEMM {n}^3 fp32, {args.trials} trials x {args.seeds} seed(s); "
+          f"machine peak {peak:.0f} GFLOPS; {args.rounds} alternating rounds")
+    print(f"{'search':<18}{'GFLOPS':>8}{'x numpy':>9}{'of peak':>9}{'tuning':>8}"
+          "  per-round x numpy")
+    for r in rows:
+        tuning = f"{r['wall_s']:6.0f}s" if r["wall_s"] else "      -"
+        print(f"{r['search']:<18}{r['gflops']:>8.1f}{r['ratio_to_numpy']:>9.2f}"
+              f"{r['fraction_of_peak']:>9.0%}{tuning:>8}  "
+              + " ".join(f"{x:.2f}" for x in r["ratios"]))
+    for s in searches:
+        step = max(1, args.trials // 16)
+        curve = s["curves"][0][::step]
+        print(f"{s['label']:<18}" + " ".join(f"{g:6.1f}" for g in curve))
+    if args.random and len(searches) > 1:
+        reach = [trials_to_reach(c, r[-1]) for c, r in zip(searches[0]["curves"],
+                                                             searches[1]["curves"])]
+        print(f"trials xgb needed to reach random search's best: {reach}")
     if args.plot:
         import matplotlib
 
@@ -222,13 +215,13 @@ def main() -> None:
         import matplotlib.pyplot as plt
 
         fig, ax = plt.subplots(figsize=(7, 4))
-        for s, color in zip(searches, ["C0", "C1", "C2", "C3"]):
-            for k, c in enumerate(s["curves"]):  # type: ignore[union-attr]
+        for s, color in zip(searches, ["C0", "C1", "C2"]):
+            for k, c in enumerate(s["curves"]):
                 ax.plot(range(1, len(c) + 1), c, color=color, alpha=0.8,
                         label=s["label"] if k == 0 else None)
-        ax.axhline(np_gf, color="k", linestyle="--", label="numpy")
+        ax.axhline(rows[-1]["gflops"], color="k", linestyle="--", label="numpy")
         ax.set_xlabel("trials")
-        ax.set_ylabel("best GFLOPS so far")
+        ax.set_ylabel("best GFLOPS so far (as measured while tuning)")
         ax.set_title(f"GEMM {n}^3 fp32")
         ax.legend()
         fig.tight_layout()

@@ -30,7 +30,12 @@ Public functions:
 * ``build_gemm(step, n)`` -- a ``TVMGemm``: compiled kernel, compile time, a numpy-in call;
 * ``tvm_compile_time(step, n)`` -- seconds to schedule and compile one step;
 * ``tvm_mlp(params, batch)`` -- an MLP forward pass compiled by TVM, numpy in and out,
-  with the call shape of ``benchmarks/mlp.py``'s ``torch_forward``.
+  with the call shape of ``benchmarks/mlp.py``'s ``torch_forward``;
+* ``metaschedule_gemm(n, trials)`` -- GEMM tuned by MetaSchedule (``benchmarks/tune_gemm.py``).
+
+MetaSchedule 0.27 needs ``apache-tvm-ffi==0.1.14.post0``, ``cloudpickle`` and ``psutil``
+beside ``apache-tvm`` (``pip install apache-tvm "apache-tvm-ffi==0.1.14.post0" cloudpickle
+psutil``); its target must name the CPU (``mcpu``, as :func:`host_target` does).
 """
 
 from __future__ import annotations
@@ -243,6 +248,31 @@ def build_gemm(step: str, n: int) -> TVMGemm:
     ex = tvm.compile(STEPS[step](n), target=host_target())
     func = ex["main"]
     return TVMGemm(step, time.perf_counter() - t0, func)
+
+
+def metaschedule_gemm(n: int, trials: int, work_dir: str | None = None,
+                      seed: int = 0) -> tuple[TVMGemm, float]:
+    """``C = A @ B`` (n x n fp32) tuned by MetaSchedule with ``trials`` measurements (its
+    default space and xgb cost model), then compiled with the best schedule. Returns the
+    compiled GEMM (``compile_s``: the final compile) and the tuning wall time in seconds."""
+    _require()
+    import tempfile
+
+    from tvm.s_tir import meta_schedule as ms
+
+    target = host_target()
+    mod = naive(n)
+    work = work_dir or tempfile.mkdtemp(prefix="tvm-ms-")
+    t0 = time.perf_counter()
+    database = ms.tune_tir(mod, target=target, work_dir=work, max_trials_global=trials,
+                           num_trials_per_iter=min(64, trials), seed=seed)
+    wall = time.perf_counter() - t0
+    sch = ms.tir_integration.compile_tir(database, mod, target)
+    if sch is None:
+        raise RuntimeError("MetaSchedule found no valid schedule")
+    t0 = time.perf_counter()
+    ex = tvm.compile(sch.mod, target=target)
+    return TVMGemm("metaschedule", time.perf_counter() - t0, ex["main"]), wall
 
 
 # --- an MLP forward pass, for benchmarks/mlp.py -------------------------------------------

@@ -196,4 +196,51 @@ def flop_count(func: PrimFunc) -> float:
     return total
 
 
-__all__ = ["itervar_features", "flop_count", "LENGTH"]
+def _footprint(size: int, strides: list[float], extents: list[int], depth: int,
+               line_bytes: int) -> float:
+    """Bytes one buffer touches inside the loops from ``depth`` in: the extents of the loops
+    it moves with, in whole cache lines when its smallest stride skips them."""
+    moving = [d for d in range(depth, len(extents)) if strides[d] != 0.0]
+    elements = math.prod(extents[d] for d in moving)
+    unit = min((strides[d] for d in moving), default=1.0)
+    return elements * max(float(size), min(float(line_bytes), unit * size))
+
+
+def memory_traffic(func: PrimFunc, cache_bytes: int, line_bytes: int = 64) -> float:
+    """Bytes that ``func`` (a scheduled, block-level PrimFunc) moves between a cache of
+    ``cache_bytes`` and the memory below it, by the working-set model a roofline needs.
+
+    For each block, walking its loops from the outside in, the first loop whose body touches
+    at most ``cache_bytes`` (every buffer's footprint: the extents of the loops it moves
+    with, in whole ``line_bytes`` lines when its innermost stride skips lines) is where
+    data starts to stay in the cache: each buffer is loaded once per iteration of the loops
+    outside it, except that the loop just outside keeps what does not move with it (the
+    previous iteration's working set still fits). Buffers in ``local`` scope (registers)
+    move nothing. When the whole block fits, this is each buffer's size: compulsory
+    traffic only."""
+    total = 0.0
+    for nest in _nests(func):
+        loops = nest.loops
+        extents = [_extent(lp) for lp in loops]
+        loop_vars = [lp.loop_var for lp in loops]
+        accesses = [a for a in nest.accesses if not a.buffer.scope.startswith("local")]
+        flats = [_flat_index(a) for a in accesses]
+        strides = [[_stride(f, v, loop_vars) for v in loop_vars] for f in flats]
+
+        sizes = [dt.nbytes(a.buffer.dtype) for a in accesses]
+
+        depth = 0
+        while depth < len(loops) and sum(
+            _footprint(sizes[b], strides[b], extents, depth, line_bytes)
+            for b in range(len(accesses))
+        ) > cache_bytes:
+            depth += 1
+        for b in range(len(accesses)):
+            outer = math.prod(extents[:max(depth - 1, 0)])
+            if depth > 0 and strides[b][depth - 1] != 0.0:
+                outer *= extents[depth - 1]
+            total += _footprint(sizes[b], strides[b], extents, depth, line_bytes) * outer
+    return total
+
+
+__all__ = ["itervar_features", "flop_count", "memory_traffic", "LENGTH"]

@@ -3,8 +3,9 @@
 Loop nests: ``loop_tree``, ``code``; schedules: ``steps``, ``print_steps``, ``step_through``;
 iteration spaces: ``iteration_order``, ``visit_order``, ``tile_footprint``, ``footprint``;
 graphs: ``graph_drawing``; performance: ``gflops_bars``, ``roofline``, ``tuning_curve``,
-``measure_peak``, ``measure_bandwidth``, ``measure_gflops``; widgets: ``Explorer``,
-``matmul_explorer``. Drawings fall back to DOT text when graphviz's ``dot`` is missing.
+``measure_peak``, ``measure_bandwidth``, ``measure_gflops``, ``arithmetic_intensity``;
+widgets: ``Explorer``, ``matmul_explorer``. Drawings fall back to DOT text when graphviz's
+``dot`` is missing.
 """
 
 from mlc.viz._dot import Drawing
@@ -12,6 +13,7 @@ from mlc.viz.graph import graph_drawing
 from mlc.viz.iteration import footprint, iteration_order, tile_footprint, visit_order
 from mlc.viz.loop_tree import Code, code, loop_tree
 from mlc.viz.perf import (
+    arithmetic_intensity,
     gflops_bars,
     matmul_intensity,
     measure_bandwidth,
@@ -26,7 +28,8 @@ from mlc.viz.widgets import Explorer, divisors, matmul_explorer
 
 __all__ = [
     "Drawing", "graph_drawing", "footprint", "iteration_order", "tile_footprint",
-    "visit_order", "Code", "code", "loop_tree", "gflops_bars", "matmul_intensity",
+    "visit_order", "Code", "code", "loop_tree", "arithmetic_intensity", "gflops_bars",
+    "matmul_intensity",
     "measure_bandwidth", "measure_gflops", "measure_peak", "roofline", "seconds_per_call",
     "tuning_curve", "Step", "print_steps", "step_through", "steps", "Explorer", "divisors",
     "matmul_explorer",

@@ -212,6 +212,20 @@ def tuning_curve(curves: Mapping[str, Sequence[float] | Any], reference: float |
     return fig
 
 
+def arithmetic_intensity(func: Any, cache_bytes: int | None = None) -> float:
+    """Flop per byte of memory traffic of a scheduled PrimFunc (or Schedule), computed from
+    its loop nest: :func:`mlc.tune.features.flop_count` over
+    :func:`mlc.tune.features.memory_traffic` for a cache of ``cache_bytes`` (default: this
+    machine's last-level cache, so the bytes are those DRAM moves, the bandwidth
+    :func:`measure_bandwidth` measures)."""
+    from mlc.target.llvm.cpu import cache_bytes as cache_size
+    from mlc.tune.features import flop_count, memory_traffic
+
+    func = getattr(func, "mod", func)
+    size = cache_bytes if cache_bytes is not None else cache_size(3)
+    return flop_count(func) / max(memory_traffic(func, size), 1.0)
+
+
 def matmul_intensity(n: int, m: int | None = None, k: int | None = None, itemsize: int = 4,
                      ) -> float:
     """Flop per byte of an ``n x k @ k x m`` matmul if each matrix moved through memory once
