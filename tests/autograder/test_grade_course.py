@@ -16,6 +16,7 @@ pytestmark = pytest.mark.slow
     ("a1_tensor_expressions", []),
     ("a2_gemm_schedule", ["--size", "256"]),  # at 64^3 timing noise on a loaded 2-core machine
     # moved the near-equal solution across the full-credit mark (0.64-1.11); 256^3 is steadier
+    ("a5_gpu_matmul", []),  # cuda-sim at 128, the model's prediction at 1024: deterministic
 ])
 def test_solution_full_marks_blank_zero(name, extra, tmp_path):
     solution = REPO / "instructor" / name / f"{name}.ipynb"
