@@ -27,19 +27,29 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from mlc.tir import dtype as dt
 from mlc.tir.arith import Analyzer
 from mlc.tir.expr import (
     LT,
+    Add,
     And,
     BufferLoad,
     Call,
     Cast,
+    Div,
+    FloorDiv,
+    FloorMod,
     IntImm,
+    Max,
+    Min,
+    Mod,
+    Mul,
     Not,
     PrimExpr,
     Range,
     Select,
     StringImm,
+    Sub,
     Var,
     const,
     convert,
@@ -87,11 +97,21 @@ def needs_int64(buf: Buffer) -> bool:
     return not isinstance(numel, IntImm) or numel.value > INT32_MAX
 
 
+_WIDENED = (Add, Sub, Mul, FloorDiv, FloorMod, Div, Mod, Min, Max)
+
+
 def _int64(e: PrimExpr) -> PrimExpr:
+    """``e`` computed in int64: the cast goes down to the leaves, so ``(i + m) * 2**30``
+    becomes ``(int64(i) + int64(m)) * 2**30`` rather than ``int64((i + m) * 2**30)``, which
+    would wrap around in 32 bits before the cast."""
     if e.dtype == "int64":
         return e
     if isinstance(e, IntImm):
         return IntImm(e.value, "int64")
+    if isinstance(e, _WIDENED) and dt.is_int(e.dtype) and dt.lanes(e.dtype) == 1:
+        return type(e)(_int64(e.a), _int64(e.b), "int64")
+    if isinstance(e, Select) and dt.is_int(e.dtype) and dt.lanes(e.dtype) == 1:
+        return Select(e.condition, _int64(e.true_value), _int64(e.false_value), "int64")
     return Cast("int64", e)
 
 
@@ -167,24 +187,39 @@ class _Flattener(IRMutator):
             return op
         return Select(cond, t, f, op.dtype)
 
-    def checked_indices(self, buf: Buffer, indices: tuple[PrimExpr, ...]) -> tuple[PrimExpr, ...]:
+    def checked_indices(
+        self, buf: Buffer, indices: tuple[PrimExpr, ...], wide: bool
+    ) -> tuple[PrimExpr, ...]:
         """``indices`` with each inner one (dimension 1 and on) that may leave its dimension
-        wrapped in ``check_index`` (see the module docstring). Dimension 0 needs none: with
-        the inner indices in range, the flat index is in range exactly when it is."""
-        out = list(indices)
+        wrapped in ``check_index`` (see the module docstring), all in int64 when ``wide``.
+        Dimension 0 needs none: with the inner indices in range, the flat index is in range
+        exactly when it is."""
+        out = [_int64(i) if wide else i for i in indices]
         for d in range(1, len(indices)):
             idx, extent = indices[d], convert(buf.shape[d])
             data_dependent = contains(idx, lambda n: isinstance(n, BufferLoad))
             if not data_dependent:
-                if isinstance(extent, IntImm) and not self.conditions:
+                if (isinstance(extent, IntImm) and not self.conditions
+                        and not self._over_symbolic_loop(idx)):  # fmt: skip
                     continue  # check_bounds proved it before lowering
                 if self._proved_inside(idx, extent):
                     continue
             shown = ", ".join(str(i) for i in indices)
             shape = ", ".join(str(s) for s in buf.shape)
             text = f"{buf.name}[{shown}] in dimension {d} of {buf.name} with shape ({shape})"
-            out[d] = Call(idx.dtype, "check_index", (idx, extent, StringImm(text)))
+            out[d] = Call(out[d].dtype, "check_index", (out[d], extent, StringImm(text)))
         return tuple(out)
+
+    def _over_symbolic_loop(self, idx: PrimExpr) -> bool:
+        """Does ``idx`` use a loop variable of symbolic range, which check_bounds could not
+        bound before lowering?"""
+
+        def symbolic(n: Any) -> bool:
+            dom = self.analyzer.range_of(n) if isinstance(n, Var) else None
+            return dom is not None and not (
+                isinstance(dom.min, IntImm) and isinstance(dom.extent, IntImm))
+
+        return contains(idx, symbolic)
 
     def _proved_inside(self, idx: PrimExpr, extent: PrimExpr) -> bool:
         ana = self.analyzer
@@ -212,21 +247,27 @@ class _Flattener(IRMutator):
             self.flat[buf.data] = found
         return found
 
+    def indices(self, buf: Buffer, given: tuple[PrimExpr, ...]) -> tuple[PrimExpr, ...]:
+        """The visited indices, inner ones checked (:meth:`checked_indices`), in int64 where
+        an offset into ``buf`` may exceed int32 (:func:`needs_int64`)."""
+        indices = tuple(convert(self.visit(i)) for i in given)
+        if len(buf.shape) == 1 and not buf.strides:
+            return tuple(_int64(i) for i in indices) if needs_int64(buf) else indices
+        return self.checked_indices(buf, indices, needs_int64(buf))
+
     def visit_BufferLoad(self, op: BufferLoad) -> PrimExpr:
-        indices = tuple(self.visit(i) for i in op.indices)
+        indices = self.indices(op.buffer, op.indices)
         if len(op.buffer.shape) == 1 and not op.buffer.strides:
             if all(a is b for a, b in zip(indices, op.indices)):
                 return op
             return BufferLoad(op.buffer, indices)
-        indices = self.checked_indices(op.buffer, indices)
         return BufferLoad(self.flat_buffer(op.buffer), (flat_index(op.buffer, indices),))
 
     def visit_BufferStore(self, op: BufferStore) -> Stmt:
         value = self.visit(op.value)
-        indices = tuple(self.visit(i) for i in op.indices)
+        indices = self.indices(op.buffer, op.indices)
         if len(op.buffer.shape) == 1 and not op.buffer.strides:
             return BufferStore(op.buffer, value, indices)
-        indices = self.checked_indices(op.buffer, indices)
         return BufferStore(
             self.flat_buffer(op.buffer), value, (flat_index(op.buffer, indices),)
         )

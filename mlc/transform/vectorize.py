@@ -241,6 +241,9 @@ class _Vectorizer:
             v = self.expr(e.value)
             if v is e.value:
                 return e
+            if isinstance(v, Ramp) and dt.is_int(e.dtype) and dt.is_int(v.base.dtype):
+                # int64(ramp(i, 1, 4)) (a widened index) is still a ramp: a vector load
+                return Ramp(Cast(e.dtype, v.base), Cast(e.dtype, v.stride), v.lanes)
             return Cast(dt.with_lanes(e.dtype, dt.lanes(v.dtype)), v)
         if isinstance(e, Not):
             v = self.expr(e.a)

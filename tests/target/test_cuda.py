@@ -26,6 +26,7 @@ def fusion_schedule(factor: int = 128):
     return s, [x0, x1, x2, y]
 
 
+# num_element may exceed int32 elements: the offsets are computed in int64
 FUSION_KERNEL = """\
 // grid (blockIdx.x: (num_element + 127) // 128); block (threadIdx.x: 128)
 extern "C" __global__ void __launch_bounds__(128) fusion_kernel(float* __restrict__ x0, \
@@ -33,8 +34,9 @@ float* __restrict__ x1, float* __restrict__ x2, float* __restrict__ y, int32_t n
   int32_t i_0 = blockIdx.x;
   int32_t i_1 = threadIdx.x;
   if (((i_0 * 128) + i_1) < num_element) {
-    y[((i_0 * 128) + i_1)] = ((x0[((i_0 * 128) + i_1)] * x1[((i_0 * 128) + i_1)]) + \
-x2[((i_0 * 128) + i_1)]);
+    y[((((int64_t)i_0) * 128) + ((int64_t)i_1))] = ((x0[((((int64_t)i_0) * 128) + \
+((int64_t)i_1))] * x1[((((int64_t)i_0) * 128) + ((int64_t)i_1))]) + \
+x2[((((int64_t)i_0) * 128) + ((int64_t)i_1))]);
   }
 }
 """

@@ -27,8 +27,8 @@ from mlc.target.common import flat_index
 from mlc.target.llvm import types as ty
 from mlc.tir import dtype as dt
 from mlc.tir.arith import Analyzer
-from mlc.tir.expr import Broadcast, BufferLoad, IntImm, PrimExpr, Ramp, Range, Var, convert
-from mlc.tir.functor import contains
+from mlc.tir.expr import Broadcast, BufferLoad, Cast, IntImm, PrimExpr, Ramp, Range, Var, convert
+from mlc.tir.functor import IRMutator, contains
 from mlc.tir.stmt import Buffer
 
 if TYPE_CHECKING:
@@ -94,7 +94,8 @@ class CheckEmitter:
         index = flat_index(buf, indices)
         numel = convert(buf.shape[0])
         data_dependent = contains(index, lambda n: isinstance(n, BufferLoad))
-        if not (data_dependent or not isinstance(numel, IntImm) or self.conditional > 0):
+        if not (data_dependent or not isinstance(numel, IntImm) or self.conditional > 0
+                or self._over_symbolic_loop(index)):  # fmt: skip
             return None
         if not data_dependent and self._provably_inside(index, numel):
             return None
@@ -105,7 +106,7 @@ class CheckEmitter:
             ends = [index.value]
         else:
             ends = [index]
-        site = self.check_site("index", f"{buf.name}[{index}]",
+        site = self.check_site("index", f"{buf.name}[{_shown(index)}]",
                                f" of {buf.name} with {numel} elements")
         bad: ir.Value | None = None
         for value in (self.emit(x) for x in ends):
@@ -130,6 +131,19 @@ class CheckEmitter:
         bad = self.b.icmp_unsigned(">=", self._int64(value), self._int64(n))
         self.fail_if(bad, site, value)
         return self.b.select(bad, splat(value.type, 0), value)
+
+    def _over_symbolic_loop(self, index: PrimExpr) -> bool:
+        """Does ``index`` use a loop variable whose range is symbolic (``for i in range(m)``)?
+        check_bounds could not bound such an access before the run, even into an array of
+        constant shape (``A[i * 3]`` with ``A`` of 10 elements)."""
+        ranges = self.loop_ranges
+
+        def symbolic(n: Any) -> bool:
+            dom = ranges.get(n) if isinstance(n, Var) else None
+            return dom is not None and not (
+                isinstance(dom.min, IntImm) and isinstance(dom.extent, IntImm))
+
+        return contains(index, symbolic)
 
     def _provably_inside(self, index: PrimExpr, numel: PrimExpr) -> bool:
         """Do the enclosing loops' ranges prove ``0 <= index < numel`` (every lane)?"""
@@ -204,3 +218,25 @@ class CheckEmitter:
 def _splat_like(value: ir.Value, n: ir.Value, gen: CheckEmitter) -> ir.Value:
     """``n`` (an int64 scalar) broadcast to ``value``'s lanes, if ``value`` is a vector."""
     return gen.broadcast(n, value.type.count) if ty.is_vector(value.type) else n
+
+
+def _shown(index: PrimExpr) -> PrimExpr:
+    """``index`` as the student wrote it: without the int64 casts that flatten_buffers adds
+    to offsets that may exceed int32 (``A[int64(i) * int64(4096)]`` reads ``A[i * 4096]``)."""
+
+    class _Narrow(IRMutator):
+        def visit_Cast(self, op: Cast) -> PrimExpr:
+            value = self.visit(op.value)
+            if op.dtype == "int64" and dt.is_int(value.dtype):
+                return value  # type: ignore[no-any-return]
+            return Cast(op.dtype, value)
+
+        def visit_IntImm(self, op: IntImm) -> PrimExpr:
+            if op.dtype == "int64" and -(2**31) <= op.value < 2**31:
+                return IntImm(op.value, "int32")
+            return op
+
+    try:
+        return _Narrow().visit(index)  # type: ignore[no-any-return]
+    except Exception:  # noqa: BLE001 - a message must never fail to be written
+        return index
