@@ -36,26 +36,46 @@ student what to bind.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from typing import Any
 
 from mlc.errors import CodegenError, LoweringError
 from mlc.tir import dtype as dt
 from mlc.tir.arith import Analyzer, eval_region
 from mlc.tir.expr import (
+    EQ,
+    GE,
+    GT,
+    LE,
+    LT,
+    NE,
+    Add,
+    And,
+    BinaryOp,
     Broadcast,
     BufferLoad,
     Call,
     Cast,
     IntImm,
+    Mul,
+    Or,
     PrimExpr,
     Ramp,
     Range,
     StringImm,
+    Sub,
     Var,
     as_int,
     const,
 )
-from mlc.tir.functor import IRMutator, IRVisitor, collect, post_order_visit, substitute
+from mlc.tir.functor import (
+    IRMutator,
+    IRVisitor,
+    collect,
+    post_order_visit,
+    substitute,
+    uses_var,
+)
 from mlc.tir.stmt import (
     Allocate,
     Buffer,
@@ -195,7 +215,9 @@ def _unbound_message(func: PrimFunc, s: Stmt) -> str:
             return (
                 f"{what} in {func.name!r} runs on the host around GPU loops; a kernel cannot "
                 "be launched from inside a loop. Bind it to a blockIdx axis (or reorder so "
-                "that the bound loops are outermost)"
+                "that the bound loops are outermost). A loop whose steps must run in order "
+                "(the time loop of a te.scan) cannot run around kernels on GPU targets yet: "
+                "build the scan for target=\"llvm\""
             )
     elif isinstance(s, BufferStore):
         what = f"the store to {s.buffer.name!r}"
@@ -320,7 +342,8 @@ def _make_kernel(
         return s
 
     body = _one_thread_stores(rewrite(root), index_vars)
-    _refuse_global_exchange(func.name, body)
+    launch = {index_vars[t]: Range(const(0, index_vars[t].dtype), e) for t, e in extents.items()}
+    _refuse_global_exchange(func.name, body, launch)
 
     # 3. what the kernel touches
     used_data: set[int] = set()
@@ -408,21 +431,25 @@ def _one_thread_stores(body: Stmt, index_vars: dict[str, Var]) -> Stmt:
     return walk(body)
 
 
-def _refuse_global_exchange(name: str, body: Stmt) -> None:
+def _refuse_global_exchange(name: str, body: Stmt, launch: dict[Var, Range]) -> None:
     """Refuse a kernel in which some threads read elements of a global buffer that other
     threads write (a global intermediate computed cooperatively and read back, say): the
     threads of a kernel do not wait for each other's global writes, and threads of different
     blocks cannot be made to. A read is accepted when some write of the same kernel covers
     exactly the same region in the same thread (``C[i] = C[i] + ...``, an unrolled tile
-    written and read back element by element); local and shared buffers are the way to
-    exchange values inside a kernel (with barriers for shared ones)."""
-    accesses: dict[int, tuple[Buffer, list[tuple[str, PrimExpr, str]]]] = {}
+    written and read back element by element), or when no thread of the launch writes what
+    it reads (a scan's step reads the row the previous launch wrote); local and shared
+    buffers are the way to exchange values inside a kernel (with barriers for shared ones)."""
+    accesses: dict[int, tuple[Buffer, list[_GlobalAccess]]] = {}
     dom: dict[Var, Range] = {}
     lets: dict[Var, PrimExpr] = {}
+    guards: list[PrimExpr] = []
     ana = Analyzer()
 
-    def region(index: PrimExpr) -> tuple[str, PrimExpr, str]:
-        index = substitute(index, lets)
+    def note(buf: Buffer, kind: str, indices: tuple[PrimExpr, ...]) -> None:
+        if buf.scope.partition(".")[0] in ("local", "shared", "warp") or len(indices) != 1:
+            return
+        index = _expand(_narrow(substitute(indices[0], lets)))
         if isinstance(index, Broadcast):
             index = index.value
         inner = dict(dom)
@@ -432,15 +459,11 @@ def _refuse_global_exchange(name: str, body: Stmt) -> None:
             index = index.base + lane * index.stride
         try:
             (r,) = eval_region([index], inner, None, ana)
+            key = f"{ana.simplify(r.min)}|{ana.simplify(r.extent)}"
         except LoweringError:  # not affine: only the very same index counts as the same
-            return str(index), index, "?"
-        return str(ana.simplify(r.min)), index, str(ana.simplify(r.extent))
-
-    def note(buf: Buffer, kind: str, indices: tuple[PrimExpr, ...]) -> None:
-        if buf.scope.partition(".")[0] in ("local", "shared", "warp") or len(indices) != 1:
-            return
-        lo, index, extent = region(indices[0])
-        accesses.setdefault(id(buf.data), (buf, []))[1].append((kind, index, f"{lo}|{extent}"))
+            key = f"{index}|?"
+        access = _GlobalAccess(kind, index, key, dict(inner), [_narrow(g) for g in guards])
+        accesses.setdefault(id(buf.data), (buf, []))[1].append(access)
 
     class _Walk(IRVisitor):
         def visit_For(self, op: For) -> None:
@@ -453,6 +476,14 @@ def _refuse_global_exchange(name: str, body: Stmt) -> None:
             self.visit(op.body)
             del lets[op.var]
 
+        def visit_IfThenElse(self, op: IfThenElse) -> None:
+            self.visit(op.condition)
+            guards.append(substitute(op.condition, lets))
+            self.visit(op.then_case)
+            guards.pop()
+            if op.else_case is not None:
+                self.visit(op.else_case)
+
         def visit_BufferLoad(self, op: BufferLoad) -> None:
             note(op.buffer, "read", op.indices)
             self.generic_visit(op)
@@ -463,23 +494,129 @@ def _refuse_global_exchange(name: str, body: Stmt) -> None:
 
     _Walk().visit(body)
     for buf, acc in accesses.values():
-        written = {key for kind, _, key in acc if kind == "write"}
-        if not written:
-            continue
-        for kind, index, key in acc:
-            if kind == "read" and key not in written:
-                w = next(i for k, i, _ in acc if k == "write")
-                raise CodegenError(
-                    f"a GPU kernel of {name!r}: the global buffer {buf.name!r} is written by some "
-                    f"threads ({buf.name}[{w}]) and read by others ({buf.name}[{index}]) in "
-                    "the same kernel; GPU threads do not wait for each other's writes to "
-                    f"global memory, so the read may see old values. Give {buf.name!r} the "
-                    f'scope "shared" (sch.set_scope(block, 0, "shared"), or '
-                    f'cache_read(..., "shared") and compute_at it under the blockIdx loop: '
-                    "the copy is then synchronised with __syncthreads()), or compute "
-                    f"{buf.name!r} in a kernel of its own (do not compute_at it inside this "
-                    "kernel; bind its own loops to blockIdx/threadIdx)"
-                )
+        writes = [a for a in acc if a.kind == "write"]
+        keys = {a.key for a in writes}
+        for a in acc:
+            if a.kind != "read" or a.key in keys:
+                continue
+            if all(_apart(a, w, launch, ana) for w in writes):
+                continue
+            raise CodegenError(
+                f"a GPU kernel of {name!r}: the global buffer {buf.name!r} is written by some "
+                f"threads ({buf.name}[{writes[0].index}]) and read by others "
+                f"({buf.name}[{a.index}]) in the same kernel; GPU threads do not wait for each "
+                "other's writes to global memory, so the read may see old values. Give "
+                f'{buf.name!r} the scope "shared" (sch.set_scope(block, 0, "shared"), or '
+                'cache_read(..., "shared") and compute_at it under the blockIdx loop: the '
+                "copy is then synchronised with __syncthreads()), or compute "
+                f"{buf.name!r} in a kernel of its own (do not compute_at it inside this "
+                "kernel; bind its own loops to blockIdx/threadIdx)"
+            )
+
+
+@dataclass
+class _GlobalAccess:
+    kind: str  # "read" or "write"
+    index: PrimExpr  # flat, with the thread indices in place of their let variables
+    key: str  # the region one thread touches, as text
+    dom: dict[Var, Range]  # the serial loops around it
+    guards: list[PrimExpr]  # the conditions of the ifs around it
+
+
+def _apart(a: _GlobalAccess, b: _GlobalAccess, launch: dict[Var, Range], ana: Analyzer) -> bool:
+    """Do ``a`` and ``b`` touch disjoint elements, whichever threads of the launch run them?"""
+    spans = [_launch_span(x, launch, ana) for x in (a, b)]
+    if spans[0] is None or spans[1] is None:
+        return False
+    (alo, ahi), (blo, bhi) = spans  # type: ignore[misc]
+    return ana.can_prove(ahi < blo) or ana.can_prove(bhi < alo)
+
+
+def _launch_span(
+    a: _GlobalAccess, launch: dict[Var, Range], ana: Analyzer
+) -> tuple[PrimExpr, PrimExpr] | None:
+    """``(lowest, highest)`` element ``a`` touches over every thread and loop iteration; the
+    highest is taken from a guard ``e < bound`` around it when ``index - e`` does not vary
+    (the ``if i < n`` of a split that does not divide)."""
+    inner = {**a.dom, **launch}
+    try:
+        (r,) = eval_region([a.index], inner, None, ana)
+    except LoweringError:
+        return None
+    lo = ana.simplify(r.min)
+    hi = ana.simplify(r.min + r.extent - 1)
+    relaxed = list(inner)
+    for g in a.guards:
+        for part in _conjuncts(g):
+            if not isinstance(part, LT):
+                continue
+            shift = ana.simplify(a.index - part.a)
+            if uses_var(shift, lambda v: any(v is x for x in relaxed)):
+                continue
+            hi = ana.simplify(part.b - 1 + shift)
+    return lo, hi
+
+
+def _expand(e: PrimExpr) -> PrimExpr:
+    """Products distributed over sums (``(t - 1) * n`` -> ``t * n - n``), so that offsets of
+    neighbouring rows of a symbolic width compare (the simplifier keeps products whole)."""
+
+    class _Expand(IRMutator):
+        def visit_Mul(self, op: Mul) -> PrimExpr:
+            a, b = self.visit(op.a), self.visit(op.b)
+            for x, y in ((a, b), (b, a)):
+                if isinstance(x, (Add, Sub)) and dt.lanes(x.dtype) == 1:
+                    left, right = self.visit(Mul(x.a, y)), self.visit(Mul(x.b, y))
+                    return left + right if isinstance(x, Add) else left - right
+            return a * b if (a is not op.a or b is not op.b) else op
+
+    try:
+        return _Expand().visit(e)  # type: ignore[no-any-return]
+    except Exception:  # noqa: BLE001 - keep the original when it cannot be rebuilt
+        return e
+
+
+def _conjuncts(cond: PrimExpr) -> list[PrimExpr]:
+    if isinstance(cond, And):
+        return _conjuncts(cond.a) + _conjuncts(cond.b)
+    return [cond]
+
+
+def _narrow(e: PrimExpr) -> PrimExpr:
+    """``e`` without the int64 casts flatten_buffers puts on offsets (for comparing them with
+    the int32 guards around them; the analysis assumes no overflow)."""
+
+    class _Narrow(IRMutator):
+        def visit_Cast(self, op: Cast) -> PrimExpr:
+            value = self.visit(op.value)
+            if op.dtype == "int64" and dt.is_int(value.dtype):
+                return value  # type: ignore[no-any-return]
+            return Cast(op.dtype, value)
+
+        def visit_IntImm(self, op: IntImm) -> PrimExpr:
+            if op.dtype == "int64" and -(2**31) <= op.value < 2**31:
+                return IntImm(op.value, "int32")
+            return op
+
+    try:
+        return _rebuild(_Narrow().visit(e))
+    except Exception:  # noqa: BLE001 - mixed types it cannot rebuild: keep the original
+        return e
+
+
+def _rebuild(e: PrimExpr) -> PrimExpr:
+    """Binary nodes rebuilt from their (narrowed) operands, so their dtypes agree."""
+
+    class _Retype(IRMutator):
+        def generic_visit(self, node: Any) -> Any:
+            node = super().generic_visit(node)
+            if isinstance(node, BinaryOp) and node.a.dtype != node.dtype and not isinstance(
+                node, (LT, LE, GT, GE, EQ, NE, And, Or)
+            ):
+                return type(node)(node.a, node.b)
+            return node
+
+    return _Retype().visit(e)  # type: ignore[no-any-return]
 
 
 def _numel(buf: Buffer) -> int:
