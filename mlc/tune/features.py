@@ -202,7 +202,10 @@ def _footprint(size: int, strides: list[float], extents: list[int], depth: int,
     it moves with, in whole cache lines when its smallest stride skips them."""
     moving = [d for d in range(depth, len(extents)) if strides[d] != 0.0]
     elements = math.prod(extents[d] for d in moving)
-    unit = min((strides[d] for d in moving), default=1.0)
+    # inside no loop (one iteration of all of them), a load strided along the innermost loop
+    # still brings a line per access
+    innermost = strides[-1] if strides and strides[-1] != 0.0 else 1.0
+    unit = min((strides[d] for d in moving), default=innermost)
     return elements * max(float(size), min(float(line_bytes), unit * size))
 
 
