@@ -35,6 +35,7 @@ from mlc.tir.expr import as_int
 from mlc.topi.x86.tensor_intrin import LANES, register_dp4a, register_dp4a_u7
 
 GROUP = 4  # bytes per int32 lane of vpdpbusd
+WEIGHT_IN_L2 = 256 * 1024  # bytes of packed weight that every row tile may read again
 
 
 def _ceil(a: int, b: int) -> int:
@@ -137,7 +138,7 @@ def schedule_dense_int8(tensors: Sequence[te.Tensor], rows: int = 4,
     ``units`` is computed on the zero padding of the packed weight and not stored)::
 
         for i_o in range(batch // rows):             # parallel when the work is large
-            for n_o in range(ceil(units / 16)):
+            for n_o in range(ceil(units / 16)):      # (n_o outside for a weight > L2 / 2)
                 acc[i_o, n_o, 0:rows, 0:16] = 0
                 for ko in range(in // 4):
                     for i_i in unroll(rows):
@@ -168,15 +169,19 @@ def schedule_dense_int8(tensors: Sequence[te.Tensor], rows: int = 4,
     kb = as_int(op.reduce_axis[0].dom.extent) or 1
     seven = op.attrs.get("data_bits") == 7
     r = _rows(m, rows)
-    # the output's tiles: rows x 16 columns
+    # the output's tiles: rows x 16 columns; row tiles outside while the packed weight fits
+    # in L2 (each row tile reads all of it), else column tiles outside (one 16-column panel
+    # of the weight stays in L1 while the rows stream past it)
     out_blk = sch.get_block(names[id(out.op)])
     i, j = sch.get_loops(out_blk)
     io, ii = sch.split(i, factors=[None, r])
     jo, ji = sch.split(j, factors=[None, LANES])
-    sch.reorder(io, jo, ii, ji)
+    rows_outside = nb * kb * LANES * GROUP <= WEIGHT_IN_L2
+    outer, inner = (io, jo) if rows_outside else (jo, io)
+    sch.reorder(outer, inner, ii, ji)
     # the accumulators of one tile, computed under it: [rows,] 16 lanes, ko, ki
     blk = sch.get_block(names[id(acc.op)])
-    sch.compute_at(blk, jo)
+    sch.compute_at(blk, inner)
     *tile_rows, lanes, ko, ki = sch.get_loops(blk)[2:]  # unit loops are dropped
     sch.reorder(ko, *tile_rows, lanes, ki)
     tile = sch.tensorize(lanes, register_dp4a_u7() if seven else register_dp4a())
@@ -188,8 +193,6 @@ def schedule_dense_int8(tensors: Sequence[te.Tensor], rows: int = 4,
         sch.unroll(ii)
     if parallel is None:
         parallel = m * nb * LANES * kb * GROUP >= PARALLEL_MIN_WORK
-    if parallel and m // r > 1:
-        sch.parallel(io)
-    elif parallel and nb > 1:
-        sch.parallel(jo)
+    if parallel and (m // r if rows_outside else nb) > 1:
+        sch.parallel(outer)
     return sch
