@@ -13,7 +13,15 @@ from __future__ import annotations
 from mlc.target.cuda.build import GPU_PASSES, build_cuda
 from mlc.target.cuda.module import CUDAModule
 from mlc.target.cuda_sim.checks import CheckReport, check
-from mlc.target.cuda_sim.model import PROFILES, GPUProfile, Prediction, count, predict
+from mlc.target.cuda_sim.model import (
+    PROFILES,
+    Candidate,
+    GPUProfile,
+    Prediction,
+    count,
+    predict,
+    search,
+)
 from mlc.target.target import Backend, Target, TargetKind
 from mlc.tir.stmt import PrimFunc
 
@@ -31,5 +39,6 @@ BACKEND = Backend(
 )
 
 __all__ = [
-    "BACKEND", "PROFILES", "CheckReport", "GPUProfile", "Prediction", "check", "count", "predict",
+    "BACKEND", "PROFILES", "Candidate", "CheckReport", "GPUProfile", "Prediction", "check", "count",
+    "predict", "search",
 ]

@@ -42,6 +42,7 @@ are interpreted, standing for the rest, so a prediction takes seconds, not minut
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -399,6 +400,10 @@ def occupancy(counts: KernelCounts, gpu: GPUProfile) -> None:
     }
     if counts.shared_bytes_per_block:
         limits["shared memory"] = gpu.shared_per_sm // counts.shared_bytes_per_block
+        if counts.shared_bytes_per_block > gpu.shared_per_block:
+            limits["shared memory per block"] = 0
+    if tpb > 1024:
+        limits["threads per block"] = 0
     by = min(limits, key=lambda k: limits[k])
     counts.blocks_per_sm = max(0, limits[by])
     counts.limited_by = by
@@ -496,3 +501,51 @@ def predict(f: Any, *arrays: np.ndarray, gpu: str | GPUProfile = "h100",
     """The model's estimated time of ``f(*arrays)`` on ``gpu`` (see the module docstring)."""
     g = profile(gpu)
     return Prediction([estimate(c, g) for c in count(f, *arrays, blocks=blocks, loops=loops)], g)
+
+
+# -- tuning with the model as the cost -----------------------------------------------------
+
+@dataclass
+class Candidate:
+    """One configuration of a search: its predicted time (``inf`` when it cannot run)."""
+
+    config: Any
+    time: float
+    bound: str
+    prediction: Prediction | None = None
+
+    def __repr__(self) -> str:
+        if self.prediction is None:
+            return f"{self.config}: refused ({self.bound})"
+        if math.isinf(self.time):
+            return f"{self.config}: {self.bound}"
+        return (f"{self.config}: {self.time * 1e6:.1f} us predicted "
+                f"({self.prediction.flops / self.time / 1e12:.1f} TFLOP/s), bound by {self.bound}")
+
+
+def search(configs: Iterable[Any], lower: Callable[[Any], Any], *arrays: np.ndarray,
+           gpu: str | GPUProfile = "h100", blocks: int | None = 2,
+           loops: int | None = 2) -> list[Candidate]:
+    """Tune with the model as the cost: ``lower(config)`` is the GPU program of one
+    configuration (``mlc.lower(schedule(*config).mod, target="cuda-sim")``); each is
+    predicted on ``gpu`` and the candidates come back fastest first. A configuration the
+    schedule or the build refuses (an :class:`~mlc.errors.MLCError`: tiles that do not
+    divide, too much shared memory) is kept, last, with the reason.
+
+    No GPU is needed and no time is measured, so the search is the same on any machine; a
+    prediction takes a second or two, so search tens of configurations, not thousands
+    (``blocks`` and ``loops`` are as in :func:`count`)."""
+    from mlc.errors import MLCError
+
+    out = []
+    for config in configs:
+        try:
+            program = lower(config)
+        except MLCError as err:
+            out.append(Candidate(config, math.inf, f"{type(err).__name__}: "
+                                                   f"{str(err).splitlines()[0]}"))
+            continue
+        p = predict(program, *arrays, gpu=gpu, blocks=blocks, loops=loops)
+        bound = max((k for k in p.kernels), key=lambda k: k.time).bound if p.kernels else ""
+        out.append(Candidate(config, p.time, bound, p))
+    return sorted(out, key=lambda c: (c.prediction is None, c.time))
