@@ -15,6 +15,7 @@ only when one of its children changed, so unchanged subtrees stay the same objec
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -26,8 +27,13 @@ from mlc.tir.stmt import Buffer, BufferRegion, PrimFunc, Stmt
 _NODE_TYPES = (PrimExpr, Stmt, Range, IterVar, BufferRegion, Buffer, PrimFunc)
 
 
+@functools.cache
+def _field_names(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls))
+
+
 def _children(node: Any) -> list[tuple[str, Any]]:
-    return [(f.name, getattr(node, f.name)) for f in dataclasses.fields(node)]
+    return [(name, getattr(node, name)) for name in _field_names(type(node))]
 
 
 class IRVisitor:
