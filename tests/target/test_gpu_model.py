@@ -11,7 +11,7 @@ import pytest
 import mlc
 from mlc import te
 from mlc.errors import MLCError
-from mlc.target.cuda_sim import PROFILES, count, predict
+from mlc.target.cuda_sim import PROFILES, count, predict, search
 from mlc.target.cuda_sim.model import profile, sectors, shared_reads, wavefronts
 
 
@@ -187,3 +187,30 @@ def test_h100_profile_rates_follow_from_the_hardware() -> None:
     h = PROFILES["h100"]
     assert h.fp32_tflops == pytest.approx(132 * 128 * 2 * 1.98 / 1e3)
     assert h.l1_gbs == pytest.approx(132 * 32 * 4 * 1.98)
+
+
+def test_search_ranks_tile_sizes_by_predicted_time_and_keeps_refusals_last() -> None:
+    b = _bench()
+    n = 256
+    arrays = [np.zeros((n, n), np.float32) for _ in range(3)]
+
+    def lower(cfg):
+        if cfg == "bad":
+            raise MLCError("no such schedule")
+        return mlc.lower(b.gemm(cfg)(n).mod, target="cuda-sim")
+
+    ranked = search([(8, 8, 4, 4, 8, 4), "bad", (8, 16, 8, 8, 8, 4)], lower, *arrays,
+                    gpu="rtx3050-laptop")
+    # at 256 the 64 x 128 tiles make 8 blocks for 16 SMs: the 32 x 32 tiles (64 blocks) win
+    assert [c.config for c in ranked] == [(8, 8, 4, 4, 8, 4), (8, 16, 8, 8, 8, 4), "bad"]
+    assert ranked[0].time < ranked[1].time and ranked[2].prediction is None
+    assert "no such schedule" in repr(ranked[2]) and "predicted" in repr(ranked[0])
+
+
+def test_a_block_over_48_kib_of_shared_memory_does_not_fit() -> None:
+    from mlc.target.cuda_sim.model import KernelCounts, estimate
+
+    c = KernelCounts("k", blocks=10, threads_per_block=256, sampled_blocks=1, flops=1.0,
+                     shared_bytes_per_block=64 * 1024, registers_per_thread=32)
+    p = estimate(c, PROFILES["h100"])
+    assert p.time == float("inf") and "shared memory per block" in p.bound
