@@ -1,5 +1,6 @@
-"""graph.qnn: quantize / dequantize / qnn.dense, fused per layer, exact against numpy; the
-quantized digits MLP within one point of the fp32 one."""
+"""graph.qnn: quantize / dequantize / qnn.dense, fused per layer, exact against numpy (8-bit
+activations with zero point 128, 7-bit ones with zero point 0); the quantized digits MLP
+within one point of the fp32 one."""
 
 from __future__ import annotations
 
@@ -62,3 +63,52 @@ def test_quantized_mlp_within_one_point_of_fp32() -> None:
     assert abs(acc_int8 - acc_fp32) <= 0.01, (acc_int8, acc_fp32)
     # the compiled graph does the numpy reference's integer arithmetic
     np.testing.assert_array_equal(probs.argmax(1), quantized_forward(q, xte).argmax(1))
+
+
+def test_quantize_7_bits_clips_to_127() -> None:
+    x = graph.var("x", (2, 16))
+    g = graph.Graph([x], [graph.qnn.quantize(x, 0.5, zero_point=0, bits=7)])
+    v = np.linspace(-10, 90, 32, dtype=np.float32).reshape(2, 16)
+    out = _build(g)(x=v)[0]
+    np.testing.assert_array_equal(out, ref_quantize(v, 0.5, 0, "uint8", bits=7))
+    assert out.dtype == np.uint8 and out.min() == 0 and out.max() == 127
+
+
+@pytest.mark.parametrize("batch,units,inp", [(5, 10, 13), (8, 32, 64), (64, 64, 64)])
+def test_7_bit_layer_runs_on_dp4a_u7_and_is_exact(batch: int, units: int, inp: int) -> None:
+    rng = np.random.default_rng(batch * units + inp)
+    w = rng.integers(-128, 128, (units, inp)).astype(np.int8)
+    w[0] = -128
+    s = rng.uniform(0.001, 0.01, units).astype(np.float32)
+    b = rng.standard_normal(units).astype(np.float32)
+    x = graph.var("x", (batch, inp))
+    h = graph.qnn.quantize(x, 1.0, zero_point=0, bits=7)
+    acc = graph.qnn.dense(h, w)
+    assert acc.attrs["data_bits"] == 7
+    y = graph.nn.relu(graph.nn.bias_add(graph.qnn.dequantize(acc, s), graph.const(b)))
+    g = graph.Graph([x], [graph.qnn.quantize(y, 0.05, zero_point=0, bits=7)])
+    mod = _build(g)
+    assert any("dp4a_u7(" in str(k.lowered) for k in mod.kernels)
+    xv = rng.uniform(-5, 140, (batch, inp)).astype(np.float32)
+    xv[0] = 127.0  # the largest 7-bit activation against w[0] = -128
+    got = mod(x=xv)[0]
+    hq = ref_quantize(xv, 1.0, 0, "uint8", bits=7).astype(np.int32)
+    want_acc = hq @ w.astype(np.int32).T
+    want = ref_quantize(np.maximum(want_acc.astype(np.float32) * s + b, 0), 0.05, 0, "uint8",
+                        bits=7)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_quantized_mlp_7_and_8_bit_builds_agree() -> None:
+    from mlc.examples.mlp import load_data, train_mlp
+    from mlc.examples.qmlp import quantize_mlp, quantized_mlp_graph
+
+    xtr, ytr, xte, _ = load_data()
+    q = quantize_mlp(train_mlp(xtr, ytr, epochs=3), xtr)
+    assert all(q.unsigned), "pixels and relu outputs are non-negative"
+    x = xte[:64]
+    seven = _build(quantized_mlp_graph(q, 64))
+    eight = _build(quantized_mlp_graph(q, 64, seven_bits=False))
+    assert any("dp4a_u7(" in str(k.lowered) for k in seven.kernels)
+    assert not any("dp4a_u7(" in str(k.lowered) for k in eight.kernels)
+    np.testing.assert_array_equal(seven(x=x)[0], eight(x=x)[0])
