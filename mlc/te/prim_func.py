@@ -172,12 +172,22 @@ def _scan_nest(op: ScanOp, names: _UniqueNames) -> Stmt:
     assert isinstance(init_op, ComputeOp) and isinstance(upd_op, ComputeOp)
     state = op.state_placeholder.buffer
     init_nest = _compute_nest(init_op, out, names(op.name + "_init"), retarget=(state, out))
-    axes = [op.scan_axis, *upd_op.axis[1:]]
-    kinds = [IterKind.ORDERED] + [IterKind.SPATIAL] * (len(axes) - 1)
-    upd_nest = _compute_nest(
-        upd_op, out, names(op.name + "_update"), axes=axes, kinds=kinds, retarget=(state, out)
-    )
-    return seq(init_nest, upd_nest)
+    time = op.scan_axis
+    steps: list[Stmt] = []
+    for body_op in [*op.body_ops, upd_op]:
+        # each stage of the body computes its row ``t`` inside the one time loop
+        first = IterVar(body_op.axis[0].var, time.dom, IterKind.ORDERED)
+        axes = [first, *body_op.axis[1:]]
+        kinds = [IterKind.ORDERED] + [IterKind.SPATIAL] * (len(axes) - 1)
+        if body_op is upd_op:
+            buf, name = out, names(op.name + "_update")
+        else:
+            buf, name = body_op.output(0).buffer, names(body_op.name)
+        nest = _compute_nest(body_op, buf, name, axes=axes, kinds=kinds, retarget=(state, out))
+        if not isinstance(nest, For):  # pragma: no cover - _compute_nest starts with a loop
+            raise TEError(f"te.scan: the stage {body_op.name!r} has no time axis")
+        steps.append(substitute(nest.body, {first.var: time.var}))
+    return seq(init_nest, _loop(time.var, time.dom, seq(*steps)))
 
 
 def create_prim_func(tensors: Sequence[Tensor], name: str = "main") -> PrimFunc:
@@ -210,6 +220,7 @@ def create_prim_func(tensors: Sequence[Tensor], name: str = "main") -> PrimFunc:
         if isinstance(op, ComputeOp):
             stmts.append(_compute_nest(op, t.buffer, names(op.name)))
         elif isinstance(op, ScanOp):
+            allocs.extend(b.output(0).buffer for b in op.body_ops)
             stmts.append(_scan_nest(op, names))
         else:  # pragma: no cover - only te's own ops exist
             raise TEError(f"te.create_prim_func: cannot handle {type(op).__name__}")

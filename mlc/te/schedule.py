@@ -272,13 +272,23 @@ class Schedule:
         for op in order:
             if isinstance(op, (ComputeOp, ScanOp)):
                 name = self._block_writing(op.output(0))
-                stage = Stage(self, op, name, op.axis, op.reduce_axis)
-                self._register(stage, op)
-                loops = self._tir.get_loops(self._tir.get_block(name))
-                by_var = {id(self._tir._loop_var(lp)): lp for lp in loops}
-                for a in [*op.axis, *op.reduce_axis]:
-                    if id(a.var) in by_var:
-                        self._loops[id(a)] = by_var[id(a.var)]
+                self._add_stage(op, name)
+            if isinstance(op, ScanOp):
+                # TVM schedules a scan through its init and update: s[s_init], s[s_update]
+                # (the update's first axis is the time loop)
+                self._add_stage(op.init.op, self._block_writing(op.output(0), first=True))
+                self._add_stage(op.update.op, name)
+                for body_op in op.body_ops:  # a multi-stage scan's inner computations
+                    self._add_stage(body_op, self._block_writing(body_op.output(0)))
+
+    def _add_stage(self, op: Operation, name: str) -> None:
+        stage = Stage(self, op, name, op.axis, op.reduce_axis)
+        self._register(stage, op)
+        loops = self._tir.get_loops(self._tir.get_block(name))
+        by_var = {id(self._tir._loop_var(lp)): lp for lp in loops}
+        for a in [*op.axis, *op.reduce_axis]:
+            if id(a.var) in by_var:
+                self._loops[id(a)] = by_var[id(a.var)]
 
     @property
     def sch(self) -> TirSchedule:
@@ -394,7 +404,7 @@ class Schedule:
         if all(s is not stage for s in self.stages):
             self.stages.append(stage)
 
-    def _block_writing(self, t: Tensor) -> str:
+    def _block_writing(self, t: Tensor, first: bool = False) -> str:
         found = [
             loc.stmt.block.name  # type: ignore[attr-defined]
             for loc in state.all_blocks(self._tir.mod)
@@ -402,7 +412,7 @@ class Schedule:
         ]
         if not found:
             raise ScheduleError(f"no block computes {t.name!r}")
-        return found[-1]
+        return found[0] if first else found[-1]
 
     # -- axes <-> loops -----------------------------------------------------------------------
     def _loop(self, axis: Any, stage: Stage) -> LoopRV:

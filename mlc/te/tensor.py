@@ -211,10 +211,41 @@ class ScanOp(Operation):
         return ()
 
     @property
+    def body_ops(self) -> list[ComputeOp]:
+        """The computations between the state and the update (a multi-stage scan's
+        ``s_update1`` read by ``s_update2``): computed inside the time loop, one row per
+        step, producers first. The update itself is not among them."""
+        state = self.state_placeholder
+        depends: dict[int, bool] = {}
+        order: list[ComputeOp] = []
+
+        def visit(op: Operation) -> bool:
+            if id(op) in depends:
+                return depends[id(op)]
+            depends[id(op)] = False
+            found = False
+            for t in op.input_tensors:
+                if t is state or t.op is state.op:
+                    found = True
+                elif isinstance(t.op, ComputeOp) and visit(t.op):
+                    found = True
+            depends[id(op)] = found
+            if found and isinstance(op, ComputeOp) and op is not self.update.op:
+                order.append(op)
+            return found
+
+        visit(self.update.op)
+        return order
+
+    @property
     def input_tensors(self) -> list[Tensor]:
+        body = {id(op) for op in self.body_ops}
+        ops = [self.init.op, self.update.op, *(self.body_ops)]
         found: list[Tensor] = []
-        for t in self.init.op.input_tensors + self.update.op.input_tensors + self.inputs:
-            if t is not self.state_placeholder and all(t is not f for f in found):
+        for t in [x for op in ops for x in op.input_tensors] + self.inputs:
+            if t is self.state_placeholder or id(t.op) in body:
+                continue
+            if all(t is not f for f in found):
                 found.append(t)
         return found
 
