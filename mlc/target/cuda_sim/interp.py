@@ -338,7 +338,7 @@ class Interpreter:
         var = id(s.loop_var)
         old = self.env.get(var)
         if np.ndim(lo) == 0 and np.ndim(ext) == 0:
-            values = range(int(lo), int(lo) + int(ext))
+            values: Sequence[int] = range(int(lo), int(lo) + int(ext))
             weight = self.weight
             if self.loop_limit is not None and len(values) > self.loop_limit \
                     and self._barrier_inside(s):
