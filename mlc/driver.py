@@ -23,7 +23,7 @@ from typing import Any
 
 from mlc import config
 from mlc.errors import MLCTypeError
-from mlc.target import Target
+from mlc.target import Target, parse_target
 from mlc.target import build as target_build
 from mlc.target import lower as target_lower
 from mlc.tir.stmt import PrimFunc
@@ -97,6 +97,6 @@ def build(
     if hasattr(getattr(obj, "mod", None), "__mlc_build__"):  # tir.Schedule(MyModule)
         obj = obj.mod
     if hasattr(obj, "__mlc_build__"):  # an IRModule (mlc.script): ["main"], ["mm_relu"]...
-        return obj.__mlc_build__(target)
+        return obj.__mlc_build__(parse_target(target))
     with config.bounds_checks(bounds_check):
         return target_build(to_prim_func(obj, args, name), target)
