@@ -55,7 +55,12 @@ def test_some_notebooks_have_exercises() -> None:
     assert len(SOURCES) >= 5
 
 
-@pytest.mark.parametrize("src", SOURCES, ids=[p.stem for p in SOURCES])
+# a chapter whose checks time code runs with the `timing` tests (alone, after the parallel run)
+TIMED = [pytest.param(p, marks=pytest.mark.timing) if "time_evaluator" in p.read_text()
+         .split("## Exercises", 1)[-1] else p for p in SOURCES]
+
+
+@pytest.mark.parametrize("src", TIMED, ids=[p.stem for p in SOURCES])
 def test_solutions_pass_and_blanks_fail_with_a_hint(src: Path) -> None:
     text = src.read_text()
     solved = run_checks(exercise_code(build.parse(text)), src.name)
