@@ -338,20 +338,24 @@ print("both exercises pass;", error.splitlines()[0])
 # instruction: `vpdpbusd acc, a, b` takes, for each of 16 int32 lanes, 4 **unsigned** bytes
 # of `a` and 4 **signed** bytes of `b`, and adds the 4 products to the lane: 64
 # multiply-adds in one instruction, accumulated exactly in int32. Without it (plain AVX2), the
-# classic sequence `vpmaddubsw` + `vpmaddwd` saturates its int16 pairs (`255 * -128 * 2` does
-# not fit), so mlc's fallback widens the bytes to int16 first (`vpmaddwd`): exact, but slower
-# than float32 FMAs. What does *this* CPU have? LLVM tells us:
+# classic sequence `vpmaddubsw` + `vpmaddwd` saturates its int16 pairs when the activations
+# use all 8 bits (`255 * -128 * 2` does not fit), so mlc's exact fallback widens the bytes to
+# int16 first (`vpmaddwd`): exact, but slower than float32 FMAs. With **7-bit activations**
+# the classic sequence is exact again (below). What does *this* CPU have? LLVM tells us:
 
 # %% tags=["nbval-ignore-output"]
+import time
 import warnings
 
-from mlc.target.llvm.dot import cpu_features, vnni_lanes
+from mlc.target.llvm.dot import cpu_features, pmadd_lanes, vnni_lanes
 from mlc.topi.x86 import dense_int8, pack_weight, schedule_dense_int8
 
 features = cpu_features()
 has_vnni = vnni_lanes(features) > 0
+has_pmadd = pmadd_lanes(features) > 0
 print("vector features:", ", ".join(sorted(f for f in features if f.startswith("avx"))) or "none")
-print("vpdpbusd (VNNI):", "yes" if has_vnni else "no: int8 runs on the exact portable fallback")
+print("vpdpbusd (VNNI):", "yes" if has_vnni else "no: 8-bit int8 takes the exact portable fallback")
+print("vpmaddubsw:", f"{32 * pmadd_lanes(features)}-bit" if has_pmadd else "no")
 
 # %% [markdown]
 # ### The intrinsic, declared like the ones above
@@ -411,38 +415,127 @@ print(next(line.strip() for line in ir_vnni.splitlines()
            if "call" in line and "vpdpbusd" in line)[:120])
 
 # %% [markdown]
+# ### The 7-bit trick
+# `vpmaddubsw a, b` multiplies 32 **unsigned** bytes of `a` by 32 **signed** bytes of `b` and
+# adds each *pair* of neighbouring products into one int16, **saturating**: a sum above 32767
+# becomes 32767. `vpmaddwd` with a vector of ones then adds pairs of those int16 into int32
+# (exactly), and `vpaddd` adds them to the accumulators. Three instructions do 32
+# multiply-adds on a 256-bit register, where one float32 FMA does 8: about 1.33x the float32
+# rate, if the int16 step is exact.
+#
+# It is exact when no pair can leave the int16 range `-32768..32767`. The largest pair is
+# `2 * max(a) * 128` (a weight byte is at least -128):
+#
+# | activations | largest pair | fits int16? |
+# |---|---|---|
+# | 8-bit, 0..255 | 2 * 255 * 128 = 65280 | no: saturates |
+# | 7-bit, 0..127 | 2 * 127 * 128 = 32512 | yes: exact |
+#
+# So if every activation byte is below 128, the fast sequence computes exactly what
+# `vpdpbusd` does. Activations after a relu are never negative, and neither are pixels:
+# quantized with zero point 0 and clipped to `0..127` (`graph.qnn.quantize(h, s,
+# zero_point=0, bits=7)`) they keep the same 127 steps that a signed 8-bit quantizer gives a
+# non-negative value, so accuracy does not change. Here is `vpmaddubsw`'s arithmetic on one
+# pair, in plain Python:
+
+# %%
+def pmaddubsw_pair(a: list[int], b: list[int]) -> int:
+    """One int16 lane of vpmaddubsw: a0*b0 + a1*b1, saturated to int16."""
+    return max(-32768, min(32767, a[0] * b[0] + a[1] * b[1]))
+
+
+for a_pair in ([255, 255], [127, 127]):
+    exact = a_pair[0] * -128 + a_pair[1] * -128
+    got = pmaddubsw_pair(a_pair, [-128, -128])
+    print(f"{a_pair} x [-128, -128]: vpmaddubsw gives {got:6d}, exact {exact:6d}",
+          "(saturated)" if got != exact else "(exact)")
+
+# %% [markdown]
+# The intrinsic `dot_16x4_u7i8` has the same description as `dot_16x4_u8i8`; its
+# implementation calls `dp4a_u7`, a row of the intrinsic table that the LLVM backend emits as
+# `vpdpbusd` on VNNI (exact for any bytes, so also for 7-bit ones) and as
+# `vpmaddubsw` + `vpmaddwd` elsewhere. Tensorize matches the computation, not the values: the
+# promise "below 128" comes from the quantizer. `dense_int8(..., data_bits=7)` makes it, and
+# `graph.qnn.dense` reads it off the `qnn.quantize` that made its input. For an AVX2 target
+# (LLVM IR only, so the output is the same on any machine), the instructions called:
+
+# %%
+import re
+
+A7 = te.placeholder((M8, K8), "uint8", "A")
+D7 = dense_int8(A7, W8, None, units=N8, data_bits=7)
+sch7 = schedule_dense_int8([A7, W8, D7])
+avx2_target = parse_target("llvm -mcpu=haswell -mattr=+avx2")
+ir_avx2 = codegen_llvm(mlc.lower(sch7.mod), cpu_features=cpu_features(avx2_target)).ir
+print(sorted(set(re.findall(r'call [^@]*@"(llvm\.x86\.[\w.]+)"', ir_avx2))))
+
+x7 = rng8.integers(0, 128, (M8, K8)).astype("uint8")
+x7[0] = 127  # the largest 7-bit activation...
+w8[0] = -128  # ...against the most negative weight
+w8_packed, _ = pack_weight(w8)
+y7 = np.zeros((M8, N8), "int32")
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    mlc.build(sch7.mod)(x7, w8_packed, y7)
+assert np.array_equal(y7, x7.astype("int32") @ w8.astype("int32").T)
+print("7-bit int8 dense matches numpy exactly, 127 x -128 included")
+
+# %% [markdown]
 # ### How fast, here?
-# int8 `512 x 512 x 512` against numpy's float32 GEMM (OpenBLAS), timed one after the other.
-# Counting multiply-adds per instruction, int8 can be up to 4x float32 on a VNNI CPU; without
-# VNNI the exact fallback does about half as many as float32 FMAs, so expect it behind a
-# well-tuned float32 GEMM (`benchmarks/int8.py` measures 1024^3 and prints the theory; on a
-# shared machine single timings vary).
+# int8 `512 x 512 x 512` with 8-bit and with 7-bit activations against numpy's float32 GEMM
+# (OpenBLAS), in alternating rounds with a short pause before each, medians of the rounds.
+# Counting multiply-adds per instruction: on a VNNI CPU both int8 kinds are `vpdpbusd`, up
+# to 4x float32; without VNNI the exact 8-bit fallback does about half as many as float32
+# FMAs and the 7-bit `vpmaddubsw` path about 1.33x (`benchmarks/int8.py` measures 1024^3).
 
 # %% tags=["nbval-ignore-output"]
+def interleaved(contenders: dict, rounds: int = 5, number: int = 3) -> dict:
+    """Median seconds per call of each contender, timed in alternating rounds."""
+    times: dict = {k: [] for k in contenders}
+    for fn in contenders.values():
+        fn()
+    for _ in range(rounds):
+        for k, fn in contenders.items():
+            time.sleep(0.2)  # let other programs' (and BLAS's) threads settle
+            t0 = time.perf_counter()
+            for _ in range(number):
+                fn()
+            times[k].append((time.perf_counter() - t0) / number)
+    return {k: float(np.median(v)) for k, v in times.items()}
+
+
 NB = 512
 Ab = te.placeholder((NB, NB), "uint8", "A")
 Wb = te.placeholder((NB // 16, NB // 4, 64), "int8", "W")
-Db = dense_int8(Ab, Wb, None, units=NB)
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
-    fb8 = mlc.build(schedule_dense_int8([Ab, Wb, Db]).mod)
+    fb8, fb7 = (mlc.build(schedule_dense_int8(
+        [Ab, Wb, dense_int8(Ab, Wb, None, units=NB, data_bits=bits)]).mod) for bits in (8, 7))
 ab8 = rng8.integers(0, 256, (NB, NB)).astype("uint8")
+ab7 = ab8 >> 1
 wb8, _ = pack_weight(rng8.integers(-128, 128, (NB, NB)).astype("int8"))
 yb8 = np.zeros((NB, NB), "int32")
 xf, wf = np.random.rand(NB, NB).astype("float32"), np.random.rand(NB, NB).astype("float32")
-t_int8 = viz.seconds_per_call(lambda: fb8(ab8, wb8, yb8), number=3, repeat=3)
-t_fp32 = viz.seconds_per_call(lambda: xf @ wf, number=3, repeat=3)
-print(f"int8 (mlc, {'vpdpbusd' if has_vnni else 'portable'}): {2 * NB**3 / t_int8 / 1e9:6.1f} GOPS")
-print(f"fp32 (numpy):        {2 * NB**3 / t_fp32 / 1e9:6.1f} GFLOPS")
-print(f"int8 / fp32: {t_fp32 / t_int8:.2f}x")
+t_gemm = interleaved({"fp32 (numpy)": lambda: xf @ wf,
+                      "int8, 8-bit (mlc)": lambda: fb8(ab8, wb8, yb8),
+                      "int8, 7-bit (mlc)": lambda: fb7(ab7, wb8, yb8)})
+path8 = "vpdpbusd" if has_vnni else "exact portable fallback"
+path7 = "vpdpbusd" if has_vnni else "vpmaddubsw" if has_pmadd else "portable fallback"
+for k, t in t_gemm.items():
+    path = {"int8, 8-bit (mlc)": path8, "int8, 7-bit (mlc)": path7}.get(k, "OpenBLAS")
+    print(f"{k:18} {2 * NB**3 / t / 1e9:7.1f} G(FL)OPS  {t_gemm['fp32 (numpy)'] / t:5.2f}x numpy"
+          f"  [{path}]")
 
 # %% [markdown]
 # ### A quantized MLP
 # The digits MLP of notebook 06, quantized after training: int8 weights with one scale per
-# output channel, int8 activations with one scale per layer measured on the training set.
-# `graph.qnn` adds three ops: `qnn.quantize` and `qnn.dequantize` are elementwise, `qnn.dense`
-# anchors a group like `nn.dense`, so fusion makes each hidden layer ONE kernel:
-# int8 dense, rescale, bias, relu, requantize.
+# output channel, 8-bit activations with one scale per layer measured on the training set.
+# Every layer's input is non-negative here (pixels, then relu outputs), so `quantize_mlp`
+# marks them all for 7 bits with zero point 0. `graph.qnn` adds three ops: `qnn.quantize`
+# and `qnn.dequantize` are elementwise, `qnn.dense` anchors a group like `nn.dense`, so
+# fusion makes each hidden layer ONE kernel: int8 dense, rescale, bias, relu, requantize. In
+# that kernel each `4 x 16` tile of int32 accumulators is rescaled, biased, relu'd and
+# requantized right after its reduction, while it is still in registers.
 
 # %% tags=["nbval-ignore-output"]
 from mlc import graph
@@ -456,33 +549,54 @@ gq = graph.optimize(quantized_mlp_graph(qparams, len(xte)))
 print(gq)
 
 # %% tags=["nbval-ignore-output"]
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore")
-    mod_q = graph.build(gq, target="llvm")
-mod_f = graph.build(graph.optimize(mlp_graph(params, len(xte))), target="llvm")
-acc_f = float((mod_f(x=xte)[0].argmax(1) == yte).mean())
-acc_q = float((mod_q(x=xte)[0].argmax(1) == yte).mean())
-assert abs(acc_q - acc_f) <= 0.01
-print(f"accuracy: fp32 {acc_f:.3f}, int8 {acc_q:.3f} "
-      f"({'the same' if acc_q == acc_f else f'{100 * (acc_q - acc_f):+.1f} points'})")
+def build_mlps(batch: int) -> dict:
+    """fp32, int8 with every activation in 8 bits (zero point 128), int8 with 7-bit ones."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the portable fallback's notice
+        return {
+            "fp32": graph.build(graph.optimize(mlp_graph(params, batch)), target="llvm"),
+            "int8, 8-bit act.": graph.build(graph.optimize(
+                quantized_mlp_graph(qparams, batch, seven_bits=False)), target="llvm"),
+            "int8, 7-bit act.": graph.build(graph.optimize(
+                quantized_mlp_graph(qparams, batch)), target="llvm"),
+        }
+
+
+mods = {batch: build_mlps(batch) for batch in (64, len(xte))}
+accuracy = {k: float((m(x=xte)[0].argmax(1) == yte).mean()) for k, m in mods[len(xte)].items()}
+assert all(abs(a - accuracy["fp32"]) <= 0.01 for a in accuracy.values())
+for k, a in accuracy.items():
+    d = 100 * (a - accuracy["fp32"])
+    print(f"accuracy {k:17} {a:.3f}", "" if k == "fp32" else
+          "(the same as fp32)" if d == 0 else f"({d:+.1f} points)")
 
 # %% tags=["nbval-ignore-output"]
-t_f = viz.seconds_per_call(lambda: mod_f(x=xte), number=20, repeat=5)
-t_q = viz.seconds_per_call(lambda: mod_q(x=xte), number=20, repeat=5)
-print(f"{'':6} {'accuracy':>9} {'us / batch of ' + str(len(xte)):>20}")
-print(f"{'fp32':6} {acc_f:9.3f} {t_f * 1e6:20.1f}")
-print(f"{'int8':6} {acc_q:9.3f} {t_q * 1e6:20.1f}")
-print(f"int8 is {t_f / t_q:.2f}x the speed of fp32 here: "
-      + ("VNNI does 4x the multiply-adds per instruction" if has_vnni and t_q < t_f else
-         "without VNNI the exact int8 fallback costs more instructions per multiply-add than "
-         "an fp32 FMA, and at this size the kernels are short" if not has_vnni else
-         "at this size the kernels are short and the epilogues weigh"))
+mlp_times = {batch: interleaved({k: (lambda m=m, x=xte[:batch]: m(x=x))
+                                 for k, m in ms.items()}, rounds=5, number=20)
+             for batch, ms in mods.items()}
+print(f"{'':17} {'accuracy':>9}" + "".join(f"{'us, batch ' + str(b):>15}" for b in mlp_times)
+      + "".join(f"{'vs fp32, ' + str(b):>13}" for b in mlp_times))
+for k in accuracy:
+    print(f"{k:17} {accuracy[k]:9.3f}"
+          + "".join(f"{t[k] * 1e6:15.1f}" for t in mlp_times.values())
+          + "".join(f"{t['fp32'] / t[k]:12.2f}x" for t in mlp_times.values()))
+speedups = [t["fp32"] / t["int8, 7-bit act."] for t in mlp_times.values()]
+why = ("vpdpbusd does 4x the multiply-adds of an fp32 FMA" if has_vnni else
+       "vpmaddubsw does about 1.33x the multiply-adds of an fp32 FMA, exactly for 7-bit "
+       "activations, while the 8-bit build runs on the exact fallback" if has_pmadd else
+       "this CPU has neither instruction, so int8 runs on the portable fallback")
+print(f"7-bit int8 is {min(speedups):.2f}x to {max(speedups):.2f}x the speed of fp32 here "
+      f"({'faster' if min(speedups) > 1 else 'not faster everywhere'}): {why}; the softmax "
+      "costs the same in every build, and the int8 builds add the input's quantize")
 
 # %% [markdown]
 # Accuracy stays within a point of float32 (the cell above checks it): 8 bits keep about 2
-# decimal digits per value, and per-channel weight scales follow each output's own range. The speed depends on the instruction the CPU has:
-# that is the point of declaring the intrinsic. The schedule is the same on every CPU, and the
-# code generator picks `vpdpbusd` or the portable fallback.
+# decimal digits per value, per-channel weight scales follow each output's own range, and
+# the 7-bit activations lose nothing because the values were never negative. The speed
+# depends on the instruction the CPU has: that is the point of declaring the intrinsic. The
+# schedule is the same on every CPU, and the code generator picks `vpdpbusd`, `vpmaddubsw`
+# or the portable fallback. On a machine shared with other programs single timings vary;
+# the rounds above alternate the builds so that they see the same load.
 
 # %% [markdown]
 # ## Exercise 3: the zero point
