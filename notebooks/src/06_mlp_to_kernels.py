@@ -125,12 +125,16 @@ assert len(mod.kernels) == len(g2.groups) and mod.num_native_calls == 1
 # %% [markdown]
 # ## From PyTorch
 # With torch installed, `graph.from_torch` traces an `nn.Module` with `torch.fx` and maps
-# its layers to graph ops; the rest of the pipeline is the same. Without torch this cell
-# says so and moves on.
+# its layers to graph ops; the rest of the pipeline is the same. torch.fx records the model
+# as a graph of its own: one `call_module` node per layer. The cell prints it beside mlc's
+# graph: each `Linear` becomes `nn.dense` + `nn.bias_add`, its weight and bias constants
+# named after the layer (`0_weight`, `0_bias`), and each `ReLU` becomes `nn.relu`. Without
+# torch this cell says so and moves on.
 
 # %% tags=["nbval-ignore-output"]
 try:
     import torch
+    import torch.fx
 except ImportError:
     torch = None
     print("torch is not installed: skipping the PyTorch import (pip install torch to try it)")
@@ -142,7 +146,13 @@ if torch is not None:
         for layer, (w, b) in zip([model[0], model[2], model[4]], params):
             layer.weight.copy_(torch.from_numpy(w))
             layer.bias.copy_(torch.from_numpy(b))
-    gt = graph.optimize(graph.from_torch(model, [(batch, 64)]))
+    print("torch.fx graph:")
+    for node in torch.fx.symbolic_trace(model).graph.nodes:
+        layer = type(model.get_submodule(node.target)).__name__ if node.op == "call_module" else ""
+        print(f"  {node.op:12s} {node.name:8s} {layer}")
+    imported = graph.from_torch(model, [(batch, 64)])
+    print("mlc graph:", imported, sep="\n")
+    gt = graph.optimize(imported)
     logits = graph.build(gt, target="llvm")(**{gt.inputs[0].name: x_test})[0]
     torch_ref = model(torch.from_numpy(x_test)).detach().numpy()
     np.testing.assert_allclose(logits, torch_ref, rtol=1e-3, atol=1e-4)
