@@ -379,6 +379,8 @@ def check_blur_per_tile(schedule_blur):
     s = te.create_schedule(out.op)
     schedule_blur(s, blurx, out)
     sch = tir.Schedule(s.to_prim_func([inp, out]))
+    expect("blurx = alloc_buffer" in str(sch.mod), "blurx is gone (inlined?): keep it a stage of "
+           "its own and compute it per tile with compute_at")
     bx, ot = extents(sch, "blurx"), extents(sch, "out")
     expect(len(bx) == 3 and bx[0] == ot[0] == 4,
            f"blurx should be computed inside out's outer loop over 4 tiles of 8 rows; its loops "

@@ -289,11 +289,13 @@ def check_count_flops(count_flops):
     for n in (4, 8):
         got = count_flops(mlc.lower(matmul_func(n)))
         expect(got is not None, "count_flops should return the count (an int)")
-        expect(got != n * n, f"{got} for an {n}x{n} matmul: count every iteration of k too")
-        expect(got != n ** 3, f"{got} for an {n}x{n} matmul: that counts the multiply-adds; "
+        want = 2 * n ** 3
+        expect(got != n ** 3, f"{got} for the {n}x{n} matmul: that counts the multiply-adds; "
                "a multiply and an add are 2 FLOPs")
-        expect(got == 2 * n ** 3, f"an {n}x{n} matmul does 2 * {n}**3 = {2 * n ** 3} FLOPs, "
-               f"you counted {got} (are index computations, integers, counted too?)")
+        expect(got >= want, f"the {n}x{n} matmul does 2 * {n}**3 = {want} FLOPs, you counted "
+               f"{got}: count each operation once per iteration of every loop around it")
+        expect(got == want, f"the {n}x{n} matmul does 2 * {n}**3 = {want} FLOPs, you counted "
+               f"{got}: are index computations (integers) counted too?")
     got = count_flops(mlc.lower(scaled_func(16)))
     expect(got == 48, f"y = x / 3.0 + 1.0 / x over 16 elements is 48 FLOPs, you counted {got}")
 
