@@ -33,7 +33,8 @@ def _field_names(cls: type) -> tuple[str, ...]:
 
 
 def _children(node: Any) -> list[tuple[str, Any]]:
-    return [(name, getattr(node, name)) for name in _field_names(type(node))]
+    cls: Any = type(node)  # a node class: hashable, though mypy cannot tell from type[Any]
+    return [(name, getattr(node, name)) for name in _field_names(cls)]
 
 
 class IRVisitor:

@@ -351,7 +351,7 @@ def race_picture(err: GPUCheckError | Any, which: int = 0, shape: tuple[int, ...
     :class:`~mlc.errors.RaceError` (or ``UninitializedReadError``) happened; right, the
     threads of the first racing block, coloured by their part (red: the thread of the second
     access, blue: the thread of the first, purple: both). The first race is annotated."""
-    findings = getattr(err, "findings", err)
+    findings: Any = getattr(err, "findings", err)
     if not findings:
         raise ArgumentError("race_picture needs a GPUCheckError from f.check(...) (or its "
                             ".findings)")

@@ -174,8 +174,8 @@ class CodeGenCUDA(CodeGenC):
             )
         if s.kind == ForKind.UNROLLED:
             self.line("#pragma unroll")
-        lo, hi = self.bound(s.min)[0], self.bound(s.min)[1] + self.bound(s.extent)[1] - 1
-        self.ranges[id(s.loop_var)] = (lo, hi)
+        low, high = self.bound(s.min)[0], self.bound(s.min)[1] + self.bound(s.extent)[1] - 1
+        self.ranges[id(s.loop_var)] = (low, high)
         v = self.name_of(s.loop_var)
         t = cuda_type(s.loop_var.dtype)
         lo = self.expr(s.min)

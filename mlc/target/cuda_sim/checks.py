@@ -254,7 +254,7 @@ def _same(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def describe_element(buf: S.Buffer, flat: int) -> str:
     """``Y[3, 5]`` for a buffer whose shape is known, else ``X_shared[37]``."""
     try:
-        shape = tuple(int(d.value) for d in buf.shape)
+        shape = tuple(int(d.value) for d in buf.shape)  # type: ignore[attr-defined]
     except (AttributeError, TypeError):
         return f"{buf.name}[{flat}]"
     if len(shape) > 1 and 0 <= flat < int(np.prod(shape)):

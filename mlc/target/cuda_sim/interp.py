@@ -165,11 +165,25 @@ class Interpreter:
         self.loop_limit = loops
         self.weight = 1.0
         self._has_barrier: dict[int, bool] = {}
-        self.kernel: S.KernelLaunch | None = None
-        self.lanes: Lanes | None = None
+        self._running_kernel: S.KernelLaunch | None = None
+        self._running_lanes: Lanes | None = None
         self.epoch = 0
         self.stmt: S.Stmt = func.body
         self._count_flops = any(type(o).flops is not Observer.flops for o in self.observers)
+
+    @property
+    def kernel(self) -> S.KernelLaunch:
+        """The kernel being run (observers read it during a run)."""
+        if self._running_kernel is None:
+            raise RuntimeError("no kernel is running")  # pragma: no cover - internal misuse
+        return self._running_kernel
+
+    @property
+    def lanes(self) -> Lanes:
+        """The simulated threads of the kernel being run, one numpy lane each."""
+        if self._running_lanes is None:
+            raise RuntimeError("no kernel is running")  # pragma: no cover - internal misuse
+        return self._running_lanes
 
     # -- entry ----------------------------------------------------------------------------
     def run(self, *arrays: np.ndarray) -> None:
@@ -249,11 +263,11 @@ class Interpreter:
             if tag in threads:
                 axis[tag] = rest % threads[tag]
                 rest = rest // threads[tag]
-        self.lanes = Lanes(block_ids, np.repeat(np.arange(len(chosen)), tpb), thread_ids, axis,
-                           len(chosen), tpb)
+        self._running_lanes = Lanes(block_ids, np.repeat(np.arange(len(chosen)), tpb),
+                                    thread_ids, axis, len(chosen), tpb)
         self.grid = grid
         self.n_blocks_total = n_blocks
-        self.kernel = k
+        self._running_kernel = k
         self.epoch = 0
         L = len(block_ids)
         self.n_lanes = L
@@ -668,7 +682,7 @@ class Interpreter:
             stride.shape if stride.ndim == 2 else (1, 1)) * np.arange(e.lanes)
 
     def _e_Broadcast(self, e: E.Broadcast, mask: Any) -> Any:
-        v = np.asarray(self._eval(e.value, mask))
+        v: Any = np.asarray(self._eval(e.value, mask))
         v = v.reshape(v.shape if v.ndim == 2 else (1, 1))
         return np.broadcast_to(v, (v.shape[0], e.lanes))
 
