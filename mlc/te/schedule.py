@@ -282,11 +282,12 @@ class Schedule:
                     self._add_stage(body_op, self._block_writing(body_op.output(0)))
 
     def _add_stage(self, op: Operation, name: str) -> None:
-        stage = Stage(self, op, name, op.axis, op.reduce_axis)
+        compute: Any = op  # a compute (or a scan's init/update): it has axes
+        stage = Stage(self, op, name, compute.axis, compute.reduce_axis)
         self._register(stage, op)
         loops = self._tir.get_loops(self._tir.get_block(name))
         by_var = {id(self._tir._loop_var(lp)): lp for lp in loops}
-        for a in [*op.axis, *op.reduce_axis]:
+        for a in [*compute.axis, *compute.reduce_axis]:
             if id(a.var) in by_var:
                 self._loops[id(a)] = by_var[id(a.var)]
 
