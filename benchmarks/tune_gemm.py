@@ -100,7 +100,7 @@ def interleaved_rounds(fns: list[Any], rounds: int, number: int,
 
 
 def run_search(label: str, make_tuner: Any, trials: int, seeds: int) -> dict[str, Any]:
-    curves, walls, bests = [], [], []
+    curves, walls, bests, configs = [], [], [], []
     option = tune.measure_option(number=3, repeat=2, timeout=30)
     for seed in range(seeds):
         t0 = time.perf_counter()
@@ -110,10 +110,12 @@ def run_search(label: str, make_tuner: Any, trials: int, seeds: int) -> dict[str
         walls.append(time.perf_counter() - t0)
         curves.append(tuner.best_so_far())
         bests.append(tuner.space.build(tuner.best_index) if tuner.best_index is not None else None)
+        configs.append(tuner.best_config)
     # the median seed's best kernel is the one timed against numpy
     order = sorted(range(seeds), key=lambda k: curves[k][-1] if curves[k] else 0.0)
-    return {"label": label, "curves": curves, "wall_s": walls,
-            "best": bests[order[len(order) // 2]]}
+    median = order[len(order) // 2]
+    return {"label": label, "curves": curves, "wall_s": walls, "best": bests[median],
+            "config": configs[median]}
 
 
 def main() -> None:
@@ -200,6 +202,8 @@ def main() -> None:
         print(f"{r['search']:<18}{r['gflops']:>8.1f}{r['ratio_to_numpy']:>9.2f}"
               f"{r['fraction_of_peak']:>9.0%}{tuning:>8}  "
               + " ".join(f"{x:.2f}" for x in r["ratios"]))
+    for s in searches:
+        print(f"{s['label']}: best config {s['config']}")
     for s in searches:
         step = max(1, args.trials // 16)
         curve = s["curves"][0][::step]
