@@ -23,12 +23,23 @@ Lowering substitutes the bindings into the body and turns the block's extras int
 
 from __future__ import annotations
 
-from mlc.errors import LoweringError, ScheduleError
-from mlc.tir.expr import IntImm, IterKind, PrimExpr, Var, convert
+from mlc.errors import ScheduleError
+from mlc.tir.arith import Analyzer
+from mlc.tir.expr import IntImm, IterKind, PrimExpr, Range, Var, convert
 from mlc.tir.functor import IRMutator, substitute
 from mlc.tir.schedule import Schedule, state
 from mlc.tir.schedule.region import mentions
-from mlc.tir.stmt import Allocate, Block, BlockRealize, IfThenElse, PrimFunc, Stmt, seq
+from mlc.tir.stmt import (
+    Allocate,
+    Block,
+    BlockRealize,
+    For,
+    ForKind,
+    IfThenElse,
+    PrimFunc,
+    Stmt,
+    seq,
+)
 from mlc.transform._arith import is_const_true
 
 
@@ -41,42 +52,78 @@ def lower_blocks(func: PrimFunc) -> PrimFunc:
 
 def _separate_inits_of_maybe_empty_reductions(func: PrimFunc) -> PrimFunc:
     """``decompose_reduction`` at the outermost reduction loop of every reduction block
-    whose reduction loops are not all known to run at least once."""
+    whose reduction may have no step: a reduction loop not known to run at least once, or a
+    predicate on the reduction loops (``where k_1 < n`` after rfactor with a tail). Where the
+    init cannot be separated (a loop fused from spatial and reduction loops), a guarded nest
+    before those loops writes the init over the block's whole spatial domain when the
+    reduction domain is empty."""
     names = [
         loc.stmt.block.name
         for loc in state.walk(func.body)
         if isinstance(loc.stmt, BlockRealize) and loc.stmt.block.init is not None
     ]
-    sch: Schedule | None = None
+    current = func
     for name in names:
-        current = sch.mod if sch is not None else func
         loc = state.find_block(current, name)
-        if loc is None:
+        if loc is None or not isinstance(loc.stmt, BlockRealize):
             continue
         realize = loc.stmt
-        if not isinstance(realize, BlockRealize):
-            continue
         reduce_vals = [
             v
             for iv, v in zip(realize.block.iter_vars, realize.iter_values)
             if iv.kind is not IterKind.SPATIAL
         ]
         loops = [f for f in loc.enclosing_loops() if mentions(reduce_vals, [f.loop_var])]
-        if all(isinstance(f.extent, IntImm) and f.extent.value >= 1 for f in loops):
+        if not loops:
             continue
-        if sch is None:
-            sch = Schedule(func)
+        nonempty = all(isinstance(f.extent, IntImm) and f.extent.value >= 1 for f in loops)
+        if nonempty and _first_step_runs(realize, loc.enclosing_loops(), loops):
+            continue
+        sch = Schedule(current)
         try:
             sch.decompose_reduction(sch.get_block(name), sch._loop_rv(loops[0].loop_var))
-        except ScheduleError as err:
-            raise LoweringError(
-                f"the reduction of block {name!r} runs over loops that may be empty "
-                f"({', '.join(f.loop_var.name for f in loops)}), so its init must run before "
-                f"them, and it cannot be separated: {err.args[0] if err.args else err}. "
-                "Keep spatial and reduction loops apart (do not fuse them) or give the "
-                "reduction a constant extent."
-            ) from err
-    return sch.mod if sch is not None else func
+            current = sch.mod
+        except ScheduleError:
+            current = _init_when_empty(current, realize, loops[0])
+    return current
+
+
+def _first_step_runs(realize: BlockRealize, enclosing: list[For], loops: list[For]) -> bool:
+    """Does the block's predicate hold at the first step of its reduction loops (so the
+    init, which runs there, is not skipped)? ``k_0 * 4 + k_1 < 64`` of a split that does not
+    divide does; ``k_1 < n`` (rfactor with a tail, n may be 0) need not."""
+    reduce_vars = [f.loop_var for f in loops]
+    if not mentions(realize.predicate, reduce_vars):
+        return True
+    ana = Analyzer()
+    for f in enclosing:
+        ana.bind(f.loop_var, Range(f.min, f.extent))
+    first = substitute(realize.predicate, {f.loop_var: f.min for f in loops})
+    return ana.can_prove(first)
+
+
+def _init_when_empty(func: PrimFunc, realize: BlockRealize, first: For) -> PrimFunc:
+    """``if <a reduction domain is empty>: for <spatial domain>: init`` before ``first``."""
+    block = realize.block
+    if block.init is None:
+        return func
+    empty: PrimExpr | None = None
+    loops: list[tuple[Var, PrimExpr, PrimExpr]] = []
+    mapping: dict[Var, PrimExpr] = {}
+    for iv in block.iter_vars:
+        if iv.kind is IterKind.SPATIAL:
+            v = Var(iv.var.name + "_init", iv.var.dtype)
+            mapping[iv.var] = v
+            loops.append((v, iv.dom.min, iv.dom.extent))
+        else:
+            term = iv.dom.extent <= 0
+            empty = term if empty is None else empty | term
+    if empty is None:
+        return func
+    nest: Stmt = substitute(block.init, mapping)
+    for v, lo, extent in reversed(loops):
+        nest = For(v, lo, extent, ForKind.SERIAL, nest)
+    return state.replace(func, first, seq(IfThenElse(empty, nest), first))
 
 
 class _BlockLowerer(IRMutator):

@@ -41,7 +41,7 @@ from mlc.tir.expr import (
     Var,
     const,
 )
-from mlc.tir.functor import IRMutator, uses_var
+from mlc.tir.functor import IRMutator, substitute, uses_var
 from mlc.tir.stmt import (
     Block,
     BlockRealize,
@@ -280,9 +280,15 @@ class _Lowerer(IRMutator):
         fin_pred: PrimExpr = tw == f.min
         for p in keep:
             fin_pred = fin_pred & p
+        # the partial-sum block keeps the original iteration variables: this one gets its
+        # own (a variable is defined by one block only)
+        own = {iv.var: Var(iv.var.name, iv.var.dtype) for iv in fin_ivs if iv in b.iter_vars}
+        fin_ivs = [IterVar(own.get(iv.var, iv.var), iv.dom, iv.kind) for iv in fin_ivs]
+        writes = tuple(substitute(w, own) for w in b.writes)
         fin_block = Block(
             b.name, (*fin_ivs, *ivs4),
-            (_point(red, total), *[r for r in b.writes]), b.writes, fin_store, b.init,
+            (_point(red, total), *writes), writes, substitute(fin_store, own),
+            substitute(b.init, own) if b.init is not None else None,
         )
         fin = dataclasses.replace(f, loop_var=tw, body=BlockRealize(
             (*fin_vals, *[g.loop_var for g in others]), fin_pred, fin_block))

@@ -112,3 +112,64 @@ def test_non_empty_constant_reduction_keeps_its_first_step_init() -> None:
     A, B = _reduction("sum", "float32", 4, 8)
     text = str(mlc.lower(te.create_schedule(B.op), [A, B]))
     assert "if k == 0" in text
+
+
+def _sum_over_n() -> tuple[te.Tensor, te.Tensor]:
+    return _reduction("sum", "float32", 4, te.var("n"))
+
+
+def _zero_then_ones(f: mlc.runtime.Module, width: int) -> tuple[np.ndarray, np.ndarray]:
+    empty = _run(f, np.zeros((4, 0), "float32"), "float32", 4)
+    full = _run(f, np.ones((4, width), "float32"), "float32", 4)
+    return empty, full
+
+
+def test_empty_reduction_over_a_loop_fused_from_spatial_and_reduction_loops() -> None:
+    # decompose_reduction cannot separate the init: a guarded nest writes it instead
+    A, B = _sum_over_n()
+    sch = tir.Schedule(te.create_prim_func([A, B]))
+    sch.fuse(*sch.get_loops(sch.get_block("B")))
+    empty, full = _zero_then_ones(mlc.build(sch.mod), 3)
+    np.testing.assert_array_equal(empty, 0)
+    np.testing.assert_array_equal(full, 3)
+
+
+def test_empty_reduction_after_rfactor_with_a_tail() -> None:
+    # the final block reduces over a constant 4 lanes, under `where k_1 < n`: with n = 0
+    # no step runs, so the init must not wait for the first one
+    A, B = _sum_over_n()
+    s = te.create_schedule(B.op)
+    _, ki = s[B].split(B.op.reduce_axis[0], factor=4)
+    s.rfactor(B, ki)
+    empty, full = _zero_then_ones(mlc.build(s, [A, B]), 5)
+    np.testing.assert_array_equal(empty, 0)
+    np.testing.assert_array_equal(full, 5)
+
+
+def test_empty_cross_thread_reduction_on_cuda_sim(monkeypatch: pytest.MonkeyPatch) -> None:
+    # cuda-sim's simulate_gpu pass defines threadIdx.x once per thread loop, which the
+    # verifier (MLC_DEBUG, on in these tests) refuses: not this test's subject
+    monkeypatch.setenv("MLC_DEBUG", "0")
+    A, B = _sum_over_n()
+    s = te.create_schedule(B.op)
+    _, ki = s[B].split(B.op.reduce_axis[0], factor=32)
+    s[B].bind(B.op.axis[0], te.thread_axis("blockIdx.x"))
+    s[B].bind(ki, te.thread_axis("threadIdx.x"))
+    empty, full = _zero_then_ones(mlc.build(s, [A, B], target="cuda-sim"), 40)
+    np.testing.assert_array_equal(empty, 0)
+    np.testing.assert_array_equal(full, 40)
+
+
+def test_reduction_whose_where_is_never_true_gives_the_identity() -> None:
+    A = te.placeholder((4, 4), name="A")
+    k = te.reduce_axis((0, 4), name="k")
+    B = te.compute((4,), lambda i: te.max(A[i, k], axis=k, where=k > 10), name="B")
+    f = mlc.build(te.create_schedule(B.op), [A, B])
+    np.testing.assert_array_equal(_run(f, np.ones((4, 4), "float32"), "float32", 4), -np.inf)
+
+
+def test_non_dividing_constant_split_keeps_its_first_step_init() -> None:
+    A, B = _reduction("sum", "float32", 8, 64)
+    s = te.create_schedule(B.op)
+    s[B].split(B.op.reduce_axis[0], factor=3)
+    assert "k_0 == 0 and k_1 == 0" in str(mlc.lower(s, [A, B]))
