@@ -186,7 +186,7 @@ print(at.mod)
 #   twice, but `blurx` is a whole image written to memory and read back afterwards.
 # * `compute_inline`: no `blurx` buffer; each output computes the three `blurx` values it
 #   needs, so every `blurx` value is computed three times (once for each output row that
-#   reads it), and everything stays in registers.
+#   reads it), and no intermediate image is stored at all.
 # * `compute_at(s[out], yo)`: for each tile of 8 output rows, compute the 10 rows of `blurx`
 #   it reads, just before it reads them, while they are in cache. Neighbouring tiles both
 #   compute the 2 rows they share: 10 rows of work for 8, a quarter extra.
@@ -298,7 +298,7 @@ print(cw.mod)
 # %% [markdown]
 # It becomes small when lowered: the pass `compact_buffers` sees that one iteration of
 # `j_0` touches only a 4 × 4 corner of `C_local`, so it moves the allocation inside `j_0` and
-# shrinks it to those 16 floats, few enough to stay in registers:
+# shrinks it to those 16 floats, few enough for LLVM to keep in registers:
 
 # %%
 before, after = allocations(cw.mod), allocations(mlc.lower(cw.mod))

@@ -4,7 +4,8 @@
 # One level up from loops: a network is a **graph** of operators over tensors. Running it one
 # operator at a time writes every intermediate to memory and reads it back. A graph compiler
 # rewrites the graph first: fold constants, remove dead code, and **fuse** operators, so
-# `dense -> add bias -> relu` becomes one kernel whose intermediates never leave registers.
+# `dense -> add bias -> relu` becomes one kernel that never writes its intermediates to
+# memory as whole tensors.
 #
 # TVM's fusion rule uses each op's **pattern**: ELEMWISE, BROADCAST and INJECTIVE ops fuse
 # into chains; an OUT_ELEMWISE_FUSABLE op (dense, conv2d) absorbs the element-wise ops after

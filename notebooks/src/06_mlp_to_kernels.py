@@ -109,7 +109,8 @@ print(first.lowered)
 # * `parallel(90)`: the 360 rows in 90 blocks of 4, spread over the cores;
 # * `i1_0 in range(4)`: the 64 output columns in 4 tiles of 16;
 # * `dense_pack = alloc_buffer((64,))`: the accumulators of one 4 × 16 tile, small enough
-#   for registers (`decompose_reduction` split off the zeroing loop before them);
+#   for LLVM to keep in registers (`decompose_reduction` split off the zeroing loop before
+#   them);
 # * in the `k` loop, 4 lines (the unrolled rows): `broadcast(x[...], 16)` copies one input
 #   value into 16 lanes, `w0[ramp(..., 1, 16)]` loads 16 neighbouring weights (neighbours
 #   thanks to the packed layout), and one vector multiply-add updates 16 accumulators;
