@@ -72,6 +72,7 @@ class Module:
         move). The returned function keeps the arrays alive; do not resize them."""
         call = self._errors.wrap(functools.partial(self._cfunc, *self._native_args(args)))
         call.arrays = args  # type: ignore[attr-defined]  # keeps the memory alive
+        call.module = self  # type: ignore[attr-defined]  # and the machine code it jumps to
         return call
 
     def time_evaluator(
