@@ -29,7 +29,7 @@ import numpy as np
 
 from mlc.tir.arith import Analyzer, eval_region
 from mlc.tir.arith.evaluate import evaluate_known
-from mlc.tir.expr import LE, LT, And, BufferLoad, IntImm, PrimExpr, Range, Var, const
+from mlc.tir.expr import LE, LT, And, BufferLoad, IntImm, PrimExpr, Range, Var, as_int, const
 from mlc.tir.functor import IRMutator, IRVisitor, substitute, uses_var
 from mlc.tir.stmt import Allocate, Buffer, BufferStore, For, ForKind, IfThenElse, PrimFunc, Stmt
 
@@ -290,11 +290,9 @@ def _enumerated_extent(
     own = [g for g in parts if not uses_var(g, lambda v: not any(v is x for x in variables))]
     if not own:
         return extent
-    grids = np.meshgrid(
-        *[np.arange(r.min.value, r.min.value + r.extent.value, dtype=np.int64)  # type: ignore[attr-defined]
-          for r in inner.values()],
-        indexing="ij",
-    )  # fmt: skip
+    axes = [np.arange(as_int(r.min) or 0, (as_int(r.min) or 0) + (as_int(r.extent) or 0))
+            for r in inner.values()]  # fmt: skip
+    grids = np.meshgrid(*axes, indexing="ij")
     env = {id(v): g.ravel() for v, g in zip(variables, grids)}
     try:
         keep = np.ones(total, dtype=bool)

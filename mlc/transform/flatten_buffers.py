@@ -115,13 +115,19 @@ def _int64(e: PrimExpr) -> PrimExpr:
     return Cast("int64", e)
 
 
-def flat_index(buf: Buffer, indices: tuple[PrimExpr, ...]) -> PrimExpr:
+def _data_dependent(index: PrimExpr) -> bool:
+    return contains(index, lambda n: isinstance(n, BufferLoad))
+
+
+def flat_index(
+    buf: Buffer, indices: tuple[PrimExpr, ...], wide: bool | None = None
+) -> PrimExpr:
     """``sum(index_d * stride_d)`` for the buffer's strides, computed in int64 when an offset
     could exceed int32 (:func:`needs_int64`), so ``A[n // 2, 3]`` of a 70000 x 70000 array
     reads element 2450000003, not a wrapped-around one."""
     if not indices:
         return const(0)
-    wide = needs_int64(buf)
+    wide = needs_int64(buf) or bool(wide)
     total: PrimExpr | None = None
     for idx, stride in zip(indices, buffer_strides(buf)):
         idx, stride = convert(idx), convert(stride)
@@ -192,12 +198,14 @@ class _Flattener(IRMutator):
     ) -> tuple[PrimExpr, ...]:
         """``indices`` with each inner one (dimension 1 and on) that may leave its dimension
         wrapped in ``check_index`` (see the module docstring), all in int64 when ``wide``.
-        Dimension 0 needs none: with the inner indices in range, the flat index is in range
-        exactly when it is."""
+        Dimension 0 needs one only when read from data: otherwise, with the inner indices in
+        range, the flat index is in range exactly when it is."""
         out = [_int64(i) if wide else i for i in indices]
-        for d in range(1, len(indices)):
+        for d in range(len(indices)):
             idx, extent = indices[d], convert(buf.shape[d])
-            data_dependent = contains(idx, lambda n: isinstance(n, BufferLoad))
+            data_dependent = _data_dependent(idx)
+            if d == 0 and not data_dependent:
+                continue  # the check of the flat index covers it
             if not data_dependent:
                 if (isinstance(extent, IntImm) and not self.conditions
                         and not self._over_symbolic_loop(idx)):  # fmt: skip
@@ -251,9 +259,12 @@ class _Flattener(IRMutator):
         """The visited indices, inner ones checked (:meth:`checked_indices`), in int64 where
         an offset into ``buf`` may exceed int32 (:func:`needs_int64`)."""
         indices = tuple(convert(self.visit(i)) for i in given)
+        # an index read from data may be anything: in int32, G[i] * 3 could wrap around
+        # into the array and pass the check; in int64 it cannot
+        wide = needs_int64(buf) or any(_data_dependent(i) for i in indices)
         if len(buf.shape) == 1 and not buf.strides:
-            return tuple(_int64(i) for i in indices) if needs_int64(buf) else indices
-        return self.checked_indices(buf, indices, needs_int64(buf))
+            return tuple(_int64(i) for i in indices) if wide else indices
+        return self.checked_indices(buf, indices, wide)
 
     def visit_BufferLoad(self, op: BufferLoad) -> PrimExpr:
         indices = self.indices(op.buffer, op.indices)
@@ -261,16 +272,16 @@ class _Flattener(IRMutator):
             if all(a is b for a, b in zip(indices, op.indices)):
                 return op
             return BufferLoad(op.buffer, indices)
-        return BufferLoad(self.flat_buffer(op.buffer), (flat_index(op.buffer, indices),))
+        flat = flat_index(op.buffer, indices, wide=bool(indices) and indices[0].dtype == "int64")
+        return BufferLoad(self.flat_buffer(op.buffer), (flat,))
 
     def visit_BufferStore(self, op: BufferStore) -> Stmt:
         value = self.visit(op.value)
         indices = self.indices(op.buffer, op.indices)
         if len(op.buffer.shape) == 1 and not op.buffer.strides:
             return BufferStore(op.buffer, value, indices)
-        return BufferStore(
-            self.flat_buffer(op.buffer), value, (flat_index(op.buffer, indices),)
-        )
+        flat = flat_index(op.buffer, indices, wide=bool(indices) and indices[0].dtype == "int64")
+        return BufferStore(self.flat_buffer(op.buffer), value, (flat,))
 
     def visit_Allocate(self, op: Allocate) -> Stmt:
         return Allocate(self.flat_buffer(op.buffer), self.visit(op.body))

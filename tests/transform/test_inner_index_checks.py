@@ -113,3 +113,22 @@ def test_other_targets_accept_the_checked_index(target: str) -> None:
     np.testing.assert_array_equal(out, [5, 4, 3, 5])
     with pytest.raises(mlc.errors.MLCError, match=r"dimension 1|out of"):
         f(x, np.array([0, 1, 2, -1], "int32"), out)
+
+
+@pytest.mark.parametrize("bad", [-(2**31), 2**31 - 1, 1431655766])
+def test_extreme_gathered_indices_cannot_wrap_into_the_array(bad: int) -> None:
+    # 1431655766 * 3 is 2 in 32-bit arithmetic: inside X; offsets read from data are int64
+    X = te.placeholder((3, 3), name="X")
+    G = te.placeholder((2,), "int32", name="G")
+    B = te.compute((2,), lambda i: X[G[i], G[1 - i]], name="B")
+    f = mlc.build(te.create_schedule(B.op), [X, G, B])
+    x = np.arange(9, dtype="float32").reshape(3, 3)
+    for g, dim in (([bad, 0], 0), ([0, bad], 1)):
+        shown = rf"X\[G\[i\], G\[1 - i\]\] in dimension {dim}"
+        with pytest.raises(IndexOutOfBoundsError, match=shown):
+            f(x, np.array(g, "int32"), np.zeros(2, "float32"))
+    A = te.placeholder((10,), name="A")
+    C = te.compute((2,), lambda i: A[G[i] * 4096], name="C")
+    h = mlc.build(te.create_schedule(C.op), [A, G, C])
+    with pytest.raises(IndexOutOfBoundsError, match="4294967296"):  # 2**20 * 4096 is 0 in int32
+        h(np.zeros(10, "float32"), np.array([2**20, 0], "int32"), np.zeros(2, "float32"))

@@ -236,6 +236,11 @@ def _shown(index: PrimExpr) -> PrimExpr:
                 return IntImm(op.value, "int32")
             return op
 
+        def visit_Call(self, op: Any) -> PrimExpr:
+            if op.op == "check_index":  # an inner index checked on its own: show the index
+                return self.visit(op.args[0])  # type: ignore[no-any-return]
+            return self.generic_visit(op)  # type: ignore[no-any-return]
+
     try:
         return _Narrow().visit(index)  # type: ignore[no-any-return]
     except Exception:  # noqa: BLE001 - a message must never fail to be written
