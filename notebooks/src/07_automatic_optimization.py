@@ -110,7 +110,7 @@ print("the best schedule computes the right answer")
 # `sch.sample_perfect_tile(loop, n)` returns tile sizes that multiply to the loop's extent.
 # Running the function records a trace; its sampling decisions are the coordinates of the
 # space, and `tune.tune_tir` searches them with the same model and annealer. Without a
-# `space=` it uses the default multi-level tiling (`mlc.tune.default_space`).
+# `space=` it uses the default space (`mlc.tune.default_space`, shown below).
 
 # %%
 def space(sch):
@@ -138,6 +138,26 @@ c = np.zeros((N, N), "float32")
 f(a, b, c)
 np.testing.assert_allclose(c, a @ b, rtol=1e-3)
 print("the tuned schedule computes the right answer")
+
+# %% [markdown]
+# ### The default space: what a BLAS library decides, as samples
+# For a product accumulated over a reduction (matmul, dense, conv2d) the default space
+# makes the decisions of GotoBLAS / BLIS, each one `sample_categorical`: a **register tile**
+# (`tile`: `mr` rows x `nr` columns of accumulators, from the tiles that fit this CPU's
+# vector registers, read from LLVM's host features), the rows of a packed block of A (`mc`),
+# the depth of a reduction slice (`kc`), the width of a packed panel of B (`nc`), whether to
+# **pack** each operand into a contiguous buffer (one per thread), and how far to unroll the
+# micro-kernel's reduction loop. The trace reads as the schedule it builds:
+
+# %% tags=["nbval-ignore-output"]
+from mlc.target.llvm.cpu import host_simd
+from mlc.tune.tiling import register_tiles
+
+simd = host_simd()
+print(simd, "-> register tiles (mr, nr):", register_tiles(N, N, simd.lanes, simd.registers))
+default = tune.SampledSpace(func, tune.default_space)
+print(default.size, "points; one of them:")
+print(default.trace)
 
 # %% [markdown]
 # ## Measuring on a pool of machines (Dask)
