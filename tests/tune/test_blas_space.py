@@ -112,3 +112,20 @@ def test_tune_tir_returns_a_schedule_that_replays():
     c = np.zeros((32, 32), "float32")
     mlc.build(replayed.mod)(a, b, c)
     np.testing.assert_allclose(c, a @ b, rtol=1e-4)
+
+
+def test_padded_conv2d_from_topi_computes_the_convolution():
+    from mlc import topi
+
+    data = te.placeholder((1, 8, 8, 8), name="data")
+    weight = te.placeholder((16, 8, 3, 3), name="weight")
+    out = topi.nn.conv2d(data, weight, strides=1, padding=1)
+    space = tune.SampledSpace(te.create_prim_func([data, weight, out]), tune.default_space)
+    rng = np.random.default_rng(0)
+    d = rng.random((1, 8, 8, 8), dtype="float32")
+    w = rng.random((16, 8, 3, 3), dtype="float32")
+    want = _conv_reference(np.pad(d, ((0, 0), (0, 0), (1, 1), (1, 1))), w)
+    for index in random.Random(3).sample(range(space.size), 3):
+        got = np.zeros((1, 16, 8, 8), "float32")
+        mlc.build(space.build(index))(d, w, got)
+        np.testing.assert_allclose(got, want, rtol=1e-4, err_msg=str(space.config_json(index)))
