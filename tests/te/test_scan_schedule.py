@@ -9,7 +9,7 @@ import pytest
 
 import mlc
 from mlc import te
-from mlc.errors import CodegenError, MLCError
+from mlc.errors import CodegenError, MLCError, ScheduleError
 
 
 def _cumsum() -> tuple[te.Tensor, ...]:
@@ -84,3 +84,22 @@ def test_gpu_scan_says_what_works() -> None:
         s[stage].bind(tx, te.thread_axis("threadIdx.x"))
     with pytest.raises(CodegenError, match=r"te\.scan.*llvm"):
         mlc.build(s, [X, s_scan], target="cuda-sim")
+
+
+def test_time_loop_may_not_move_inside_a_spatial_loop() -> None:
+    # step t reads column i + 1 of step t - 1: with i outside t, column i's later steps would
+    # read column i + 1 before it was computed (this reorder was accepted: a wrong answer)
+    m, n = te.var("m"), te.var("n")
+    X = te.placeholder((m, n), name="X")
+    state = te.placeholder((m, n))
+    init = te.compute((1, n), lambda _, i: X[0, i])
+    update = te.compute(
+        (m, n), lambda t, i: te.if_then_else(i + 1 < n, state[t - 1, i + 1], 0.0) + X[t, i]
+    )
+    scan = te.scan(init, update, state, inputs=[X])
+    s = te.create_schedule(scan.op)
+    with pytest.raises(ScheduleError, match=r"ordered \(scan\).*would move inside 'i'"):
+        s[update].reorder(update.op.axis[1], update.op.axis[0])
+    with pytest.raises(ScheduleError, match=r"ordered \(scan\)"):
+        s[update].parallel(update.op.axis[0])
+    s[update].unroll(update.op.axis[0])  # the steps still run in order

@@ -334,11 +334,41 @@ class LoopPrimitives(ScheduleBase):
                     f"{f.min} + {f.extent})) use a loop that would be moved inside it",
                     f,
                 )
+        self._check_ordered_stays_outside(chain_fors, new_chain)
         body: Stmt = chain_fors[-1].body
         for f in reversed(new_chain):
             body = dataclasses.replace(f, body=body)
         self._update(state.replace(self._func, chain_fors[0], body))
         self._record("reorder", {"ordered_loops": list(handles)}, None)
+
+    def _check_ordered_stays_outside(self, chain: list[For], new_chain: list[For]) -> None:
+        """A loop bound to an ordered (scan) variable (a te.scan's time loop) may not move
+        inside another loop: the step ``t`` of every column may read any column of step
+        ``t - 1``, so every column's step ``t - 1`` must be done first."""
+        blocks = [loc.stmt for loc in state.walk(chain[-1].body)
+                  if isinstance(loc.stmt, BlockRealize)]  # fmt: skip
+        for k, f in enumerate(chain):
+            ordered = [
+                (br.block.name, iv.var.name)
+                for br in blocks
+                for iv, value in zip(br.block.iter_vars, br.iter_values)
+                if iv.kind is IterKind.ORDERED and uses_var(value, lambda v, f=f: v is f.loop_var)
+            ]
+            if not ordered:
+                continue
+            before = {id(g) for g in chain[:k]}
+            now = new_chain[: next(j for j, g in enumerate(new_chain) if g is f)]
+            moved = [g for g in now if id(g) not in before]
+            if moved:
+                block, var = ordered[0]
+                raise self._error(
+                    f"reorder: loop {f.loop_var.name!r} runs the steps of the ordered (scan) "
+                    f"variable {var} of block {block!r} and would move inside "
+                    f"{moved[0].loop_var.name!r}; each step may read every element of the "
+                    "step before, so the time loop stays outside the loops it was outside "
+                    "of (reorder the loops inside it instead)",
+                    f,
+                )
 
     # ----------------------------------------------------------------------------------------
     # loop kinds
