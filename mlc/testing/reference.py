@@ -325,7 +325,14 @@ def _scan(op: ScanOp, arrays: dict[int, np.ndarray], env: dict[Any, Any]) -> np.
     k = init.shape[0]
     state[:k] = init
     t_var = upd_op.axis[0].var
+    body = op.body_ops  # a multi-stage scan's stages between the state and the update
+    for b in body:
+        rows = tuple(int(ev(x)) for x in b.output(0).shape)
+        arrays[id(b.output(0).buffer)] = np.zeros(rows, dtype=_np_dtype(b.output(0).dtype))
     for t in range(k, shape[0]):
+        for b in body:
+            arrays[id(b.output(0).buffer)][t] = _compute(
+                b, arrays, env, fixed={id(b.axis[0].var): t})
         state[t] = _compute(upd_op, arrays, env, fixed={id(t_var): t})
     return state
 

@@ -73,6 +73,9 @@ def test_multi_stage_scan_with_compute_at_in_the_time_loop() -> None:
     for t in range(1, 6):
         ref[t] = ref[t - 1] * 2 + x[t]
     np.testing.assert_allclose(y, ref, rtol=1e-5)
+    from mlc.testing import evaluate  # the reference evaluator steps the stages too
+
+    np.testing.assert_allclose(evaluate([s_scan], {X: x})[s_scan.name], ref, rtol=1e-5)
 
 
 def test_gpu_scan_says_what_works() -> None:
