@@ -342,33 +342,130 @@ print(f"two virtual threads: {saved_mlp:.1%} fewer cycles;",
 
 # %% [markdown]
 # ## Exercises
-# 1. **Tokens.** `bare` (above) is the one-tile program with no flags at all. Set the flags
-#    yourself in `FLAGS` (instruction index -> the flags it needs, e.g.
-#    `{3: {"push_next": True}}`), so that it runs, race-free, and computes `A @ W.T`. Don't
-#    call `insert_dependencies`.
-# 2. **Schedule.** Choose `BLOCK`, `KBLOCK` and `THREADS` for `vdla_gemm(256, 256, 256, ...)`
-#    so it runs in **fewer than 46,000 cycles** (the buffers must still fit: the compiler tells
-#    you when they do not).
-#
-# The check cell fails until you fill in the cell below.
+# Complete each answer (replace `raise NotImplementedError()`) and run the check under it:
+# ✓, or ✗ with what is wrong and a hint. Run the next cell first: it defines the checks, and
+# again the one-tile program and the GEMM schedule of the sections above, so that nothing
+# from the cells above is needed but the imports.
 
 # %%
-FLAGS = {}          # exercise 1: {index: {"push_next": True, ...}, ...}
-BLOCK = None        # exercise 2
-KBLOCK = None
-THREADS = None
+from mlc.testing.exercises import exercise, expect
 
-# %% tags=["raises-exception"]
-assert FLAGS, "exercise 1: give the instructions their flags"
-mine = vdla.Program(tuple(dataclasses.replace(ins, **FLAGS.get(i, {}))
-                          for i, ins in enumerate(bare.instructions)), bare.uops)
-c_mine, _ = run_one_tile(mine)
-assert np.array_equal(c_mine, a8.astype(np.int32) @ w8.astype(np.int32).T), "exercise 1"
-assert None not in (BLOCK, KBLOCK, THREADS), "exercise 2: choose BLOCK, KBLOCK and THREADS"
-s, args = vdla_gemm(256, 256, 256, block=BLOCK, kblock=KBLOCK, threads=THREADS)
-f = mlc.build(s, args, target="vdla")
-c256 = np.zeros((256, 256), np.int32)
-f(a256, b256, c256)
-assert np.array_equal(c256, ref256), "exercise 2: the result must match numpy"
-assert f.stats.cycles < 46_000, f"exercise 2: {f.stats.cycles:,} cycles, not under 46,000"
-print("both exercises pass:", f"{f.stats.cycles:,} cycles")
+rng_ex = np.random.default_rng(1)
+a_tile = rng_ex.integers(-128, 128, (8, 8), dtype=np.int8)
+w_tile = rng_ex.integers(-128, 128, (8, 8), dtype=np.int8)
+
+
+def bare_tile_program():
+    """The one-tile program of "A program by hand", without a single flag."""
+    b = ProgramBuilder()
+    k = b.uop_kernel([UOp(dst=0, src=0, wgt=0)])
+    b.load_uops(sram_base=0, table_offset=k, count=1)              # 0: micro-op kernel
+    b.gemm(0, 1, reset=True)                                        # 1: fill_zero(CL)
+    b.load(MemScope.INP, sram_base=0, dram_base=0, y_size=1, x_size=1)   # 2: A's tile
+    b.load(MemScope.WGT, sram_base=0, dram_base=1, y_size=1, x_size=1)   # 3: W's tile
+    b.gemm(0, 1)                                                    # 4: CL += AL @ WL.T
+    b.store(sram_base=0, dram_base=1, y_size=1, x_size=1)           # 5: C = CL
+    return b.finish()                                               # 6
+
+
+@exercise("1. tokens", hint="a token goes from the module that produces tiles to the one "
+          "that uses them: the weight load pushes to compute (push_next) and the GEMM pops it "
+          "(pop_prev); the GEMM pushes to store, the store pops it; the store pushes back "
+          "to compute (push_prev) and FINISH pops it (pop_next)")
+def check_tokens(flags):
+    bare_program = bare_tile_program()
+    table = flags()
+    expect(isinstance(table, dict) and table, "return a dict {index: {flag: True, ...}}")
+    mine = vdla.Program(tuple(dataclasses.replace(ins, **table.get(i, {}))
+                              for i, ins in enumerate(bare_program.instructions)),
+                        bare_program.uops)
+    dram = vdla.DRAM()
+    dram.put("AW", np.stack([a_tile, w_tile]))
+    dram.alloc("C", 256)
+    try:
+        vdla.simulate(mine, dram)
+    except VDLAError as err:
+        raise AssertionError(f"the program does not run: {str(err).split('. ')[0]}") from err
+    c_tile = dram.get("C", np.int32, (8, 8))
+    expect(np.array_equal(c_tile, a_tile.astype(np.int32) @ w_tile.astype(np.int32).T),
+           "the program runs but C is not A @ W.T")
+
+
+def vdla_gemm_again(m, n, k, block, kblock, threads=1):
+    """vdla_gemm of "The compiler path", unchanged."""
+    A = te.placeholder((m, k), name="A", dtype="int8")
+    B = te.placeholder((n, k), name="B", dtype="int8")
+    r = te.reduce_axis((0, k), name="k")
+    C = te.compute((m, n), lambda y, x: te.sum(
+        A[y, r].astype("int32") * B[x, r].astype("int32"), axis=r), name="C")
+    s = te.create_schedule(C.op)
+    CL = s.cache_write(C, vdla.acc_buffer)
+    AL = s.cache_read(A, vdla.inp_buffer, [CL])
+    BL = s.cache_read(B, vdla.wgt_buffer, [CL])
+    yo, xo, _, _ = s[C].tile(*s[C].op.axis, block, block)
+    if threads > 1:
+        tv, yo = s[C].split(yo, nparts=threads)
+        s[C].bind(tv, te.thread_axis("vthread"))
+    s[CL].compute_at(s[C], xo)
+    yc, xc = s[CL].op.axis
+    ko, ki = s[CL].split(s[CL].op.reduce_axis[0], factor=kblock)
+    yco, yci = s[CL].split(yc, factor=8)
+    xco, xci = s[CL].split(xc, factor=8)
+    kio, kii = s[CL].split(ki, factor=8)
+    s[CL].reorder(ko, yco, xco, kio, yci, xci, kii)
+    s[AL].compute_at(s[CL], ko)
+    s[BL].compute_at(s[CL], ko)
+    s[CL].tensorize(yci, vdla.gemm8x8)
+    return s, [A, B, C]
+
+
+def gemm_cycles(block, kblock, threads):
+    a_big = rng_ex.integers(-128, 128, (256, 256), dtype=np.int8)
+    b_big = rng_ex.integers(-128, 128, (256, 256), dtype=np.int8)
+    f_big = mlc.build(*vdla_gemm_again(256, 256, 256, block, kblock, threads), target="vdla")
+    c_big = np.zeros((256, 256), np.int32)
+    f_big(a_big, b_big, c_big)
+    expect(np.array_equal(c_big, a_big.astype(np.int32) @ b_big.astype(np.int32).T),
+           "the GEMM does not compute A @ B.T")
+    return f_big.stats.cycles
+
+
+@exercise("2. fewer cycles", hint="bigger blocks move fewer bytes per operation (each tile of A "
+          "and B loaded once serves more of C), and two virtual threads overlap the loads with "
+          "the GEMMs; try block=128 with kblock=128 or 64 and threads=2")
+def check_fewer_cycles(choose):
+    block, kblock, threads = choose()
+    baseline = gemm_cycles(64, 64, 2)
+    cycles = gemm_cycles(block, kblock, threads)
+    expect(cycles < 46_000, f"({block}, {kblock}, {threads}) takes {cycles:,} cycles (the "
+           f"notebook's (64, 64, 2) takes {baseline:,}); get under 46,000")
+
+# %% [markdown]
+# **1. Tokens.** `bare_tile_program()` is the one-tile program of "A program by hand" with no
+# flags at all (it races). Return the flags each instruction needs, as a dict `{index:
+# {"push_next": True, ...}}`, so that it runs race-free and computes `A @ W.T`. Don't call
+# `insert_dependencies` (you may look at its output above afterwards).
+
+# %%
+def my_flags():
+    ### BEGIN SOLUTION
+    return {3: {"push_next": True},
+            4: {"pop_prev": True, "push_next": True},
+            5: {"pop_prev": True, "push_prev": True},
+            6: {"pop_next": True}}
+    ### END SOLUTION
+
+check_tokens(my_flags)
+
+# %% [markdown]
+# **2. Fewer cycles.** Choose `block`, `kblock` and `threads` for the 256 x 256 x 256 GEMM of
+# "Latency hiding through the compiler" so that it runs in **fewer than 46,000 cycles** (the
+# buffers must still fit: the compiler tells you when they do not). Return the three numbers.
+
+# %%
+def choose_gemm_schedule():
+    ### BEGIN SOLUTION
+    return 128, 128, 2
+    ### END SOLUTION
+
+check_fewer_cycles(choose_gemm_schedule)
