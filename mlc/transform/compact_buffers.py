@@ -347,7 +347,7 @@ def _written_first(accesses: list[_Access], fixed: list[For], region: list[Range
         ana.bind(f.loop_var, Range(f.min, f.extent))
     used: set[Var] = set()
     for index, r in zip(first.indices, region):
-        own = [f for f in inner if uses_var(index, lambda v, f=f: v is f.loop_var)]
+        own = [f for f in inner if _uses_loop(index, f)]
         if any(f.loop_var in used for f in own):
             return False
         used |= {f.loop_var for f in own}
@@ -372,11 +372,12 @@ def _dense_range(index: PrimExpr, loops: list[For], ana: Analyzer) -> tuple[Prim
             return None
         terms.append((step.value, f))
     terms.sort(key=lambda t: t[0])
-    rest, expected = index - lo, 1
-    for step, f in terms:
-        if step != expected:
+    rest: PrimExpr = index - lo
+    expected = 1
+    for stride, f in terms:
+        if stride != expected:
             return None
-        rest = rest - step * (f.loop_var - f.min)
+        rest = rest - stride * (f.loop_var - f.min)
         expected *= cast(IntImm, f.extent).value
     if not _is_zero(ana.simplify(rest)):
         return None
@@ -422,3 +423,8 @@ class _AllocateInside(IRMutator):
             return For(op.loop_var, op.min, op.extent, op.kind, Allocate(self.buf, op.body),
                        op.thread_binding, op.annotations)
         return self.generic_visit(op)  # type: ignore[no-any-return]
+
+
+def _uses_loop(e: PrimExpr, f: For) -> bool:
+    var = f.loop_var
+    return uses_var(e, lambda v: v is var)

@@ -348,11 +348,12 @@ class LoopPrimitives(ScheduleBase):
         blocks = [loc.stmt for loc in state.walk(chain[-1].body)
                   if isinstance(loc.stmt, BlockRealize)]  # fmt: skip
         for k, f in enumerate(chain):
+            var = f.loop_var
             ordered = [
                 (br.block.name, iv.var.name)
                 for br in blocks
                 for iv, value in zip(br.block.iter_vars, br.iter_values)
-                if iv.kind is IterKind.ORDERED and uses_var(value, lambda v, f=f: v is f.loop_var)
+                if iv.kind is IterKind.ORDERED and _mentions_var(value, var)
             ]
             if not ordered:
                 continue
@@ -360,10 +361,10 @@ class LoopPrimitives(ScheduleBase):
             now = new_chain[: next(j for j, g in enumerate(new_chain) if g is f)]
             moved = [g for g in now if id(g) not in before]
             if moved:
-                block, var = ordered[0]
+                block_name, var_name = ordered[0]
                 raise self._error(
                     f"reorder: loop {f.loop_var.name!r} runs the steps of the ordered (scan) "
-                    f"variable {var} of block {block!r} and would move inside "
+                    f"variable {var_name} of block {block_name!r} and would move inside "
                     f"{moved[0].loop_var.name!r}; each step may read every element of the "
                     "step before, so the time loop stays outside the loops it was outside "
                     "of (reorder the loops inside it instead)",
@@ -619,3 +620,7 @@ def _describe(node: Stmt) -> str:
     return {"SeqStmt": "a sequence of statements", "IfThenElse": "an if statement"}.get(
         kind, f"a {kind}"
     )
+
+
+def _mentions_var(e: PrimExpr, var: Var) -> bool:
+    return uses_var(e, lambda v: v is var)
