@@ -47,7 +47,8 @@ np.random.seed(0)
 
 # %% [markdown]
 # ## The fused elementwise kernel from the lecture
-# The seed slides show a hand-written "graph-based elementwise kernel generator" output:
+# The CSE 599W lecture "Automatic Code Generation" shows the output of a hand-written
+# "graph-based elementwise kernel generator":
 #
 # ```c
 # extern "C" __global__ fusion_kernel(uint32_t num_element,
@@ -75,7 +76,7 @@ print(mlc.lower(s, [x0, x1, x2, y]))
 # %% [markdown]
 # The bound loops print as `thread_binding`: they are no longer loops that one thread runs,
 # but a description of *which thread* runs which iteration. The split does not divide a
-# symbolic `n`, so a guard `i_0 * 64 + i_1 < n` protects the last block: that is the seed's
+# symbolic `n`, so a guard `i_0 * 64 + i_1 < n` protects the last block: that is the lecture's
 # `if (global_idx < num_element)`. Now the CUDA C:
 
 # %%
@@ -353,7 +354,7 @@ gpu_viz.race_picture(race)
 print(f_shared.check(xm, wm, np.zeros((M, M), "float32")))
 
 # %% [markdown]
-# ## The te facade, as in the seeds
+# ## The te facade, as in the TVM lectures
 # The same shared-memory schedule with TVM's classic calls: `s.cache_read(X, "shared", [Y])`
 # for both inputs, `s[Y].tile`, `s[Y].bind(..., te.thread_axis(...))`,
 # `s[XS].compute_at(s[Y], ko)`, and the copies' two loops bound to the threads. It is the
@@ -384,7 +385,9 @@ f_te = mlc.build(s, [X, W, Y], target="cuda-sim")
 y_te = np.zeros((M, M), "float32")
 f_te(xm, wm, y_te)
 np.testing.assert_allclose(y_te, xm @ wm, rtol=1e-5)
-print("same CUDA C as the TensorIR schedule:", f_te.get_source("cuda") == f_shared.get_source())
+same_source = f_te.get_source("cuda") == f_shared.get_source("cuda")
+assert same_source, "the te schedule should give the TensorIR schedule's kernel"
+print("same CUDA C as the TensorIR schedule:", same_source)
 
 # %% [markdown]
 # ## A performance model: what would this cost on a real GPU?
@@ -494,6 +497,78 @@ print(predictions["register"])
 # `benchmarks/gpu_model.py`).
 
 # %% [markdown]
+# ## The same matmul as a tile program (Triton)
+# Triton (Tillet et al., MAPL 2019; in the TVM lecture's reading list) sits between CUDA and
+# schedules. A Triton kernel is the program of **one block**, written on *tiles*
+# (statically shaped sub-arrays), not on threads: `tl.load` of a `BM x BK` block of `X`,
+# `tl.dot` of two tiles, `tl.store` of a tile. The register-tiled matmul above, with the
+# same block tile (64 x 64 outputs, 16 of `k` per step), written that way:
+#
+# ```python
+# # Triton, PSEUDO-CODE: not run here (it needs an NVIDIA GPU and the triton package)
+# @triton.jit
+# def matmul_kernel(X, W, Y, n, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+#     pid_m, pid_n = tl.program_id(0), tl.program_id(1)   # this block's tile of Y
+#     rm = pid_m * BM + tl.arange(0, BM)                    # its rows ...
+#     rn = pid_n * BN + tl.arange(0, BN)                    # ... and columns
+#     acc = tl.zeros((BM, BN), dtype=tl.float32)            # the tile of Y, in registers
+#     for k0 in range(0, n, BK):
+#         x = tl.load(X + rm[:, None] * n + (k0 + tl.arange(0, BK))[None, :])   # BM x BK
+#         w = tl.load(W + (k0 + tl.arange(0, BK))[:, None] * n + rn[None, :])   # BK x BN
+#         acc += tl.dot(x, w)                               # a tile-level matmul
+#     tl.store(Y + rm[:, None] * n + rn[None, :], acc)
+#
+# matmul_kernel[(n // 64, n // 64)](X, W, Y, n, BM=64, BN=64, BK=16, num_warps=8)
+# ```
+#
+# The same tile program in numpy runs here (one iteration of the two outer loops is one
+# Triton program, that is one CUDA block), and its grid is the one mlc launched for
+# `register_matmul(256)`:
+
+# %%
+def tile_program(x, w, bm=64, bn=64, bk=16):
+    """The Triton kernel above, in numpy: one (pid_m, pid_n) iteration is one program."""
+    n = x.shape[0]
+    y = np.zeros((n, n), "float32")
+    for pid_m in range(n // bm):
+        for pid_n in range(n // bn):
+            rm = pid_m * bm + np.arange(bm)
+            rn = pid_n * bn + np.arange(bn)
+            acc = np.zeros((bm, bn), "float32")
+            for k0 in range(0, n, bk):
+                rk = k0 + np.arange(bk)
+                acc += x[rm[:, None], rk[None, :]] @ w[rk[:, None], rn[None, :]]
+            y[rm[:, None], rn[None, :]] = acc
+    return y
+
+np.testing.assert_allclose(tile_program(big[0], big[1]), big[0] @ big[1], rtol=1e-4)
+programs = (N_MODEL // 64, N_MODEL // 64)
+grid_reg = f_reg.kernels[0].grid
+print("Triton programs:", programs, "| mlc's blocks:", (grid_reg["blockIdx.y"],
+      grid_reg["blockIdx.x"]), "| threads per mlc block:", f_reg.kernels[0].threads)
+
+# %% [markdown]
+# Who decides what:
+#
+# | decision | mlc / TVM schedule (`register_matmul`) | Triton |
+# |---|---|---|
+# | tile of `Y` per block, `k` per step | `split`, `bind` to `blockIdx` | you: `BM, BN, BK` |
+# | tiles staged in shared memory | `cache_read`, `compute_at(ko)` | the compiler |
+# | threads, each one's register tile | `bind` to `threadIdx`, `cache_write` | the compiler |
+# | barriers | the compiler (`insert_thread_sync`) | the compiler |
+# | vector loads, unrolling | `vectorize`, `unroll` | the compiler |
+# | tensor cores | `tensorize` (notebook 09) | the compiler, for `tl.dot` |
+# | tuning | a search over the knobs (07, the model) | `@triton.autotune` |
+#
+# A schedule spells out every level, inside the block too, and leaves the algorithm one
+# `te.compute` line; that is what lets a search explore them and what lets one schedule
+# retarget to a CPU or an accelerator. Triton makes the block level the programmer's job,
+# where it is easy to think about, and keeps the thread level for its compiler, which knows
+# one GPU family well. What `register_matmul` spells out for the threads (their binding, the
+# `local` accumulators, the cooperative copies) is, in Triton, the compiler's choice of a
+# layout for `acc` and for the loaded tiles.
+
+# %% [markdown]
 # ## Timing: the simulator is not a GPU
 # `time_evaluator` works on a cuda-sim module too, but it times the CPU running the
 # simulation: useful to see that a schedule runs, meaningless as GPU performance. On a
@@ -563,37 +638,173 @@ for cand in ranked:
 
 # %% [markdown]
 # ## Exercises
-# 1. Bind the elementwise kernel with blocks of 128 threads instead of 64. How many blocks
-#    does `n = 1000` need? Check with the launch configuration (`kernels[0].grid`).
-# 2. Build the shared-memory matmul for `M = 64` with tiles of 16: how many threads per
-#    block, how many blocks, and by how much does it cut global reads per block?
-#
-# The cell holds a solution; change it and rerun to test your own.
+# Complete each answer (replace `raise NotImplementedError()`) and run the check under it:
+# ✓, or ✗ with what is wrong and a hint. Run the next cell first: it defines the checks, and
+# again `matmul` and `blocking_with_shared` of the sections above, so that nothing from the
+# cells above is needed but the imports.
 
 # %%
-# exercise 1
-s1 = te.create_schedule(y.op)
-o1, i1 = s1[y].split(y.op.axis[0], factor=128)
-s1[y].bind(o1, te.thread_axis("blockIdx.x"))
-s1[y].bind(i1, te.thread_axis("threadIdx.x"))
-f1 = mlc.build(s1, [x0, x1, x2, y], target="cuda-sim", name="fusion128")
-out1 = np.zeros(N, "float32")
-f1(a, b, c, out1)
-blocks_needed = -(-N // 128)
-# exercise 2
-f2 = mlc.build(shared_matmul(64, 16).mod, target="cuda-sim")
-x64, w64 = np.random.rand(64, 64).astype("float32"), np.random.rand(64, 64).astype("float32")
-y64 = np.zeros((64, 64), "float32")
-f2(x64, w64, y64)
-threads_per_block = 16 * 16
-reuse = (2 * 64 * 16 * 16) // (2 * 64 * 16)
+from mlc.testing.exercises import exercise, expect
 
-assert f1.kernels[0].threads == {"threadIdx.x": 128}
-assert blocks_needed == 8, "ceil(1000 / 128) blocks"
-assert np.allclose(out1, a * b + c), "exercise 1: the kernel should compute x0 * x1 + x2"
-assert np.allclose(y64, x64 @ w64, rtol=1e-4), "exercise 2: the kernel should compute X @ W"
-k2 = f2.kernels[0]
-assert np.prod(list(k2.threads.values())) == threads_per_block == 256
-assert reuse == 16, "each tile element is read once per block instead of once per thread"
-print("both exercises pass:", blocks_needed, "blocks;", threads_per_block, "threads;",
-      reuse, "x less traffic")
+
+def matmul_again(n):
+    X = te.placeholder((n, n), name="X")
+    W = te.placeholder((n, n), name="W")
+    k = te.reduce_axis((0, n), name="k")
+    Y = te.compute((n, n), lambda i, j: te.sum(X[i, k] * W[k, j], axis=k), name="Y")
+    return te.create_prim_func([X, W, Y])
+
+
+def blocking_with_shared_again(n, by, bx, ly, lx, tk, vec):
+    """blocking_with_shared of "Tuning with the model as the cost", unchanged."""
+    sch = tir.Schedule(matmul_again(n))
+    c = sch.get_block("Y")
+    c_local = sch.cache_write(c, 0, "local")
+    i, j, k = sch.get_loops(c)
+    i0, i1, i2 = sch.split(i, [None, by, ly])
+    j0, j1, j2 = sch.split(j, [None, bx, lx])
+    k0, k1 = sch.split(k, [None, tk])
+    sch.reorder(i0, j0, i1, j1, k0, k1, i2, j2)
+    sch.reverse_compute_at(c_local, j1)
+    sch.bind(i0, "blockIdx.y")
+    sch.bind(j0, "blockIdx.x")
+    sch.bind(sch.fuse(i1, j1), "threadIdx.x")
+    for index in (0, 1):
+        cache = sch.cache_read(c, index, "shared")
+        sch.compute_at(cache, k0)
+        a, b = sch.get_loops(cache)[-2:]
+        _, t, v = sch.split(sch.fuse(a, b), [None, by * bx, vec])
+        sch.vectorize(v)
+        sch.bind(t, "threadIdx.x")
+    sch.unroll(k1)
+    sch.decompose_reduction(c, k0)
+    return sch
+
+
+@exercise("1. blocks of 128", hint="split the loop by factor=128, bind the outer part to "
+          "te.thread_axis('blockIdx.x') and the inner one to te.thread_axis('threadIdx.x'); "
+          "n = 1000 needs ceil(1000 / 128) blocks")
+def check_blocks_of_128(bind_128, blocks_needed):
+    n_ex = te.var("n")
+    xs = [te.placeholder((n_ex,), name=f"x{i}") for i in range(3)]
+    y_ex = te.compute((n_ex,), lambda i: xs[0][i] * xs[1][i] + xs[2][i], name="y")
+    s_ex = te.create_schedule(y_ex.op)
+    bind_128(s_ex, y_ex)
+    f_ex = mlc.build(s_ex, [*xs, y_ex], target="cuda-sim", name="fusion128")
+    threads = f_ex.kernels[0].threads
+    expect(threads == {"threadIdx.x": 128}, f"a block should have 128 threads, not {threads}")
+    vals = [np.random.default_rng(i).random(1000, dtype="float32") for i in range(3)]
+    out_ex = np.zeros(1000, "float32")
+    f_ex(*vals, out_ex)
+    expect(np.allclose(out_ex, vals[0] * vals[1] + vals[2]), "y should be x0 * x1 + x2")
+    for n_blocks, want in ((1000, 8), (1024, 8), (1025, 9)):
+        got = blocks_needed(n_blocks, 128)
+        expect(got == want, f"blocks_needed({n_blocks}, 128) gives {got}: every element "
+               "needs a thread, and the last block may be partly idle")
+
+
+@exercise("2. shared tiles", hint="for both inputs (index 0 and 1): copy = "
+          "sch.cache_read(blk, index, 'shared'); sch.compute_at(copy, ko); then bind the "
+          "copy's last two loops (sch.get_loops(copy)[-2:]) to threadIdx.y and threadIdx.x")
+def check_shared_tiles(stage_in_shared):
+    n_ex, tile = 64, 8
+    sch = tir.Schedule(matmul_again(n_ex))
+    blk = sch.get_block("Y")
+    i, j, k = sch.get_loops(blk)
+    bi, ti = sch.split(i, factors=[None, tile])
+    bj, tj = sch.split(j, factors=[None, tile])
+    ko, ki = sch.split(k, factors=[None, tile])
+    sch.reorder(bi, bj, ko, ti, tj, ki)
+    for loop, axis in ((bi, "blockIdx.y"), (bj, "blockIdx.x"), (ti, "threadIdx.y"),
+                       (tj, "threadIdx.x")):
+        sch.bind(loop, axis)
+    stage_in_shared(sch, blk, ko)
+    f_ex = mlc.build(sch.mod, target="cuda-sim")  # cuda-sim checks for races on the first call
+    rng_ex = np.random.default_rng(3)
+    x_ex, w_ex = (rng_ex.random((n_ex, n_ex), dtype="float32") for _ in range(2))
+    y_ex = np.zeros((n_ex, n_ex), "float32")
+    f_ex(x_ex, w_ex, y_ex)
+    expect(np.allclose(y_ex, x_ex @ w_ex, rtol=1e-4), "Y is not X @ W")
+    rec_ex = gpu_viz.record(f_ex, x_ex, w_ex, np.zeros((n_ex, n_ex), "float32"), blocks=1)
+    reads = sum(len(acc.elems) for acc in rec_ex.kernel(0).accesses
+                if acc.scope == "global" and not acc.is_write and acc.buffer.name in "XW")
+    expect(reads == 2 * n_ex * tile, f"one block reads {reads} elements of X and W from "
+           f"global memory; its tiles hold {2 * n_ex * tile}: each should be read once")
+    for name in ("X_shared", "W_shared"):
+        writers = {int(lane) for acc in rec_ex.kernel(0).accesses
+                   if acc.is_write and acc.buffer.name == name for lane in acc.lanes}
+        expect(len(writers) == tile * tile, f"{len(writers)} of the block's {tile * tile} "
+               f"threads write {name}: the copy should be spread over all of them")
+
+
+@exercise("3. tiles the model prefers", hint="in the model every kernel here is bound by shared "
+          "memory: a bigger register tile (ly, lx) makes each value read from shared memory "
+          "feed more multiply-adds; the ranking in 'Tuning with the model as the cost' shows "
+          "which")
+def check_model_prefers(choose):
+    n_ex = 2048
+    zeros_ex = [np.zeros((n_ex, n_ex), "float32") for _ in range(3)]
+    given = (8, 8, 4, 4, 8, 4)
+    mine = tuple(choose())
+    expect(len(mine) == 6, "return six numbers: (by, bx, ly, lx, tk, vec)")
+    times = {cfg: cuda_sim.predict(
+        mlc.lower(blocking_with_shared_again(n_ex, *cfg).mod, target="cuda-sim"), *zeros_ex,
+        gpu="h100").time for cfg in (given, mine)}
+    expect(times[mine] < 0.8 * times[given],
+           f"{mine}: {times[mine] * 1e6:.0f} us predicted, {given}: "
+           f"{times[given] * 1e6:.0f} us; find one at least 20% faster")
+
+# %% [markdown]
+# **1. Blocks of 128.** Bind the elementwise kernel of the first section with blocks of 128
+# threads instead of 64 (`bind_128(s, y)` schedules stage `y` of `s`), and write
+# `blocks_needed(n, threads)`: how many blocks the launch needs for `n` elements.
+
+# %%
+def bind_128(s, y):
+    ### BEGIN SOLUTION
+    outer, inner = s[y].split(y.op.axis[0], factor=128)
+    s[y].bind(outer, te.thread_axis("blockIdx.x"))
+    s[y].bind(inner, te.thread_axis("threadIdx.x"))
+    ### END SOLUTION
+
+def blocks_needed(n, threads):
+    ### BEGIN SOLUTION
+    return -(-n // threads)
+    ### END SOLUTION
+
+check_blocks_of_128(bind_128, blocks_needed)
+
+# %% [markdown]
+# **2. Shared tiles.** The check builds the 2-D matmul (`n = 64`, tiles of 8: blocks and
+# threads bound, `k` split into `ko, ki`, `ko` outside the thread loops) and calls
+# `stage_in_shared(sch, blk, ko)`. Stage the tiles of `X` and `W` in shared memory, one
+# copy per `ko` step made by all the threads together, so that the kernel passes cuda-sim's
+# race check, computes `X @ W`, and one block reads each element of its tiles from global
+# memory once.
+
+# %%
+def stage_in_shared(sch, blk, ko):
+    ### BEGIN SOLUTION
+    for index in (0, 1):
+        copy = sch.cache_read(blk, index, "shared")
+        sch.compute_at(copy, ko)
+        rows, cols = sch.get_loops(copy)[-2:]
+        sch.bind(rows, "threadIdx.y")
+        sch.bind(cols, "threadIdx.x")
+    ### END SOLUTION
+
+check_shared_tiles(stage_in_shared)
+
+# %% [markdown]
+# **3. Tiles the model prefers.** For `blocking_with_shared` at `n = 2048` on the `h100`
+# profile, return a configuration `(by, bx, ly, lx, tk, vec)` that the model predicts at
+# least 20% faster than `(8, 8, 4, 4, 8, 4)`. Then explain to yourself why, from its
+# prediction (`print(cuda_sim.predict(...))` shows what bounds it).
+
+# %%
+def choose_tiles():
+    ### BEGIN SOLUTION
+    return (8, 16, 8, 8, 8, 4)
+    ### END SOLUTION
+
+check_model_prefers(choose_tiles)
