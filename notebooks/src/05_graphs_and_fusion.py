@@ -208,6 +208,71 @@ assert len(branches_opt.groups) == 3
 # it in exercise 2 (one dense with the two weights stacked, then one relu: one kernel).
 
 # %% [markdown]
+# ## Reading: MetaFlow's relaxed graph substitutions
+# *A reading section: mlc has no MetaFlow search; the example below applies its two
+# substitutions by hand, on mlc's graph.* (Jia et al., "Optimizing DNN Computation with Relaxed
+# Graph Substitutions", SysML 2019, in the AI-Systems lecture's reading list.)
+#
+# The rewrites above are *greedy*: each one is applied because it makes the graph better on
+# its own. MetaFlow keeps a list of substitutions (pairs of equivalent subgraphs) and
+# searches over sequences of them with a cost model of each operator, **accepting a
+# substitution that makes the graph worse**, up to a factor `alpha` of the best cost so far
+# (a *relaxed*, backtracking search), because it may enable a better one later.
+#
+# The paper's example, an Inception-like block: a `1x1` and a `3x3` convolution read the same
+# `x`, and their relu'd outputs are concatenated. Two substitutions:
+#
+# 1. **enlarge** the `1x1` kernel to `3x3` by padding its weights with zeros: the same result
+#    with 9x that branch's multiply-adds. On its own, a worse graph;
+# 2. **merge** two convolutions of the same input with the same kernel size into one, the
+#    weights stacked along the output channels: now possible, and the concatenate goes away.
+#
+# Greedy rewriting never takes step 1. On mlc's graph, with the kernels `fuse_ops` makes and
+# the multiply-adds of the convolutions:
+
+# %%
+rng_mf = np.random.default_rng(4)
+xm = graph.var("x", shape=(1, 8, 16, 16))
+w1 = rng_mf.standard_normal((16, 8, 1, 1)).astype("float32")
+w3 = rng_mf.standard_normal((16, 8, 3, 3)).astype("float32")
+w1_as_3x3 = np.zeros((16, 8, 3, 3), "float32")
+w1_as_3x3[:, :, 1, 1] = w1[:, :, 0, 0]            # substitution 1: 1x1 -> 3x3, zeros around
+
+def inception(first, first_padding):
+    return graph.Graph([xm], [graph.concatenate(
+        [graph.nn.relu(graph.nn.conv2d(xm, graph.const(first), padding=first_padding)),
+         graph.nn.relu(graph.nn.conv2d(xm, graph.const(w3), padding=1))], axis=1)])
+
+stacked = np.concatenate([w1_as_3x3, w3], axis=0)  # substitution 2: one conv, 32 outputs
+graphs_mf = {
+    "original": inception(w1, 0),
+    "1: enlarged 1x1 -> 3x3": inception(w1_as_3x3, 1),
+    "1 + 2: merged": graph.Graph([xm], [graph.nn.relu(
+        graph.nn.conv2d(xm, graph.const(stacked), padding=1))]),
+}
+macs = {"original": 16 * 16 * 16 * 8 * (1 + 9), "1: enlarged 1x1 -> 3x3": 16 * 16 * 16 * 8 * 18,
+        "1 + 2: merged": 16 * 16 * 32 * 8 * 9}  # outputs x input channels x kernel taps
+x_mf = rng_mf.standard_normal((1, 8, 16, 16)).astype("float32")
+results_mf = {}
+for label, g_mf in graphs_mf.items():
+    kernels = len(graph.optimize(g_mf).groups)
+    results_mf[label] = graph.build(graph.optimize(g_mf))(x=x_mf)[0]
+    print(f"{label:24} {kernels} kernel{'s' if kernels > 1 else ' '}, "
+          f"{macs[label]:7,} multiply-adds")
+for out_mf in results_mf.values():
+    np.testing.assert_allclose(out_mf, results_mf["original"], rtol=1e-4, atol=1e-4)
+print("all three compute the same block")
+
+# %% [markdown]
+# Step 1 alone costs 80% more multiply-adds (589,824 against 327,680) and saves no kernel;
+# step 2, possible only after
+# it, leaves one kernel that reads `x` once and writes the concatenated result directly. On a
+# GPU, where the three kernels' launches and the re-reading of `x` cost more than this
+# small block's extra arithmetic, the merged graph can be the faster one. Whether it pays
+# is the cost model's call, which is why MetaFlow searches with one instead of applying
+# rules. Exercise 2 below is substitution 2 for dense layers.
+
+# %% [markdown]
 # ## Your own rewrite
 # Fusion is one rewrite the compiler knows. You can write others, as the MLC course does,
 # with a mutator over the graph-level function: override `visit_call_`, visit the
