@@ -331,6 +331,42 @@ explorer = viz.matmul_explorer(n=64)
 explorer
 
 # %% [markdown]
+# ## Reading: Halide's tree-search autoscheduler
+# *A reading section: mlc has no such search (notebook 07 has mlc's).* Adams et al.,
+# "Learning to Optimize Halide with Tree Search and Random Programs" (SIGGRAPH 2019, in the
+# AI-Systems lecture's reading list), chooses the schedule of a whole pipeline at once.
+#
+# **The tree.** A schedule is built one stage at a time, from the output back to the inputs;
+# each level of the tree makes that stage's decisions: its tiling, and where it is computed
+# (and stored): at the root, inlined, or at some loop of a consumer. For the blur above, the
+# first two levels:
+#
+# ```
+# out:    tile 8 x 8        tile 32 x 32       tile 8 x 2048 ...          (level 1)
+#          |
+# blurx:  compute_root   compute_inline   compute_at(out, yo)   compute_at(out, xo)   (level 2)
+# ```
+#
+# Each leaf is a complete schedule; the three of the table above are three of them. A real
+# pipeline (tens of stages, several tilings each) has far too many leaves to time.
+#
+# **The search.** A beam search keeps the `k` most promising partial schedules at each level,
+# expands each by every choice for the next stage, and keeps the best `k` again; it runs
+# several passes, the later ones coarse-to-fine around what the earlier found.
+#
+# **The cost model.** "Promising" is a prediction, not a measurement: a small neural network
+# reads features of each stage under its schedule (operations, bytes touched, footprints,
+# recomputation, parallelism, vector width; the blur's "blurx values per output" and
+# "buffer size" columns above are two of them) and predicts the run time. It is trained on
+# *random programs*: pipelines generated at random and timed under random schedules, so it
+# has seen far more than any benchmark suite.
+#
+# Set beside notebook 07: TVM's search tunes one operator's knobs, with a model trained on
+# measurements of that operator as the search goes; Halide's searches a whole pipeline's
+# structural choices (the `compute_at` level of every stage) with a model trained once,
+# ahead of time. Both put a learned model where timing everything would cost too much.
+
+# %% [markdown]
 # ## Exercises
 # Complete each function (replace `raise NotImplementedError()`) and run the check under
 # it: ✓, or ✗ with what is wrong and a hint. Run the next cell first; it defines the
