@@ -32,7 +32,7 @@ import mlc
 from mlc import te, vdla
 from mlc.errors import VDLAError
 from mlc.vdla import MemScope, ProgramBuilder, UOp
-from mlc.viz.vdla import vdla_gantt, vdla_latency_hiding, vdla_roofline
+from mlc.viz.vdla import vdla_latency_hiding, vdla_roofline
 
 if get_ipython() is not None:  # in Jupyter, draw figures as pictures: %matplotlib inline
     get_ipython().run_line_magic("matplotlib", "inline")
