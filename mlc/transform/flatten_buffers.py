@@ -11,14 +11,19 @@ and there is one flat buffer per original buffer. The function's ``params`` keep
 multi-dimensional shapes: that is how the runtime checks the arrays it is given.
 
 A flat index hides a wrong index in an inner dimension: ``X[1, G[i]]`` of a 3 x 3 ``X`` with
-``G[i] == -1`` is ``X_flat[2]``, inside the array, so a check of the flat index (what the
-code generator does for indices it cannot prove in range) would pass it. An inner index that
-is read from data, or that the loops and conditions around it do not prove in range where
-``check_bounds`` could not (a symbolic size, a condition), is therefore wrapped in
-``check_index(index, extent, "X[1, G[i]] ...")``: the index itself, checked against its own
-dimension by the code generator when the function runs (``IndexOutOfBoundsError``)::
+``G[i] == -1`` is ``X_flat[2]``, inside the array, so a check of the flat index would pass
+it. So each index of a multi-dimensional buffer is checked here against its own dimension:
+one that is read from data, or that the loops and conditions around it do not prove in range
+where ``check_bounds`` could not (a symbolic size, a condition), is wrapped in
+``check_index(index, extent, "X[1, G[i]] ...")``, which the code generator checks when the
+function runs (``IndexOutOfBoundsError``)::
 
     B[i] = X[1, G[i]]               ->       B[i] = X_flat[3 + check_index(G[i], 3, "...")]
+
+With every dimension in range, the flat index is in range by construction, so the code
+generator does not check the flat index of a flattened parameter again
+(:func:`checked_by_dimension`): ``A[i, k]`` of an ``(n, n)`` array under ``if i < n and
+k < n`` costs no check at all, where ``i * n + k < n * n`` is beyond the analyzer.
 """
 
 from __future__ import annotations
@@ -56,6 +61,14 @@ from mlc.tir.expr import (
 )
 from mlc.tir.functor import IRMutator, contains
 from mlc.tir.stmt import Allocate, Buffer, BufferStore, For, IfThenElse, PrimFunc, Stmt
+
+
+def checked_by_dimension(func: PrimFunc) -> dict[int, Buffer]:
+    """The flat buffers :func:`flatten_buffers` makes for ``func``'s multi-dimensional
+    parameters, by ``id(data)``: every access to one of them has each dimension's index
+    proven or checked, so its flat index needs no run-time check of its own."""
+    return {id(p.data): Buffer(p.name, (buffer_numel(p),), p.dtype, p.scope, data=p.data)
+            for p in func.params if len(p.shape) > 1 and not p.strides}
 
 
 def flatten_buffers(func: PrimFunc) -> PrimFunc:
@@ -196,16 +209,13 @@ class _Flattener(IRMutator):
     def checked_indices(
         self, buf: Buffer, indices: tuple[PrimExpr, ...], wide: bool
     ) -> tuple[PrimExpr, ...]:
-        """``indices`` with each inner one (dimension 1 and on) that may leave its dimension
-        wrapped in ``check_index`` (see the module docstring), all in int64 when ``wide``.
-        Dimension 0 needs one only when read from data: otherwise, with the inner indices in
-        range, the flat index is in range exactly when it is."""
+        """``indices`` with each one that may leave its dimension wrapped in ``check_index``
+        (see the module docstring), all in int64 when ``wide``: the flat index is then in
+        range by construction."""
         out = [_int64(i) if wide else i for i in indices]
         for d in range(len(indices)):
             idx, extent = indices[d], convert(buf.shape[d])
             data_dependent = _data_dependent(idx)
-            if d == 0 and not data_dependent:
-                continue  # the check of the flat index covers it
             if not data_dependent:
                 if (isinstance(extent, IntImm) and not self.conditions
                         and not self._over_symbolic_loop(idx)):  # fmt: skip

@@ -46,7 +46,9 @@ class CheckEmitter:
     The state lives on the code generator: ``bounds_check`` (index checks on?),
     ``check_sites`` (what each recorded site guards), ``current_store`` (the buffer being
     stored, for messages), ``conditional`` (how many ifs/selects enclose the code) and
-    ``loop_ranges`` (the enclosing loops, to prove indices in range)."""
+    ``loop_ranges`` (the enclosing loops, to prove indices in range) and
+    ``checked_by_dimension`` (flattened parameters whose every index flatten_buffers proved
+    or checked: :func:`mlc.transform.flatten_buffers.checked_by_dimension`)."""
 
     b: ir.IRBuilder
     module: ir.Module
@@ -56,6 +58,7 @@ class CheckEmitter:
     current_store: str
     conditional: int
     loop_ranges: dict[Var, Range]
+    checked_by_dimension: dict[int, Buffer]
 
     if TYPE_CHECKING:  # provided by ExprEmitter
         emit: Callable[[PrimExpr], ir.Value]
@@ -91,6 +94,9 @@ class CheckEmitter:
         (whose guard may be wrong). None when no check is needed or checks are off."""
         if not self.bounds_check or len(buf.shape) != 1:
             return None
+        flat = self.checked_by_dimension.get(id(buf.data))
+        if flat is not None and flat.name == buf.name and str(flat.shape[0]) == str(buf.shape[0]):
+            return None  # a flattened parameter: flatten_buffers proved or checked each index
         index = flat_index(buf, indices)
         numel = convert(buf.shape[0])
         data_dependent = contains(index, lambda n: isinstance(n, BufferLoad))

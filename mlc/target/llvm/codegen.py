@@ -39,6 +39,7 @@ from mlc.tir import dtype as dt
 from mlc.tir.expr import IntImm, PrimExpr, Range, Var
 from mlc.tir.stmt import (
     Allocate,
+    Buffer,
     BufferStore,
     Evaluate,
     For,
@@ -49,6 +50,7 @@ from mlc.tir.stmt import (
     SeqStmt,
     Stmt,
 )
+from mlc.transform.flatten_buffers import checked_by_dimension
 
 STACK_LIMIT = 64 * 1024  # bytes: larger (or symbolic) allocations go to the heap
 UNROLL_LIMIT = 64  # an ``unroll`` loop up to this many iterations is unrolled by codegen
@@ -77,6 +79,7 @@ class CodeGenLLVM(ParallelEmitter, ExprEmitter):
         self.bounds_check = bounds_check
         self.conditional = 0  # depth of ifs and selects around the code being emitted
         self.loop_ranges: dict[Var, Range] = {}  # for proving indices in range
+        self.checked_by_dimension: dict[int, Buffer] = {}  # see flatten_buffers
         self.check_sites: list[tuple[str, str, str]] = []  # see mlc.target.llvm.checks
         self.current_store = ""
         self.parallel_runtime = parallel_runtime
@@ -90,6 +93,7 @@ class CodeGenLLVM(ParallelEmitter, ExprEmitter):
     # -- functions ----------------------------------------------------------------------------
     def add_function(self, func: PrimFunc, name: str) -> None:
         self.entry_name = name
+        self.checked_by_dimension = checked_by_dimension(func)
         sizes = func.size_vars
         fnty = ir.FunctionType(ty.VOID, [ty.I8P] * len(func.params) + [ty.I64] * len(sizes))
         fn = ir.Function(self.module, fnty, name=name)
