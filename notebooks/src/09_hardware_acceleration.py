@@ -46,9 +46,8 @@ np.random.seed(0)
 # %% [markdown]
 # ## The matmul of the lecture, tiled by 16
 # The MLC course's lecture writes `C[vi, vj] += A[vi, vk] * B[vj, vk]` (B indexed by column
-# first). Split
-# each of `i, j, k` by 16 and move the three outer loops out: the three inner loops now walk
-# one `16 x 16 x 16` tile.
+# first). Split each of `i, j, k` by 16 and move the three outer loops out: the three inner
+# loops now walk one `16 x 16 x 16` tile.
 
 # %%
 N, T = 64, 16
