@@ -276,3 +276,13 @@ def test_store_outside_thread_loops_runs_in_one_thread():
     a, b = rand(8, 256), np.zeros(8, "float32")
     f(a, b)
     np.testing.assert_allclose(b, a.sum(axis=1), rtol=1e-5)
+
+
+def test_the_simulation_of_a_kernel_with_barriers_is_well_formed(monkeypatch):
+    """Each phase between barriers gets its own thread loops, with fresh variables: the
+    verifier (MLC_DEBUG=1) once refused threadIdx.x defined twice."""
+    monkeypatch.setenv("MLC_DEBUG", "1")
+    f = mlc.build(shared_matmul().mod, target="cuda-sim")
+    x, w, y = rand(64, 64), rand(64, 64), np.zeros((64, 64), "float32")
+    f(x, w, y)
+    np.testing.assert_allclose(y, x @ w, rtol=1e-5)

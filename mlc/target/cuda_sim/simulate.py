@@ -33,7 +33,7 @@ from mlc.target.gpu.split_host_device import (
 )
 from mlc.tir import dtype as dt
 from mlc.tir.expr import BufferLoad, FloatImm, IntImm, PrimExpr, Var
-from mlc.tir.functor import IRMutator, post_order_visit
+from mlc.tir.functor import IRMutator, post_order_visit, substitute
 from mlc.tir.stmt import (
     Allocate,
     Buffer,
@@ -69,6 +69,7 @@ class _Simulate:
         self.axes = [t for t in reversed(THREAD_AXES) if t in kernel.threads]
         self.varying = {id(kernel.index_vars[t]) for t in self.axes}
         self.lets: list[tuple[Var, PrimExpr]] = []  # thread-dependent lets around here
+        self.uses = 0  # thread loops made so far: each after the first gets fresh variables
 
     def thread_linear(self) -> PrimExpr:
         lin: PrimExpr = IntImm(0, "int32")
@@ -77,12 +78,22 @@ class _Simulate:
         return lin
 
     def over_threads(self, body: Stmt) -> Stmt:
+        """``body`` run by every thread of the block: loops over the thread indices (and the
+        thread-dependent lets around it). Each phase between barriers gets its own loops, so
+        a later phase defines fresh copies of those variables (a variable is defined once)."""
+        self.uses += 1
+        rename: dict[Var, Var] = {}
+        if self.uses > 1:
+            for var in [*(self.kernel.index_vars[t] for t in self.axes),
+                        *(v for v, _ in self.lets)]:
+                rename[var] = Var(var.name, var.dtype)
+        body = substitute(body, rename)
         for var, value in reversed(self.lets):
-            body = LetStmt(var, value, body)
+            body = LetStmt(rename.get(var, var), substitute(value, rename), body)
         for t in reversed(self.axes):
             v = self.kernel.index_vars[t]
-            body = For(v, IntImm(0, v.dtype), IntImm(self.kernel.threads[t], v.dtype),
-                       ForKind.SERIAL, body)
+            body = For(rename.get(v, v), IntImm(0, v.dtype),
+                       IntImm(self.kernel.threads[t], v.dtype), ForKind.SERIAL, body)
         return body
 
     def phases(self, s: Stmt) -> Stmt | None:
