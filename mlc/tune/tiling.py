@@ -165,7 +165,8 @@ def register_tiles(rows: int, cols: int, lanes: int, registers: int) -> list[tup
     loops (``rows`` and ``cols`` long) are kept; with none, the tile with the most
     accumulators that divides them. AVX2 (8 lanes, 16 registers) on 1024 x 1024:
     ``[(8, 8), (4, 16), (2, 32)]``."""
-    fits, fallback = [], []
+    fits: list[tuple[int, int]] = []
+    fallback: list[tuple[int, int]] = []
     for vecs in range(1, 5):
         nr = vecs * lanes
         for mr in range(1, registers):
