@@ -29,7 +29,21 @@ import numpy as np
 
 from mlc.tir.arith import Analyzer, eval_region
 from mlc.tir.arith.evaluate import evaluate_known
-from mlc.tir.expr import LE, LT, And, BufferLoad, IntImm, PrimExpr, Range, Var, as_int, const
+from mlc.tir.arith.linear import to_linear
+from mlc.tir.expr import (
+    GE,
+    GT,
+    LE,
+    LT,
+    And,
+    BufferLoad,
+    IntImm,
+    PrimExpr,
+    Range,
+    Var,
+    as_int,
+    const,
+)
 from mlc.tir.functor import IRMutator, IRVisitor, substitute, uses_var
 from mlc.tir.stmt import Allocate, Buffer, BufferStore, For, ForKind, IfThenElse, PrimFunc, Stmt
 
@@ -189,6 +203,7 @@ def _union_region(
             for f in acc.loops
             if not any(f is g for g in fixed)
         }
+        inner = _guarded_ranges(inner, acc.guards, fixed)
         region = eval_region(acc.indices, inner, buf.shape, ana)
         for d, r in enumerate(region):
             hi = ana.const_int_bound(r.extent)[1]
@@ -209,6 +224,68 @@ def _union_region(
     for base, (lo, top) in zip(lows, spans):
         assert base is not None
         out.append(Range(ana.simplify(base + lo), const(top - lo)))
+    return out
+
+
+def _conjuncts(guards: tuple[PrimExpr, ...]) -> list[PrimExpr]:
+    parts: list[PrimExpr] = []
+    todo = list(guards)
+    while todo:
+        g = todo.pop()
+        if isinstance(g, And):
+            todo += [g.a, g.b]
+        else:
+            parts.append(g)
+    return parts
+
+
+def _guarded_ranges(
+    inner: dict[Var, Range], guards: tuple[PrimExpr, ...], fixed: list[For]
+) -> dict[Var, Range]:
+    """``inner`` with the constant ranges of its loops narrowed by the linear guards around
+    the access (``sum(c * x) + rest < k`` gives ``x <= (k - 1 - min(rest)) // c`` for
+    ``c > 0``). A cooperative copy split into threads x lanes wider than its tile is guarded
+    by ``f0 * 256 + t * 4 + v < 128``: ``t`` only reaches 31, so the rows ``t // 4`` of the
+    tile are 8, not 16, whatever the number of iterations."""
+    parts = []
+    for g in _conjuncts(guards):  # each as ``lin <= 0``
+        if isinstance(g, LT):
+            parts.append(to_linear(g.a - g.b + 1))
+        elif isinstance(g, LE):
+            parts.append(to_linear(g.a - g.b))
+        elif isinstance(g, GT):
+            parts.append(to_linear(g.b - g.a + 1))
+        elif isinstance(g, GE):
+            parts.append(to_linear(g.b - g.a))
+    if not parts:
+        return inner
+    out = dict(inner)
+    for _ in range(2):  # a narrowed loop may narrow another
+        ana = Analyzer()
+        for f in fixed:
+            ana.bind(f.loop_var, Range(f.min, f.extent))
+        ana.bind_all(out)
+        for lin in parts:
+            lows = []  # the least value of each term
+            for atom, coef in lin.terms.values():
+                lo, hi = ana.const_int_bound(atom)
+                lows.append(coef * (lo if coef > 0 else hi))
+            for n, (atom, coef) in enumerate(lin.terms.values()):
+                var = next((v for v in out if v is atom), None)
+                if var is None:
+                    continue
+                lo, ext = as_int(out[var].min), as_int(out[var].extent)
+                rest = lin.const + sum(x for m, x in enumerate(lows) if m != n)
+                if lo is None or ext is None or not isinstance(rest, int):
+                    continue  # an unbounded term: nothing to learn
+                hi = lo + ext - 1
+                if coef > 0:
+                    hi = min(hi, -rest // coef)  # coef * x <= -rest
+                else:
+                    lo = max(lo, -(-rest // -coef))  # -coef * x >= rest
+                if hi < lo:
+                    return inner  # the access never runs: keep the plain ranges
+                out[var] = Range(const(lo, var.dtype), const(hi - lo + 1, var.dtype))
     return out
 
 
