@@ -35,7 +35,7 @@ from mlc.target.target import Target
 from mlc.tir import dtype as dt
 from mlc.tir.arith import evaluate_known
 from mlc.tir.expr import PrimExpr
-from mlc.tir.stmt import KernelLaunch, PrimFunc
+from mlc.tir.stmt import Allocate, For, KernelLaunch, LetStmt, PrimFunc, SeqStmt, Stmt
 
 SOURCE_FORMATS = ("cuda", "ptx", "ll", "ll-unopt", "asm")
 CHECK_BLOCKS = 16  # blocks per kernel that cuda-sim checks before its first call
@@ -173,7 +173,8 @@ def _c_scalar(dtype: str, value: int) -> Any:
 
 
 def evaluate(e: PrimExpr | int, env: dict[int, int]) -> int:
-    """The value of a launch extent (an integer expression of the size variables)."""
+    """The value of a launch extent or a host loop's bound (an integer expression of the
+    size variables and the host loops' variables)."""
     value = evaluate_known(e, env)
     if value is None:
         raise ArgumentError(f"cannot evaluate the launch extent {e}")
@@ -212,13 +213,32 @@ class _DeviceCall:
         return self
 
     def launch(self) -> None:
-        for k in self.module.kernels:
-            grid = [evaluate(k.grid[t], self.env) if t in k.grid else 1 for t in BLOCK_AXES]
-            block = [k.threads.get(t, 1) for t in THREAD_AXES]
-            kargs: list[Any] = [ctypes.c_uint64(self.device[id(p)].value) for p in k.pointers]
-            kargs += [_c_scalar(v.dtype, self.env[id(v)]) for v in k.size_vars]
-            if min(grid) > 0:
-                self.ctx.launch(self.functions[c_name(k.name)], grid, block, kargs)
+        """Run the host program: its kernels in order, those inside a host loop (the time
+        loop of a scan) once per step, with the loop variable as an argument."""
+        self._host(self.module.func.body, dict(self.env))
+
+    def _host(self, s: Stmt, env: dict[int, int]) -> None:
+        if isinstance(s, SeqStmt):
+            for child in s.seq:
+                self._host(child, env)
+        elif isinstance(s, Allocate):  # a global intermediate, allocated in __enter__
+            self._host(s.body, env)
+        elif isinstance(s, LetStmt):
+            self._host(s.body, {**env, id(s.var): evaluate(s.value, env)})
+        elif isinstance(s, For):
+            lo = evaluate(s.min, env)
+            for step in range(lo, lo + evaluate(s.extent, env)):
+                self._host(s.body, {**env, id(s.loop_var): step})
+        elif isinstance(s, KernelLaunch):
+            self._launch(s, env)
+
+    def _launch(self, k: KernelLaunch, env: dict[int, int]) -> None:
+        grid = [evaluate(k.grid[t], env) if t in k.grid else 1 for t in BLOCK_AXES]
+        block = [k.threads.get(t, 1) for t in THREAD_AXES]
+        kargs: list[Any] = [ctypes.c_uint64(self.device[id(p)].value) for p in k.pointers]
+        kargs += [_c_scalar(v.dtype, env[id(v)]) for v in k.size_vars]
+        if min(grid) > 0:
+            self.ctx.launch(self.functions[c_name(k.name)], grid, block, kargs)
 
     def __exit__(self, kind: Any, error: Any, trace: Any) -> None:
         try:

@@ -224,6 +224,11 @@ class Interpreter:
         elif isinstance(s, S.LetStmt):
             self.env[id(s.var)] = self._eval_static(s.value, self.env)
             self._host(s.body)
+        elif isinstance(s, S.For):  # a host loop around launches (a scan's time loop)
+            lo = int(self._eval_static(s.min, self.env))
+            for step in range(lo, lo + int(self._eval_static(s.extent, self.env))):
+                self.env[id(s.loop_var)] = np.int64(step)
+                self._host(s.body)
         elif isinstance(s, S.Evaluate):
             pass
         else:

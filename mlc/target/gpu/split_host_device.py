@@ -30,8 +30,9 @@ Rules, as on a real GPU (and as in TVM):
   Barriers only go where every thread of the block gets to (never under a thread guard).
 
 The host part of the program (what is outside every bound loop) may only allocate global
-intermediates and launch kernels one after another; anything else is an error that tells the
-student what to bind.
+intermediates, launch kernels one after another and run serial loops around launches (the
+time loop of a ``te.scan``: every step launches its kernels, which read the loop variable as
+an argument); anything else is an error that tells the student what to bind.
 """
 
 from __future__ import annotations
@@ -128,6 +129,7 @@ def split_host_device(func: PrimFunc) -> PrimFunc:
     :func:`insert_thread_sync`."""
     shared_at_host: list[Buffer] = []
     intermediates: list[Buffer] = []
+    host_loops: list[Var] = []
     count = 0
 
     def host(s: Stmt) -> Stmt:
@@ -148,7 +150,15 @@ def split_host_device(func: PrimFunc) -> PrimFunc:
         if isinstance(s, For) and s.kind == ForKind.THREAD_BINDING:
             count += 1
             return _make_kernel(func, s, f"{func.name}_kernel{count - 1}", shared_at_host,
-                                intermediates)
+                                intermediates, host_loops)
+        if isinstance(s, For) and s.kind == ForKind.SERIAL and _steps_depend(s):
+            # a loop whose steps must run in order around kernels (the time loop of a
+            # te.scan): the host runs it and launches the kernels once per step, passing the
+            # loop variable as an argument
+            host_loops.append(s.loop_var)
+            body = host(s.body)
+            host_loops.pop()
+            return For(s.loop_var, s.min, s.extent, s.kind, body, None, s.annotations)
         if isinstance(s, Evaluate) and isinstance(s.value, IntImm):
             return s
         raise CodegenError(_unbound_message(func, s))
@@ -215,9 +225,9 @@ def _unbound_message(func: PrimFunc, s: Stmt) -> str:
             return (
                 f"{what} in {func.name!r} runs on the host around GPU loops; a kernel cannot "
                 "be launched from inside a loop. Bind it to a blockIdx axis (or reorder so "
-                "that the bound loops are outermost). A loop whose steps must run in order "
-                "(the time loop of a te.scan) cannot run around kernels on GPU targets yet: "
-                "build the scan for target=\"llvm\""
+                "that the bound loops are outermost). Only a loop whose steps read what "
+                "earlier steps wrote (the time loop of a te.scan) runs on the host, launching "
+                "the kernels once per step"
             )
     elif isinstance(s, BufferStore):
         what = f"the store to {s.buffer.name!r}"
@@ -227,6 +237,23 @@ def _unbound_message(func: PrimFunc, s: Stmt) -> str:
         f"{what} in {func.name!r} is not inside any loop bound to a GPU thread axis, so it "
         f"would run on the host; for a GPU target, {BIND_HINT}"
     )
+
+
+def _steps_depend(loop: For) -> bool:
+    """Does ``loop`` launch kernels and read a global buffer that it also writes (a scan's
+    step ``t`` reads row ``t - 1``)? Such a loop cannot be bound to blockIdx and runs on the
+    host; one whose steps are independent should be bound instead."""
+    if not _contains_binding(loop):
+        return False
+    loaded: set[int] = set()
+    stored: set[int] = set()
+
+    def check(n: object) -> None:
+        if isinstance(n, (BufferLoad, BufferStore)) and n.buffer.scope == "global":
+            (stored if isinstance(n, BufferStore) else loaded).add(id(n.buffer.data))
+
+    post_order_visit(loop.body, check)
+    return bool(loaded & stored)
 
 
 def _contains_binding(s: Stmt) -> bool:
@@ -254,6 +281,7 @@ def _make_kernel(
     name: str,
     shared_at_host: list[Buffer],
     intermediates: list[Buffer],
+    host_loops: list[Var],
 ) -> KernelLaunch:
     # 1. launch extents: the largest constant extent per axis (symbolic: all must agree)
     extents: dict[str, PrimExpr] = {}
@@ -373,7 +401,8 @@ def _make_kernel(
         if id(buf.data) in used_data and all(buf.data is not p for p in pointers):
             pointers.append(buf.data)
             dtypes.append(dt.element(buf.dtype))
-    sizes = tuple(v for v in func.size_vars if id(v) in used_vars)
+    # scalar arguments: the sizes it reads and the variables of host loops around it
+    sizes = tuple(v for v in (*func.size_vars, *host_loops) if id(v) in used_vars)
     return KernelLaunch(name, body, tuple(grid.items()), tuple(threads.items()),
                         tuple(index_vars.items()), tuple(pointers), tuple(dtypes), sizes,
                         tuple(shared))
@@ -584,9 +613,15 @@ def _conjuncts(cond: PrimExpr) -> list[PrimExpr]:
 
 def _narrow(e: PrimExpr) -> PrimExpr:
     """``e`` without the int64 casts flatten_buffers puts on offsets (for comparing them with
-    the int32 guards around them; the analysis assumes no overflow)."""
+    the int32 guards around them; the analysis assumes no overflow) and without the
+    ``check_index`` around indices (an index out of range skips the access)."""
 
     class _Narrow(IRMutator):
+        def visit_Call(self, op: Call) -> PrimExpr:
+            if op.op == "check_index" and op.args:  # its index, or the access is skipped
+                return self.visit(op.args[0])  # type: ignore[no-any-return]
+            return self.generic_visit(op)  # type: ignore[no-any-return]
+
         def visit_Cast(self, op: Cast) -> PrimExpr:
             value = self.visit(op.value)
             if op.dtype == "int64" and dt.is_int(value.dtype):
