@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from gpu_schedules.test_course_programs import blocking_with_shared
 from gpu_schedules.test_random_gpu_schedules import A_NP, B_NP, gpu_schedules
+from gpu_schedules.test_scan_gpu import _cumsum_schedule
 from hypothesis import HealthCheck, given, settings
 
 import mlc
@@ -198,6 +199,16 @@ def test_random_gpu_schedules_on_the_gpu_match_the_simulator(sch: tir.Schedule) 
     gpu(A_NP, B_NP, c_gpu)
     np.testing.assert_allclose(c_gpu, A_NP @ B_NP, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(c_gpu, c_sim, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("shape", [(10, 300), (1, 7), (64, 1000)])
+def test_a_scan_runs_its_time_loop_on_the_host_around_gpu_kernels(shape) -> None:
+    s, args = _cumsum_schedule()
+    f = mlc.build(s, args, target="cuda")
+    x = rng.random(shape, dtype=np.float32)
+    y = np.full(shape, np.nan, np.float32)
+    f(x, y)
+    np.testing.assert_allclose(y, np.cumsum(x, axis=0), rtol=1e-4)
 
 
 def test_device_time_evaluator_times_kernels_not_copies() -> None:
