@@ -31,6 +31,7 @@ from mlc.transform.lower_blocks import lower_blocks
 from mlc.transform.pipeline import PASSES, is_lowered, lower, run_passes
 from mlc.transform.simplify import simplify
 from mlc.transform.unroll import unroll_loops
+from mlc.transform.unswitch import unswitch_loops
 from mlc.transform.vectorize import vectorize_loops
 
 convert_blocks_to_loops = lower_blocks
@@ -47,5 +48,6 @@ __all__ = [
     "lower_blocks",
     "simplify",
     "unroll_loops",
+    "unswitch_loops",
     "vectorize_loops",
 ]

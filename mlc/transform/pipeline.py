@@ -20,6 +20,7 @@ from mlc.transform.lower_blocks import lower_blocks
 from mlc.transform.lower_cross_thread_reduction import lower_cross_thread_reduction
 from mlc.transform.simplify import simplify
 from mlc.transform.unroll import unroll_loops
+from mlc.transform.unswitch import unswitch_loops
 from mlc.transform.vectorize import vectorize_loops
 
 Pass = Callable[[PrimFunc], PrimFunc]
@@ -33,6 +34,7 @@ PASSES: list[tuple[str, Pass]] = [
     ("simplify", simplify),                  # fold index arithmetic, drop proven guards
     ("vectorize_loops", vectorize_loops),    # vectorized loops -> Ramp/Broadcast vectors
     ("unroll_loops", unroll_loops),          # unrolled loops -> copies of the body
+    ("unswitch_loops", unswitch_loops),      # guards an inner loop does not change: outside
     ("simplify", simplify),                  # tidy what vectorize and unroll left
 ]
 """The passes ``lower`` runs, in order, by name."""

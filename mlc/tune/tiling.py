@@ -153,31 +153,30 @@ def default_space(sch: Schedule) -> None:
 # BLAS-style tiling (GotoBLAS / BLIS, written as schedule primitives)
 
 MC_ROWS = [32, 64, 128, 256]  # rows of the packed block of lhs (L2)
-KC_DEPTH = [64, 128, 256, 512]  # depth of a reduction slice (both panels)
+KC_DEPTH = [64, 128, 256, 512, 1024]  # depth of a reduction slice (both panels)
 NC_PANELS = [1, 2, 4, 8, 16]  # register-tile widths in the packed panel of rhs
 
 
 def register_tiles(rows: int, cols: int, lanes: int, registers: int) -> list[tuple[int, int]]:
     """The ``(mr, nr)`` register tiles of the micro-kernel: ``mr x nr`` accumulators in
     ``mr * nr / lanes`` vector registers, plus ``nr / lanes`` for a row of rhs and one for the
-    broadcast of lhs, all within ``registers``; at least half the registers accumulate (so
-    enough independent FMAs are in flight to hide their latency). Only tiles that divide the
-    loops (``rows`` and ``cols`` long) are kept; with none, the tile with the most
-    accumulators that divides them. AVX2 (8 lanes, 16 registers) on 1024 x 1024:
-    ``[(8, 8), (4, 16), (2, 32)]``."""
-    fits: list[tuple[int, int]] = []
-    fallback: list[tuple[int, int]] = []
+    broadcast of lhs, all within ``registers``. For each width ``nr`` (whole vectors that
+    divide ``cols``): the tallest tile that fits (most independent FMAs in flight; when
+    ``mr`` does not divide ``rows`` the last tile is guarded, and ``unswitch_loops`` keeps
+    the guard out of the micro-kernel) and the tallest that divides ``rows``, if at least
+    half the registers accumulate. AVX2 (8 lanes, 16 registers) on 1024 x 1024:
+    ``[(14, 8), (8, 8), (6, 16), (4, 16), (2, 32)]``."""
+    tiles: list[tuple[int, int]] = []
     for vecs in range(1, 5):
         nr = vecs * lanes
-        for mr in range(1, registers):
-            acc = mr * vecs
-            if acc + vecs + 1 > registers or cols % nr or rows % mr:
-                continue
-            (fits if 2 * acc >= registers else fallback).append((mr, nr))
-    if fits:
-        return fits
-    fallback.sort(key=lambda t: -t[0] * t[1])
-    return fallback[:3] or [(1, 1)]
+        if cols % nr:
+            continue
+        tallest = (registers - vecs - 1) // vecs
+        dividing = next((m for m in range(tallest, 0, -1) if rows % m == 0), 1)
+        for mr in (min(tallest, rows), dividing):
+            if mr >= 1 and 2 * mr * vecs >= registers and (mr, nr) not in tiles:
+                tiles.append((mr, nr))
+    return tiles or [(1, lanes if cols % lanes == 0 else 1)]
 
 
 def _largest_divisor(n: int, at_most: int, multiple_of: int = 1) -> int:
@@ -280,7 +279,10 @@ def tile_gemm(sch: Schedule, block: BlockRV) -> bool:
 
     # --- the sizes they give, each dividing its loop
     mr, nr = tiles[tile]
-    mc = _largest_divisor(rows, int(mc_rows), multiple_of=mr)
+    if rows % mr:  # a guarded last tile: blocks of whole tiles, the last one short
+        mc = mr * max(1, int(mc_rows) // mr)
+    else:
+        mc = _largest_divisor(rows, int(mc_rows), multiple_of=mr)
     kc = _largest_divisor(depth, int(kc_depth))
     nc = nr * _largest_divisor(cols // nr, int(nc_panels))
 
@@ -300,7 +302,7 @@ def tile_gemm(sch: Schedule, block: BlockRV) -> bool:
     init = sch.decompose_reduction(block, pc)
     if pack_b:
         _pack(sch, block, rhs_name, pc, simd.lanes)
-    if pack_a:
+    if pack_a and rows % mr == 0:  # (a guarded last tile would leave the copy shared)
         _pack(sch, block, lhs_name, ic, simd.lanes)
     sch.unroll(i)
     if k_unrolled is not None:

@@ -46,8 +46,10 @@ def _conv_reference(d: np.ndarray, w: np.ndarray) -> np.ndarray:
 def test_register_tiles_fit_the_vector_registers():
     avx2 = simd_of(frozenset({"avx", "avx2", "fma"}))
     assert (avx2.lanes, avx2.registers) == (8, 16)
-    assert register_tiles(1024, 1024, 8, 16) == [(8, 8), (4, 16), (2, 32)]
+    assert register_tiles(1024, 1024, 8, 16) == [(14, 8), (8, 8), (6, 16), (4, 16), (2, 32)]
     assert (6, 16) in register_tiles(960, 960, 8, 16)
+    for mr, nr in register_tiles(1024, 1024, 8, 16):
+        assert mr * nr // 8 + nr // 8 + 1 <= 16
     avx512 = simd_of(frozenset({"avx", "avx2", "avx512f"}))
     for mr, nr in register_tiles(1024, 1024, avx512.lanes, avx512.registers):
         acc = mr * nr // 16
@@ -68,21 +70,29 @@ def test_matmul_space_has_the_blas_decisions():
 
 def test_a_point_that_packs_both_operands_copies_panels_inside_the_parallel_loop():
     space = tune.SampledSpace(_matmul(64, 64, 64), tune.default_space)
-    index = space.index_of_decisions([0, 0, 0, 1, 1, 1, 1])
+    simd = host_simd()
+    tiles = register_tiles(64, 64, simd.lanes, simd.registers)
+    dividing = next(k for k, (mr, _) in enumerate(tiles) if 64 % mr == 0)
+    index = space.index_of_decisions([dividing, 0, 0, 1, 1, 1, 1])
     lowered = mlc.lower(space.build(index))
     text = str(lowered)
     assert "A_global" in text and "B_global" in text
     assert text.index("parallel") < text.index("A_global = alloc_buffer")
 
 
-@pytest.mark.parametrize("shape", [(64, 64, 64), (48, 80, 96), (128, 32, 256)])
+@pytest.mark.parametrize("shape", [(64, 64, 64), (48, 80, 96), (128, 32, 256), (100, 64, 64)])
 def test_sampled_matmul_points_compute_the_product(shape):
     n, m, k = shape
     space = tune.SampledSpace(_matmul(n, m, k), tune.default_space)
     rng = np.random.default_rng(0)
     a = rng.random((n, k), dtype="float32")
     b = rng.random((k, m), dtype="float32")
-    for index in random.Random(1).sample(range(space.size), 6):
+    simd = host_simd()
+    tiles = register_tiles(n, m, simd.lanes, simd.registers)
+    # every register tile (guarded ones included), with random other decisions
+    points = [space.index_of_decisions([t] + [random.Random(t).randrange(d) for d in
+                                              space.dims[1:]]) for t in range(len(tiles))]
+    for index in points + random.Random(1).sample(range(space.size), 4):
         c = np.zeros((n, m), "float32")
         mlc.build(space.build(index))(a, b, c)
         np.testing.assert_allclose(c, a @ b, rtol=1e-4, err_msg=str(space.config_json(index)))
