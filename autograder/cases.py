@@ -206,29 +206,42 @@ class TraceCase:
 
     def check_export(self, exports: Path, *, grader_path: Path, run_trusted: Callable[
             [list[str], Path], tuple[int, str]], workdir: Path, **_: Any) -> tuple[float, str]:
-        path = exports / f"{self.id}.json"
-        if not path.is_file():
-            return 0.0, "no schedule trace was produced (the cell failed or never ran)"
-        try:
-            text = json.loads(path.read_text())["text"]
-        except (ValueError, KeyError, TypeError) as err:
-            return 0.0, f"the exported trace cannot be read: {err}"
-        trace_file = workdir / f"{self.id}.trace.json"
-        trace_file.write_text(text)
-        out_file = workdir / f"{self.id}.replay.json"
-        cmd = [sys.executable, "-m", "autograder.replay", str(grader_path), self.id,
-               str(trace_file), str(out_file)]
-        rc, output = run_trusted(cmd, workdir)
-        if rc != 0 or not out_file.is_file():
-            tail = output.strip().splitlines()[-1:] or ["no output"]
-            return 0.0, f"replaying the schedule failed ({tail[0]})"
-        report = json.loads(out_file.read_text())
+        report, why = replay_export(
+            self.id, exports, workdir, run_trusted,
+            lambda trace, out: [sys.executable, "-m", "autograder.replay", str(grader_path),
+                                self.id, str(trace), str(out)])
+        if report is None:
+            return 0.0, why
         if not report["correct"]:
             return 0.0, report["message"]
         if not self.speed:
             return 1.0, report["message"]
         fraction = self.score(report["ratio"])
         return fraction, f"correct; {self.speed_message(report)}: {fraction:.0%} of the points"
+
+
+def replay_export(case_id: str, exports: Path, workdir: Path,
+                  run_trusted: Callable[[list[str], Path], tuple[int, str]],
+                  command: Callable[[Path, Path], list[str]]) -> tuple[Any, str]:
+    """Replay the schedule trace a student exported for ``case_id`` in a trusted process:
+    the trace is copied to ``workdir``, ``command(trace_file, report_file)`` is run there
+    with ``run_trusted``, and its JSON report is returned. ``(None, why)`` when there is no
+    trace, it cannot be read, or the replay failed (a reason a student can read)."""
+    path = exports / f"{case_id}.json"
+    if not path.is_file():
+        return None, "no schedule trace was produced (the cell failed or never ran)"
+    try:
+        text = json.loads(path.read_text())["text"]
+    except (ValueError, KeyError, TypeError) as err:
+        return None, f"the exported trace cannot be read: {err}"
+    trace_file = workdir / f"{case_id}.trace.json"
+    trace_file.write_text(text)
+    out_file = workdir / f"{case_id}.replay.json"
+    rc, output = run_trusted(command(trace_file, out_file), workdir)
+    if rc != 0 or not out_file.is_file():
+        tail = output.strip().splitlines()[-1:] or ["no output"]
+        return None, f"replaying the schedule failed ({tail[0]})"
+    return json.loads(out_file.read_text()), ""
 
 
 class Grader:

@@ -23,6 +23,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from autograder.cases import replay_export
+
 
 def make_func(n: int) -> Any:
     from mlc import te
@@ -106,22 +108,10 @@ class CycleCase:
 
     def check_export(self, exports: Path, *, grader_path: Path, run_trusted: Any,
                      workdir: Path, **_: Any) -> tuple[float, str]:
-        path = exports / f"{self.id}.json"
-        if not path.is_file():
-            return 0.0, "no schedule trace was produced (the cell failed or never ran)"
-        try:
-            text = json.loads(path.read_text())["text"]
-        except (ValueError, KeyError, TypeError) as err:
-            return 0.0, f"the exported trace cannot be read: {err}"
-        trace_file = workdir / f"{self.id}.trace.json"
-        trace_file.write_text(text)
-        out_file = workdir / f"{self.id}.cycles.json"
-        rc, output = run_trusted([sys.executable, str(grader_path), self.id, str(trace_file),
-                                  str(out_file)], workdir)
-        if rc != 0 or not out_file.is_file():
-            tail = output.strip().splitlines()[-1:] or ["no output"]
-            return 0.0, f"replaying the schedule failed ({tail[0]})"
-        return self._grade(json.loads(out_file.read_text()))
+        report, why = replay_export(
+            self.id, exports, workdir, run_trusted,
+            lambda trace, out: [sys.executable, str(grader_path), self.id, str(trace), str(out)])
+        return self._grade(report) if report is not None else (0.0, why)
 
 
 CASES = [
