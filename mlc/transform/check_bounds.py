@@ -1,13 +1,16 @@
 """``check_bounds``: refuse a program that would read or write outside an array.
 
-A compiled kernel does no bounds checks, so ``te.compute((n,), lambda i: A[i + 1])`` would
-read past the end of ``A`` and might crash the notebook's kernel. Before lowering, every
-access of every block is bounded over the block's iteration domain; an access that provably
-leaves the buffer's (constant) shape raises a :class:`~mlc.errors.LoweringError` naming the
-block, the buffer, the index and the range it takes::
+``te.compute((n,), lambda i: A[i + 1])`` reads past the end of ``A``. Where the loop bounds
+decide it, that is known before any code runs: every access of every block is bounded over
+the block's iteration domain, and an access that provably leaves the buffer's (constant) shape
+raises a :class:`~mlc.errors.LoweringError` naming the block, the buffer, the dimension, its
+index and the value it reaches::
 
-    block "B" reads A[vi + 1] with vi in [0, 1024): the index reaches 1024, but A has
-    shape (1024,) ...
+    block "B" reads A[vi + 1] with vi in [0, 1024): its index in dimension 0 (vi + 1)
+    reaches 1024, but A has shape (1024,) ...
+
+What only the run decides (indices read from data, symbolic sizes) is checked while the
+kernel runs (``check_index``, the code generators' checks).
 
 Accesses under a condition (``te.if_then_else``, a reduction's ``where=``, a guard) are not
 checked: the condition is what keeps them in bounds, as in a padded convolution.
@@ -82,8 +85,8 @@ class _Checker(IRVisitor):
             shown = ", ".join(str(i) for i in op.indices)
             bad = lo if lo < 0 else hi
             raise LoweringError(
-                f'block "{self.block.name}" {verb} {buf.name}[{shown}] with {domains}: index '
-                f"{dim} reaches {bad}, but {buf.name} has shape "
+                f'block "{self.block.name}" {verb} {buf.name}[{shown}] with {domains}: its index '
+                f"in dimension {dim} ({index}) reaches {bad}, but {buf.name} has shape "
                 f"{tuple(_int(s) for s in buf.shape)}. Check the index arithmetic, or guard the "
                 "access with te.if_then_else(cond, value, 0.0) (e.g. for padding)."
             )

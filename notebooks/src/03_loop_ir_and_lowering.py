@@ -123,9 +123,8 @@ except ScheduleError as err:
 # %% [markdown]
 # Lowering checks one more thing before any code runs: that every access stays inside its
 # array. Reading past the end could crash the notebook, so where the loop bounds decide it,
-# the first pass, `check_bounds`, refuses the program and says which block reads what.
-# In its message "index 0" is the first index of `X[vi + 1]` (dimension 0 of `X`), whose
-# value reaches 16 when `vi` is 15:
+# the first pass, `check_bounds`, refuses the program and says which block reads what: the
+# index in dimension 0 of `X`, `vi + 1`, reaches 16 when `vi` is 15:
 
 # %%
 X = te.placeholder((16,), name="X")
