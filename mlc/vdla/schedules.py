@@ -25,12 +25,15 @@ def gemm_compute(m: int, n: int, k: int) -> tuple[te.Tensor, te.Tensor, te.Tenso
     return A, B, C
 
 
-def gemm_schedule(m: int, n: int, k: int, block: int = 64, kblock: int = 64,
-                  threads: int = 1) -> tuple[te.Schedule, list[te.Tensor]]:
-    """Output blocks of ``block x block``, ``kblock`` columns of K per step, both operands
-    cached in the accelerator's buffers at each step, the accumulator for the whole block,
-    the 8 x 8 x 8 tile tensorized with ``vdla.gemm8x8``; ``threads`` virtual threads split
-    the rows of blocks."""
+def gemm_schedule(m: int, n: int, k: int, block: int = 64, kblock: int | None = None,
+                  threads: int = 1, tensorize: bool = True
+                  ) -> tuple[te.Schedule, list[te.Tensor]]:
+    """Output blocks of ``block x block``, ``kblock`` (default ``block``) columns of K per
+    step, both operands cached in the accelerator's buffers at each step, the accumulator for
+    the whole block, the 8 x 8 x 8 tile tensorized with ``vdla.gemm8x8`` (left a loop nest
+    with ``tensorize=False``, to see what the compiler refuses); ``threads`` virtual threads
+    split the rows of blocks."""
+    kblock = kblock or block
     A, B, C = gemm_compute(m, n, k)
     s = te.create_schedule(C.op)
     CL = s.cache_write(C, acc_buffer)
@@ -51,7 +54,8 @@ def gemm_schedule(m: int, n: int, k: int, block: int = 64, kblock: int = 64,
     s[CL].reorder(ko, yco, xco, kio, yci, xci, kii)
     s[AL].compute_at(s[CL], ko)
     s[BL].compute_at(s[CL], ko)
-    s[CL].tensorize(yci, gemm8x8)
+    if tensorize:
+        s[CL].tensorize(yci, gemm8x8)
     return s, [A, B, C]
 
 

@@ -9,42 +9,14 @@ import mlc
 from mlc import te, vdla
 from mlc.errors import LoweringError
 from mlc.target import backend
+from mlc.vdla import schedules
 
 
 def gemm_schedule(m: int, n: int, k: int, block: int = 16, kblock: int | None = None,
                   threads: int = 1, tensorize: bool = True
                   ) -> tuple[te.Schedule, list[te.Tensor]]:
-    """C = A @ B.T (int8 -> int32), the notes' schedule: tiles of `block` in y and x, caches
-    in the accelerator's buffers, the 8x8x8 tile tensorized, `threads` virtual threads."""
-    kblock = kblock or block
-    A = te.placeholder((m, k), name="A", dtype="int8")
-    B = te.placeholder((n, k), name="B", dtype="int8")
-    r = te.reduce_axis((0, k), name="k")
-    C = te.compute((m, n), lambda y, x: te.sum(
-        A[y, r].astype("int32") * B[x, r].astype("int32"), axis=r), name="C")
-    out = C
-    s = te.create_schedule(out.op)
-    CL = s.cache_write(C, vdla.acc_buffer)
-    AL = s.cache_read(A, vdla.inp_buffer, [CL])
-    BL = s.cache_read(B, vdla.wgt_buffer, [CL])
-    y, x = s[out].op.axis
-    yo, xo, _, _ = s[out].tile(y, x, block, block)
-    if threads > 1:
-        tv, _ = s[out].split(yo, nparts=threads)
-        s[out].bind(tv, te.thread_axis("vthread"))
-    s[CL].compute_at(s[out], xo)
-    yc, xc = s[CL].op.axis
-    (kc,) = s[CL].op.reduce_axis
-    ko, ki = s[CL].split(kc, factor=kblock)
-    yco, yci = s[CL].split(yc, factor=8)
-    xco, xci = s[CL].split(xc, factor=8)
-    kio, kii = s[CL].split(ki, factor=8)
-    s[CL].reorder(ko, yco, xco, kio, yci, xci, kii)
-    s[AL].compute_at(s[CL], ko)
-    s[BL].compute_at(s[CL], ko)
-    if tensorize:
-        s[CL].tensorize(yci, vdla.gemm8x8)
-    return s, [A, B, out]
+    """The notes' schedule (mlc.vdla.schedules.gemm_schedule) with these tests' small tiles."""
+    return schedules.gemm_schedule(m, n, k, block, kblock, threads, tensorize)
 
 
 def run(s: te.Schedule, args: list[te.Tensor], seed: int = 0
