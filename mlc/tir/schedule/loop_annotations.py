@@ -1,0 +1,200 @@
+"""Schedule primitives that set a loop's kind or annotations: ``parallel``, ``vectorize``,
+``unroll``, ``bind`` (to a thread axis), ``annotate``, ``unannotate``.
+
+A loop kind must not break a dependence: ``parallel``/``vectorize``/``bind`` refuse a loop
+bound to a reduction (``_check_data_parallel``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from mlc.tir.expr import (
+    IterKind,
+    as_int,
+)
+from mlc.tir.functor import uses_var
+from mlc.tir.schedule import state
+from mlc.tir.schedule.base import ScheduleBase
+from mlc.tir.schedule.trace import BlockRV, LoopRV
+from mlc.tir.stmt import Block, BlockRealize, For, ForKind
+from mlc.tir.thread_tag import BINDABLE
+
+THREAD_AXES = BINDABLE  # the tags bind accepts (mlc/tir/thread_tag.py)
+
+
+class LoopAnnotationPrimitives(ScheduleBase):
+    """``parallel``, ``vectorize``, ``unroll``, ``bind``, ``annotate``, ``unannotate``."""
+
+    # ----------------------------------------------------------------------------------------
+    # loop kinds
+
+    def parallel(self, loop: LoopRV) -> None:
+        """Run the iterations of ``loop`` on several CPU threads. The loop may bind only
+        spatial block variables (a reduction would race) and may not be inside or contain
+        another parallel loop. ``for i in range(n)`` becomes ``for i in parallel(n)``."""
+        for_, loc = self._loop_of(loop)
+        self._check_data_parallel(for_, "parallel")
+        name = for_.loop_var.name
+        for node in loc.path:
+            if isinstance(node, For) and node.kind == ForKind.PARALLEL:
+                raise self._error(
+                    f"parallel: loop {name!r} is inside the parallel loop "
+                    f"{node.loop_var.name!r}; nested parallel loops are not supported "
+                    "(parallelize only the outer one, or fuse the two loops first)",
+                    {node: "already parallel", for_: "cannot also be parallel"},
+                )
+        for sub in state.walk(for_.body):
+            if isinstance(sub.stmt, For) and sub.stmt.kind == ForKind.PARALLEL:
+                raise self._error(
+                    f"parallel: loop {name!r} contains the parallel loop "
+                    f"{sub.stmt.loop_var.name!r}; nested parallel loops are not supported",
+                    {sub.stmt: "already parallel", for_: "cannot also be parallel"},
+                )
+        self._set_kind(for_, ForKind.PARALLEL)
+        self._record("parallel", {"loop": loop}, None)
+
+    def vectorize(self, loop: LoopRV) -> None:
+        """Run the iterations of ``loop`` as SIMD lanes. The loop needs a constant extent,
+        no loop inside it, and may bind only spatial block variables. ``for j in range(8)``
+        becomes ``for j in vectorized(8)``."""
+        for_, _ = self._loop_of(loop)
+        name = for_.loop_var.name
+        if as_int(for_.extent) is None:
+            raise self._error(
+                f"vectorize: loop {name!r} has the symbolic extent {for_.extent}; a vector "
+                "needs a constant number of lanes. Split it first, e.g. "
+                f"sch.split({name}, factors=[None, 8]), and vectorize the inner loop",
+                for_,
+            )
+        for sub in state.walk(for_.body):
+            if isinstance(sub.stmt, For):
+                raise self._error(
+                    f"vectorize: loop {name!r} contains the loop {sub.stmt.loop_var.name!r}; "
+                    "only an innermost loop can be vectorized (reorder it inwards first)",
+                    {for_: "vectorized", sub.stmt: "a loop inside it"},
+                )
+        self._check_data_parallel(for_, "vectorize")
+        self._set_kind(for_, ForKind.VECTORIZED)
+        self._record("vectorize", {"loop": loop}, None)
+
+    def unroll(self, loop: LoopRV) -> None:
+        """Repeat the body of ``loop`` once per iteration instead of looping:
+        ``for k in range(4)`` becomes ``for k in unroll(4)``."""
+        for_, _ = self._loop_of(loop)
+        self._set_kind(for_, ForKind.UNROLLED)
+        self._record("unroll", {"loop": loop}, None)
+
+    def bind(self, loop: LoopRV, thread_axis: str) -> None:
+        """Map the iterations of ``loop`` to a GPU thread axis (``"blockIdx.x"``,
+        ``"threadIdx.x"``, ...): ``for i in range(n)`` becomes
+        ``for i in thread_binding(n, "threadIdx.x")``."""
+        tag = getattr(thread_axis, "thread_tag", thread_axis)
+        for_, _ = self._loop_of(loop)
+        if tag not in THREAD_AXES:
+            raise self._error(
+                f"bind: {thread_axis!r} is not a thread axis; use one of {', '.join(THREAD_AXES)}",
+                for_,
+            )
+        self._check_data_parallel(for_, f"bind to {tag}", tag.startswith("threadIdx."))
+        new = dataclasses.replace(for_, kind=ForKind.THREAD_BINDING, thread_binding=tag)
+        self._update_checking_threads(state.replace(self._func, for_, new), f"bind to {tag}")
+        self._record("bind", {"loop": loop, "thread_axis": tag}, None)
+
+    # ----------------------------------------------------------------------------------------
+    # annotations
+
+    def annotate(self, block_or_loop: BlockRV | LoopRV, ann_key: str, ann_val: Any) -> None:
+        """Attach ``ann_key: ann_val`` to a block or loop (e.g. ``"pragma_unroll_explicit"``);
+        lowering and codegen read annotations they know and ignore the rest."""
+        node = self._annotatable(block_or_loop)
+        if not isinstance(ann_key, str):
+            raise self._error(f"annotate: the key must be a string, got {ann_key!r}", node)
+        if not isinstance(ann_val, (int, float, str, bool)):
+            raise self._error(
+                f"annotate: the value of {ann_key!r} must be an int, float, str or bool (it "
+                f"is stored in the trace as JSON), got {ann_val!r}",
+                node,
+            )
+        anns = tuple((k, v) for k, v in node.annotations if k != ann_key) + ((ann_key, ann_val),)
+        self._update(state.replace(self._func, node, dataclasses.replace(node, annotations=anns)))
+        self._record(
+            "annotate",
+            {"block_or_loop": block_or_loop, "ann_key": ann_key, "ann_val": ann_val},
+            None,
+        )
+
+    def unannotate(self, block_or_loop: BlockRV | LoopRV, ann_key: str) -> None:
+        """Remove the annotation ``ann_key`` from a block or loop."""
+        node = self._annotatable(block_or_loop)
+        if all(k != ann_key for k, _ in node.annotations):
+            have = [k for k, _ in node.annotations]
+            raise self._error(
+                f"unannotate: there is no annotation {ann_key!r} (there are {have})", node
+            )
+        anns = tuple((k, v) for k, v in node.annotations if k != ann_key)
+        self._update(state.replace(self._func, node, dataclasses.replace(node, annotations=anns)))
+        self._record("unannotate", {"block_or_loop": block_or_loop, "ann_key": ann_key}, None)
+
+    # ----------------------------------------------------------------------------------------
+    # helpers
+
+    def _annotatable(self, block_or_loop: BlockRV | LoopRV) -> For | Block:
+        if isinstance(block_or_loop, LoopRV):
+            return self._loop_of(block_or_loop)[0]
+        return self._get_block(block_or_loop).stmt.block  # type: ignore[attr-defined, no-any-return]
+
+
+    def _set_kind(self, for_: For, kind: ForKind, tag: str | None = None) -> None:
+        new = dataclasses.replace(for_, kind=kind, thread_binding=tag)
+        self._update(state.replace(self._func, for_, new))
+
+    def _check_data_parallel(self, for_: For, what: str, across_threads: bool = False) -> None:
+        """Refuse when the loop variable feeds a reduce/ordered block variable, or when a
+        reduction block under the loop does not depend on it (every iteration would update
+        the same values at once). With ``across_threads`` (a bind to threadIdx) a reduce
+        variable of a ``C = C op value`` block is fine: the threads combine their parts in a
+        tree reduction in shared memory (``lower_cross_thread_reduction``)."""
+        var, name = for_.loop_var, for_.loop_var.name
+        # only the outermost blocks: a blockized block speaks for the blocks inside it
+        body = for_.body
+        outer = [body] if isinstance(body, BlockRealize) else state.child_block_realizes(body)
+        for br in outer:
+            block = br.block
+            depends = False
+            for iv, value in zip(block.iter_vars, br.iter_values):
+                if not uses_var(value, lambda v: v is var):
+                    continue
+                depends = True
+                if iv.kind is IterKind.REDUCE and across_threads and block.init is not None:
+                    continue
+                if iv.kind in (IterKind.REDUCE, IterKind.ORDERED):
+                    kind = "reduce" if iv.kind == IterKind.REDUCE else "ordered (scan)"
+                    raise self._error(
+                        f"{what}: the loop {name!r} is bound to the {kind} variable "
+                        f"{iv.var.name} of block {block.name!r}; "
+                        + (
+                            f"a reduction cannot run its steps at once ({what}): they update "
+                            "the same element. "
+                            + (
+                                "Bind it to threadIdx.x instead (the threads of a block then "
+                                "combine their parts)"
+                                if what.startswith("bind") and block.init is not None
+                                else "Use rfactor to make it spatial first"
+                            )
+                            + ", or choose a loop bound to a spatial variable"
+                            if iv.kind == IterKind.REDUCE
+                            else "its steps must run one after another. Choose a loop bound "
+                            "to a spatial variable"
+                        ),
+                        {for_: what, br: f"{iv.var.name} is {kind}"},
+                    )
+            reduces = any(iv.kind != IterKind.SPATIAL for iv in block.iter_vars)
+            if reduces and not depends:
+                raise self._error(
+                    f"{what}: block {block.name!r} under loop {name!r} is a reduction that does "
+                    f"not depend on {name!r}, so every iteration would update the same "
+                    "elements at once",
+                    {for_: what, br: "does not use the loop"},
+                )
