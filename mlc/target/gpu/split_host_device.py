@@ -37,45 +37,51 @@ an argument); anything else is an error that tells the student what to bind.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import replace
 
-from mlc.errors import CodegenError, LoweringError
+from mlc.errors import CodegenError
+from mlc.target.gpu import kernel_info as _kernel_info
+from mlc.target.gpu.barriers import (  # noqa: F401  (re-exported: the old import path)
+    _Access,
+    _always_ends_with_barrier,
+    _ends_with_barrier,
+    barrier,
+    insert_thread_sync,
+    is_barrier,
+    thread_dependent,
+    thread_sync,
+)
+from mlc.target.gpu.checks import (  # noqa: F401  (re-exported: the old import path)
+    BIND_HINT,
+    MAX_SHARED_BYTES,
+    MAX_THREADS_PER_BLOCK,
+    _apart,
+    _conjuncts,
+    _contains_binding,
+    _expand,
+    _GlobalAccess,
+    _launch_span,
+    _narrow,
+    _rebuild,
+    _refuse_global_exchange,
+    _steps_depend,
+    _unbound_message,
+)
+from mlc.target.gpu.kernel_info import _numel, kernels, numel  # noqa: F401
 from mlc.tir import dtype as dt
-from mlc.tir.arith import Analyzer, eval_region
 from mlc.tir.expr import (
-    EQ,
-    GE,
-    GT,
-    LE,
-    LT,
-    NE,
-    Add,
-    And,
-    BinaryOp,
-    Broadcast,
     BufferLoad,
-    Call,
     Cast,
     IntImm,
-    Mul,
-    Or,
     PrimExpr,
-    Ramp,
     Range,
-    StringImm,
-    Sub,
     Var,
     as_int,
     const,
 )
 from mlc.tir.functor import (
     IRMutator,
-    IRVisitor,
-    collect,
     post_order_visit,
-    substitute,
-    uses_var,
 )
 from mlc.tir.stmt import (
     Allocate,
@@ -93,30 +99,6 @@ from mlc.tir.stmt import (
     seq,
 )
 from mlc.tir.thread_tag import BLOCK_AXES, THREAD_AXES
-
-MAX_THREADS_PER_BLOCK = 1024
-MAX_SHARED_BYTES = 48 * 1024
-
-BIND_HINT = (
-    'bind the outer loop to blockIdx.x and the inner one to threadIdx.x, e.g. '
-    'xo, xi = s[C].split(C.op.axis[0], factor=64); s[C].bind(xo, te.thread_axis("blockIdx.x")); '
-    's[C].bind(xi, te.thread_axis("threadIdx.x")) (or sch.bind(loop, "blockIdx.x") with a '
-    "tir.Schedule)"
-)
-
-
-def barrier() -> Stmt:
-    """The statement ``__syncthreads()``: every thread of the block waits here."""
-    return Evaluate(Call("int32", "tvm_storage_sync", (StringImm("shared"),)))
-
-
-def is_barrier(s: Stmt) -> bool:
-    return (
-        isinstance(s, Evaluate)
-        and isinstance(s.value, Call)
-        and s.value.op in ("tvm_storage_sync", "syncthreads")
-    )
-
 
 Kernel = KernelLaunch  # the name this module used before kernels became IR nodes
 
@@ -176,96 +158,12 @@ def split_host_device(func: PrimFunc) -> PrimFunc:
     return func.with_body(body)
 
 
-def insert_thread_sync(func: PrimFunc) -> PrimFunc:
-    """The pass that puts ``__syncthreads()`` into every kernel's per-thread program
-    (:func:`thread_sync`)."""
-
-    class _Sync(IRMutator):
-        def visit_KernelLaunch(self, k: KernelLaunch) -> Stmt:
-            return replace(k, body=thread_sync(k.body, k.index_vars))
-
-    return func.with_body(_Sync().visit(func.body))
-
-
 class _Rename(IRMutator):
     def __init__(self, old: KernelLaunch, new: KernelLaunch) -> None:
         self.old, self.new = old, new
 
     def visit_KernelLaunch(self, k: KernelLaunch) -> Stmt:
         return self.new if k is self.old else k
-
-
-def kernels(node: PrimFunc | Stmt) -> list[KernelLaunch]:
-    """The kernel launches of a program after :func:`split_host_device`, in launch order."""
-    body = node.body if isinstance(node, PrimFunc) else node
-    found: list[KernelLaunch] = collect(body, lambda n: isinstance(n, KernelLaunch))
-    return found
-
-
-def intermediates(func: PrimFunc) -> list[Buffer]:
-    """The global buffers the host program allocates (outside every kernel)."""
-    found: list[Buffer] = []
-
-    def walk(s: Stmt) -> None:
-        if isinstance(s, Allocate):
-            found.append(s.buffer)
-            walk(s.body)
-        elif isinstance(s, SeqStmt):
-            for c in s.seq:
-                walk(c)
-
-    walk(func.body)
-    return found
-
-
-def _unbound_message(func: PrimFunc, s: Stmt) -> str:
-    if isinstance(s, For):
-        what = f"the loop {s.loop_var.name!r}"
-        if _contains_binding(s):
-            return (
-                f"{what} in {func.name!r} runs on the host around GPU loops; a kernel cannot "
-                "be launched from inside a loop. Bind it to a blockIdx axis (or reorder so "
-                "that the bound loops are outermost). Only a loop whose steps read what "
-                "earlier steps wrote (the time loop of a te.scan) runs on the host, launching "
-                "the kernels once per step"
-            )
-    elif isinstance(s, BufferStore):
-        what = f"the store to {s.buffer.name!r}"
-    else:
-        what = f"a {type(s).__name__} statement"
-    return (
-        f"{what} in {func.name!r} is not inside any loop bound to a GPU thread axis, so it "
-        f"would run on the host; for a GPU target, {BIND_HINT}"
-    )
-
-
-def _steps_depend(loop: For) -> bool:
-    """Does ``loop`` launch kernels and read a global buffer that it also writes (a scan's
-    step ``t`` reads row ``t - 1``)? Such a loop cannot be bound to blockIdx and runs on the
-    host; one whose steps are independent should be bound instead."""
-    if not _contains_binding(loop):
-        return False
-    loaded: set[int] = set()
-    stored: set[int] = set()
-
-    def check(n: object) -> None:
-        if isinstance(n, (BufferLoad, BufferStore)) and n.buffer.scope == "global":
-            (stored if isinstance(n, BufferStore) else loaded).add(id(n.buffer.data))
-
-    post_order_visit(loop.body, check)
-    return bool(loaded & stored)
-
-
-def _contains_binding(s: Stmt) -> bool:
-    found = False
-
-    def check(n: object) -> None:
-        nonlocal found
-        if isinstance(n, For) and n.kind == ForKind.THREAD_BINDING:
-            found = True
-
-    post_order_visit(s, check)
-    return found
 
 
 def _same(a: PrimExpr, b: PrimExpr) -> bool:
@@ -460,330 +358,4 @@ def _one_thread_stores(body: Stmt, index_vars: dict[str, Var]) -> Stmt:
     return walk(body)
 
 
-def _refuse_global_exchange(name: str, body: Stmt, launch: dict[Var, Range]) -> None:
-    """Refuse a kernel in which some threads read elements of a global buffer that other
-    threads write (a global intermediate computed cooperatively and read back, say): the
-    threads of a kernel do not wait for each other's global writes, and threads of different
-    blocks cannot be made to. A read is accepted when some write of the same kernel covers
-    exactly the same region in the same thread (``C[i] = C[i] + ...``, an unrolled tile
-    written and read back element by element), or when no thread of the launch writes what
-    it reads (a scan's step reads the row the previous launch wrote); local and shared
-    buffers are the way to exchange values inside a kernel (with barriers for shared ones)."""
-    accesses: dict[int, tuple[Buffer, list[_GlobalAccess]]] = {}
-    dom: dict[Var, Range] = {}
-    lets: dict[Var, PrimExpr] = {}
-    guards: list[PrimExpr] = []
-    ana = Analyzer()
-
-    def note(buf: Buffer, kind: str, indices: tuple[PrimExpr, ...]) -> None:
-        if buf.scope.partition(".")[0] in ("local", "shared", "warp") or len(indices) != 1:
-            return
-        index = _expand(_narrow(substitute(indices[0], lets)))
-        if isinstance(index, Broadcast):
-            index = index.value
-        inner = dict(dom)
-        if isinstance(index, Ramp):
-            lane = Var("lane", index.base.dtype)
-            inner[lane] = Range(const(0, index.base.dtype), const(index.lanes, index.base.dtype))
-            index = index.base + lane * index.stride
-        try:
-            (r,) = eval_region([index], inner, None, ana)
-            key = f"{ana.simplify(r.min)}|{ana.simplify(r.extent)}"
-        except LoweringError:  # not affine: only the very same index counts as the same
-            key = f"{index}|?"
-        access = _GlobalAccess(kind, index, key, dict(inner), [_narrow(g) for g in guards])
-        accesses.setdefault(id(buf.data), (buf, []))[1].append(access)
-
-    class _Walk(IRVisitor):
-        def visit_For(self, op: For) -> None:
-            dom[op.loop_var] = Range(op.min, op.extent)
-            self.visit(op.body)
-            del dom[op.loop_var]
-
-        def visit_LetStmt(self, op: LetStmt) -> None:
-            lets[op.var] = substitute(op.value, lets)
-            self.visit(op.body)
-            del lets[op.var]
-
-        def visit_IfThenElse(self, op: IfThenElse) -> None:
-            self.visit(op.condition)
-            guards.append(substitute(op.condition, lets))
-            self.visit(op.then_case)
-            guards.pop()
-            if op.else_case is not None:
-                self.visit(op.else_case)
-
-        def visit_BufferLoad(self, op: BufferLoad) -> None:
-            note(op.buffer, "read", op.indices)
-            self.generic_visit(op)
-
-        def visit_BufferStore(self, op: BufferStore) -> None:
-            note(op.buffer, "write", op.indices)
-            self.generic_visit(op)
-
-    _Walk().visit(body)
-    for buf, acc in accesses.values():
-        writes = [a for a in acc if a.kind == "write"]
-        keys = {a.key for a in writes}
-        for a in acc:
-            if a.kind != "read" or a.key in keys:
-                continue
-            if all(_apart(a, w, launch, ana) for w in writes):
-                continue
-            raise CodegenError(
-                f"a GPU kernel of {name!r}: the global buffer {buf.name!r} is written by some "
-                f"threads ({buf.name}[{writes[0].index}]) and read by others "
-                f"({buf.name}[{a.index}]) in the same kernel; GPU threads do not wait for each "
-                "other's writes to global memory, so the read may see old values. Give "
-                f'{buf.name!r} the scope "shared" (sch.set_scope(block, 0, "shared"), or '
-                'cache_read(..., "shared") and compute_at it under the blockIdx loop: the '
-                "copy is then synchronised with __syncthreads()), or compute "
-                f"{buf.name!r} in a kernel of its own (do not compute_at it inside this "
-                "kernel; bind its own loops to blockIdx/threadIdx)"
-            )
-
-
-@dataclass
-class _GlobalAccess:
-    kind: str  # "read" or "write"
-    index: PrimExpr  # flat, with the thread indices in place of their let variables
-    key: str  # the region one thread touches, as text
-    dom: dict[Var, Range]  # the serial loops around it
-    guards: list[PrimExpr]  # the conditions of the ifs around it
-
-
-def _apart(a: _GlobalAccess, b: _GlobalAccess, launch: dict[Var, Range], ana: Analyzer) -> bool:
-    """Do ``a`` and ``b`` touch disjoint elements, whichever threads of the launch run them?"""
-    spans = [_launch_span(x, launch, ana) for x in (a, b)]
-    if spans[0] is None or spans[1] is None:
-        return False
-    (alo, ahi), (blo, bhi) = spans  # type: ignore[misc]
-    return ana.can_prove(ahi < blo) or ana.can_prove(bhi < alo)
-
-
-def _launch_span(
-    a: _GlobalAccess, launch: dict[Var, Range], ana: Analyzer
-) -> tuple[PrimExpr, PrimExpr] | None:
-    """``(lowest, highest)`` element ``a`` touches over every thread and loop iteration; the
-    highest is taken from a guard ``e < bound`` around it when ``index - e`` does not vary
-    (the ``if i < n`` of a split that does not divide)."""
-    inner = {**a.dom, **launch}
-    try:
-        (r,) = eval_region([a.index], inner, None, ana)
-    except LoweringError:
-        return None
-    lo = ana.simplify(r.min)
-    hi = ana.simplify(r.min + r.extent - 1)
-    relaxed = list(inner)
-    for g in a.guards:
-        for part in _conjuncts(g):
-            if not isinstance(part, LT):
-                continue
-            shift = ana.simplify(a.index - part.a)
-            if uses_var(shift, lambda v: any(v is x for x in relaxed)):
-                continue
-            hi = ana.simplify(part.b - 1 + shift)
-    return lo, hi
-
-
-def _expand(e: PrimExpr) -> PrimExpr:
-    """Products distributed over sums (``(t - 1) * n`` -> ``t * n - n``), so that offsets of
-    neighbouring rows of a symbolic width compare (the simplifier keeps products whole)."""
-
-    class _Expand(IRMutator):
-        def visit_Mul(self, op: Mul) -> PrimExpr:
-            a, b = self.visit(op.a), self.visit(op.b)
-            for x, y in ((a, b), (b, a)):
-                if isinstance(x, (Add, Sub)) and dt.lanes(x.dtype) == 1:
-                    left, right = self.visit(Mul(x.a, y)), self.visit(Mul(x.b, y))
-                    return left + right if isinstance(x, Add) else left - right
-            return a * b if (a is not op.a or b is not op.b) else op
-
-    try:
-        return _Expand().visit(e)  # type: ignore[no-any-return]
-    except Exception:  # noqa: BLE001 - keep the original when it cannot be rebuilt
-        return e
-
-
-def _conjuncts(cond: PrimExpr) -> list[PrimExpr]:
-    if isinstance(cond, And):
-        return _conjuncts(cond.a) + _conjuncts(cond.b)
-    return [cond]
-
-
-def _narrow(e: PrimExpr) -> PrimExpr:
-    """``e`` without the int64 casts flatten_buffers puts on offsets (for comparing them with
-    the int32 guards around them; the analysis assumes no overflow) and without the
-    ``check_index`` around indices (an index out of range skips the access)."""
-
-    class _Narrow(IRMutator):
-        def visit_Call(self, op: Call) -> PrimExpr:
-            if op.op == "check_index" and op.args:  # its index, or the access is skipped
-                return self.visit(op.args[0])  # type: ignore[no-any-return]
-            return self.generic_visit(op)  # type: ignore[no-any-return]
-
-        def visit_Cast(self, op: Cast) -> PrimExpr:
-            value = self.visit(op.value)
-            if op.dtype == "int64" and dt.is_int(value.dtype):
-                return value  # type: ignore[no-any-return]
-            return Cast(op.dtype, value)
-
-        def visit_IntImm(self, op: IntImm) -> PrimExpr:
-            if op.dtype == "int64" and -(2**31) <= op.value < 2**31:
-                return IntImm(op.value, "int32")
-            return op
-
-    try:
-        return _rebuild(_Narrow().visit(e))
-    except Exception:  # noqa: BLE001 - mixed types it cannot rebuild: keep the original
-        return e
-
-
-def _rebuild(e: PrimExpr) -> PrimExpr:
-    """Binary nodes rebuilt from their (narrowed) operands, so their dtypes agree."""
-
-    class _Retype(IRMutator):
-        def generic_visit(self, node: Any) -> Any:
-            node = super().generic_visit(node)
-            if isinstance(node, BinaryOp) and node.a.dtype != node.dtype and not isinstance(
-                node, (LT, LE, GT, GE, EQ, NE, And, Or)
-            ):
-                return type(node)(node.a, node.b)
-            return node
-
-    return _Retype().visit(e)  # type: ignore[no-any-return]
-
-
-def _numel(buf: Buffer) -> int:
-    n = 1
-    for extent in buf.shape:
-        value = as_int(extent) if not isinstance(extent, int) else extent
-        if value is None:
-            raise CodegenError(
-                f"the {buf.scope} buffer {buf.name!r} has the symbolic size {buf.shape}; GPU "
-                f"{buf.scope} memory needs a constant size (use constant tile sizes)"
-            )
-        n *= value
-    return n
-
-
-def numel(buf: Buffer) -> int:
-    """The constant number of elements of a shared/local buffer (a CodegenError if symbolic)."""
-    return _numel(buf)
-
-
-# ---------------------------------------------------------------------------------------------
-# barriers
-
-
-class _Access(IRVisitor):
-    """The shared buffers (by data var) a statement reads and writes."""
-
-    def __init__(self, shared: set[int]) -> None:
-        self.shared = shared
-        self.reads: set[int] = set()
-        self.writes: set[int] = set()
-
-    def visit_BufferLoad(self, op: BufferLoad) -> None:
-        if id(op.buffer.data) in self.shared:
-            self.reads.add(id(op.buffer.data))
-        self.generic_visit(op)
-
-    def visit_BufferStore(self, op: BufferStore) -> None:
-        if id(op.buffer.data) in self.shared:
-            self.writes.add(id(op.buffer.data))
-        self.generic_visit(op)
-
-
-def thread_dependent(e: object, varying: set[int]) -> bool:
-    """Does ``e`` read a thread index (a var in ``varying``) or memory?"""
-    found = False
-
-    def check(n: object) -> None:
-        nonlocal found
-        if (isinstance(n, Var) and id(n) in varying) or isinstance(n, BufferLoad):
-            found = True
-
-    post_order_visit(e, check)
-    return found
-
-
-def thread_sync(body: Stmt, index_vars: dict[str, Var]) -> Stmt:
-    """Insert barriers into a per-thread program (see the module docstring)."""
-    shared: set[int] = set()
-
-    def find_shared(n: object) -> None:
-        if isinstance(n, (BufferLoad, BufferStore)) and n.buffer.scope == "shared":
-            shared.add(id(n.buffer.data))
-
-    post_order_visit(body, find_shared)
-    if not shared:
-        return body
-    varying = {id(v) for t, v in index_vars.items() if t in THREAD_AXES}
-
-    def access(s: Stmt) -> tuple[set[int], set[int]]:
-        a = _Access(shared)
-        a.visit(s)
-        return a.reads, a.writes
-
-    def sync(s: Stmt) -> Stmt:
-        """``s`` runs uniformly (every thread reaches it): barriers may go inside."""
-        if isinstance(s, SeqStmt):
-            out: list[Stmt] = []
-            pending_r: set[int] = set()
-            pending_w: set[int] = set()
-            for child in s.seq:
-                r, w = access(child)
-                if (r & pending_w) or (w & pending_r) or (w & pending_w):
-                    out.append(barrier())
-                    pending_r, pending_w = set(), set()
-                synced = sync(child)
-                out.append(synced)
-                if _always_ends_with_barrier(synced):
-                    pending_r, pending_w = set(), set()
-                else:
-                    pending_r |= r
-                    pending_w |= w
-            return seq(*out)
-        if isinstance(s, For):
-            if thread_dependent(s.min, varying) or thread_dependent(s.extent, varying):
-                varying.add(id(s.loop_var))
-                return s
-            body = sync(s.body)
-            r, w = access(s.body)
-            if w & r and not _ends_with_barrier(body):
-                body = seq(body, barrier())
-            return For(s.loop_var, s.min, s.extent, s.kind, body, s.thread_binding,
-                       s.annotations)
-        if isinstance(s, LetStmt):
-            if thread_dependent(s.value, varying):
-                varying.add(id(s.var))
-            return LetStmt(s.var, s.value, sync(s.body))
-        if isinstance(s, IfThenElse):
-            if thread_dependent(s.condition, varying):
-                return s  # divergent: no barrier may go inside
-            other = sync(s.else_case) if s.else_case is not None else None
-            return IfThenElse(s.condition, sync(s.then_case), other)
-        if isinstance(s, Allocate):
-            return Allocate(s.buffer, sync(s.body))
-        return s
-
-    return sync(body)
-
-
-def _ends_with_barrier(s: Stmt) -> bool:
-    last = s.seq[-1] if isinstance(s, SeqStmt) else s
-    return is_barrier(last)
-
-
-def _always_ends_with_barrier(s: Stmt) -> bool:
-    """Has every thread just passed a barrier after ``s`` (a loop that runs at least once
-    and ends with one counts)?"""
-    if isinstance(s, For):
-        extent = as_int(s.extent)
-        return extent is not None and extent > 0 and _always_ends_with_barrier(s.body)
-    if isinstance(s, SeqStmt):
-        return _always_ends_with_barrier(s.seq[-1])
-    if isinstance(s, (LetStmt, Allocate)):
-        return _always_ends_with_barrier(s.body)
-    return is_barrier(s)
+intermediates = _kernel_info.intermediates  # re-exported: the old import path
