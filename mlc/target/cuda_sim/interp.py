@@ -20,7 +20,6 @@ shape ``(lanes, width)``) or numpy scalars when every thread agrees.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -29,96 +28,20 @@ from mlc.errors import (
     ArgumentError,
     BarrierDivergenceError,
     CodegenError,
-    GPUIndexError,
-    InterpreterError,
 )
+from mlc.target.cuda_sim.evaluate import _Evaluator, _scope, _tdiv, _tmod  # noqa: F401
+from mlc.target.cuda_sim.lanes import (  # noqa: F401  (re-exported: the old import path)
+    WARP_SIZE,
+    Lanes,
+    _tup,
+    np_dtype,
+    pick_blocks,
+)
+from mlc.target.cuda_sim.observer import Access, Observer, stmt_line  # noqa: F401
 from mlc.target.gpu.split_host_device import BLOCK_AXES, THREAD_AXES, is_barrier
-from mlc.tir import dtype as dt
 from mlc.tir import expr as E
-from mlc.tir import intrin
 from mlc.tir import stmt as S
 from mlc.tir.functor import post_order_visit
-from mlc.tir.printer import to_str
-
-WARP_SIZE = 32
-
-
-def np_dtype(dtype: str) -> np.dtype:
-    e = dt.element(dtype)
-    return np.dtype("bool" if e == "bool" else e)
-
-
-@dataclass
-class Lanes:
-    """The threads an interpreter runs at once: one lane per (sampled block, thread)."""
-
-    block_ids: np.ndarray      # (L,) linear block index in the whole grid
-    block_slot: np.ndarray     # (L,) index of the lane's block among the sampled blocks
-    thread_ids: np.ndarray     # (L,) linear thread index in its block (x fastest)
-    axis: dict[str, np.ndarray]  # blockIdx.x, threadIdx.y, ... -> (L,) values
-    n_blocks: int              # sampled blocks
-    threads_per_block: int
-
-    def describe(self, lane: int) -> str:
-        """``block (0, 1), thread (3, 2)``: the lane's blockIdx and threadIdx as (x, y[, z])."""
-        b = tuple(int(self.axis[a][lane]) for a in BLOCK_AXES if a in self.axis)
-        t = tuple(int(self.axis[a][lane]) for a in THREAD_AXES if a in self.axis)
-        return f"blockIdx {_tup(b)}, threadIdx {_tup(t)}"
-
-    @property
-    def warp_ids(self) -> np.ndarray:
-        """A number per (block, warp) pair: the lanes of one warp share it."""
-        warps_per_block = -(-self.threads_per_block // WARP_SIZE)
-        return self.block_slot * warps_per_block + self.thread_ids // WARP_SIZE
-
-
-def _tup(t: tuple[int, ...]) -> str:
-    return "(" + ", ".join(map(str, t)) + ")" if t else "()"
-
-
-@dataclass
-class Access:
-    """One statement's access of one buffer by the active lanes (flat element indices)."""
-
-    kernel: S.KernelLaunch
-    stmt: S.Stmt
-    buffer: S.Buffer
-    scope: str                 # "global", "shared" or "local"
-    lanes: np.ndarray          # (K,) lane of each access
-    elems: np.ndarray          # (K,) flat element index in the buffer
-    is_write: bool
-    epoch: int                 # barriers passed since the kernel began
-    values: np.ndarray | None = None  # (K,) what a write stores (the buffer still holds the old)
-    weight: float = 1.0        # iterations this one stands for (``loops=``: sampled loops)
-
-
-class Observer:
-    """Told about every kernel, access, barrier and floating-point operation."""
-
-    def begin_kernel(self, interp: Interpreter, kernel: S.KernelLaunch) -> None:
-        pass
-
-    def access(self, interp: Interpreter, a: Access) -> None:
-        pass
-
-    def barrier(self, interp: Interpreter, stmt: S.Stmt) -> None:
-        pass
-
-    def flops(self, count: float) -> None:
-        pass
-
-    def end_kernel(self, interp: Interpreter, kernel: S.KernelLaunch) -> None:
-        pass
-
-
-def stmt_line(func: S.PrimFunc, stmt: S.Stmt) -> tuple[int, str]:
-    """The 1-based line of ``stmt`` in the printed program, and the program with that line
-    marked ``# <-- here``."""
-    text = to_str(func, mark={stmt: "here"})
-    for number, line in enumerate(text.splitlines(), 1):
-        if line.rstrip().endswith("# <-- here"):
-            return number, text
-    return 0, text
 
 
 def grid_of(kernel: S.KernelLaunch, env: dict[int, Any]) -> dict[str, int]:
@@ -138,18 +61,11 @@ def _const(e: E.PrimExpr, env: dict[int, Any]) -> Any:
     return Interpreter._eval_static(e, env)
 
 
-def pick_blocks(n: int, limit: int | None) -> np.ndarray:
-    """``limit`` of the ``n`` blocks, spread evenly, the first and the last included."""
-    if limit is None or n <= limit:
-        return np.arange(n)
-    return np.unique(np.linspace(0, n - 1, limit).round().astype(np.int64))
-
-
 class _Stop(Exception):
     pass
 
 
-class Interpreter:
+class Interpreter(_Evaluator):
     """Runs the kernels of a GPU program (a PrimFunc whose body launches kernels) on numpy
     arrays, all threads of the chosen blocks as lanes, telling ``observers`` everything."""
 
@@ -170,20 +86,6 @@ class Interpreter:
         self.epoch = 0
         self.stmt: S.Stmt = func.body
         self._count_flops = any(type(o).flops is not Observer.flops for o in self.observers)
-
-    @property
-    def kernel(self) -> S.KernelLaunch:
-        """The kernel being run (observers read it during a run)."""
-        if self._running_kernel is None:
-            raise RuntimeError("no kernel is running")  # pragma: no cover - internal misuse
-        return self._running_kernel
-
-    @property
-    def lanes(self) -> Lanes:
-        """The simulated threads of the kernel being run, one numpy lane each."""
-        if self._running_lanes is None:
-            raise RuntimeError("no kernel is running")  # pragma: no cover - internal misuse
-        return self._running_lanes
 
     # -- entry ----------------------------------------------------------------------------
     def run(self, *arrays: np.ndarray) -> None:
@@ -422,295 +324,6 @@ class Interpreter:
             "block must reach each barrier: move the guard (the `if` around it) inside the "
             "stage, or make the loop bounds the same for every thread.\n" + text
         )
-
-    # -- memory -------------------------------------------------------------------------------
-    def _flat(self, buf: S.Buffer, indices: tuple[E.PrimExpr, ...],
-              mask: np.ndarray | None) -> Any:
-        if len(indices) == 1:
-            return self._eval(indices[0], mask)
-        strides: list[Any] = []
-        if buf.strides:
-            strides = [self._eval(st, mask) for st in buf.strides]
-        else:
-            acc: Any = 1
-            for d in reversed(buf.shape):
-                strides.insert(0, acc)
-                acc = acc * self._eval(d, mask)
-        flat: Any = 0
-        for i, st in zip(indices, strides):
-            flat = flat + self._eval(i, mask) * st
-        return flat
-
-    def _where(self, buf: S.Buffer, idx: Any, mask: np.ndarray | None,
-               is_write: bool) -> tuple[np.ndarray, np.ndarray, tuple[int, ...]]:
-        """The active lanes and their flat element indices, checked against the buffer."""
-        idx = np.asarray(idx, np.int64)
-        L = self.n_lanes
-        shape = np.broadcast_shapes(idx.shape if idx.ndim == 2 else (1, 1), (L, 1))
-        if mask is not None:
-            shape = np.broadcast_shapes(shape, mask.shape)
-        full = np.broadcast_to(idx.reshape(idx.shape if idx.ndim == 2 else (1, 1)), shape)
-        if mask is None:
-            lanes = np.repeat(np.arange(L), shape[1])
-            elems = full.reshape(-1)
-        else:
-            m = np.broadcast_to(mask, shape)
-            rows, _ = np.nonzero(m)
-            lanes = rows
-            elems = full[m]
-        key = id(buf.data)
-        if key not in self.mem:
-            raise InterpreterError(f"the buffer {buf.name} is not allocated here")
-        size = self.mem[key].shape[-1]
-        bad = (elems < 0) | (elems >= size)
-        if bad.any():
-            from mlc.target.cuda_sim.checks import out_of_range
-
-            j = int(np.nonzero(bad)[0][0])
-            raise out_of_range(self, buf, int(elems[j]), size, int(lanes[j]), is_write)
-        return lanes, elems, shape
-
-    def _notify(self, buf: S.Buffer, lanes: np.ndarray, elems: np.ndarray,
-                is_write: bool, values: np.ndarray | None = None) -> None:
-        if not self.observers:
-            return
-        a = Access(self.kernel, self.stmt, buf, _scope(buf), lanes, elems, is_write, self.epoch,
-                   values, self.weight)
-        for o in self.observers:
-            o.access(self, a)
-
-    def _row(self, buf: S.Buffer, lanes: np.ndarray) -> np.ndarray | None:
-        scope = _scope(buf)
-        if scope == "shared":
-            return self.lanes.block_slot[lanes]
-        if scope == "local":
-            return lanes
-        return None
-
-    def _load(self, buf: S.Buffer, indices: tuple[E.PrimExpr, ...],
-              mask: np.ndarray | None) -> Any:
-        idx = self._flat(buf, indices, mask)
-        lanes, elems, shape = self._where(buf, idx, mask, False)
-        self._notify(buf, lanes, elems, False)
-        arr = self.mem[id(buf.data)]
-        row = self._row(buf, lanes)
-        got = arr[elems] if row is None else arr[row, elems]
-        if mask is None:
-            return got.reshape(shape)
-        out = np.zeros(shape, arr.dtype)
-        out[np.broadcast_to(mask, shape)] = got
-        return out
-
-    def _store(self, buf: S.Buffer, indices: tuple[E.PrimExpr, ...], value: Any,
-               mask: np.ndarray | None) -> None:
-        idx = self._flat(buf, indices, mask)
-        lanes, elems, shape = self._where(buf, idx, mask, True)
-        arr = self.mem[id(buf.data)]
-        v = np.broadcast_to(np.asarray(value), shape)
-        v = v.reshape(-1) if mask is None else v[np.broadcast_to(mask, shape)]
-        v = v.astype(arr.dtype, copy=False)
-        self._notify(buf, lanes, elems, True, v)
-        row = self._row(buf, lanes)
-        if row is None:
-            arr[elems] = v
-        else:
-            arr[row, elems] = v
-
-    # -- expressions --------------------------------------------------------------------------
-    def _eval(self, e: E.PrimExpr, mask: np.ndarray | None) -> Any:
-        method = getattr(self, "_e_" + type(e).__name__, None)
-        if method is None:
-            raise CodegenError(f"the GPU interpreter cannot evaluate a {type(e).__name__}: {e}")
-        return method(e, mask)
-
-    def _e_Var(self, e: E.Var, mask: Any) -> Any:
-        try:
-            return self.env[id(e)]
-        except KeyError:
-            raise InterpreterError(f"the variable {e.name} has no value here") from None
-
-    _e_SizeVar = _e_Var
-
-    def _e_IntImm(self, e: E.IntImm, mask: Any) -> Any:
-        return np.bool_(e.value) if e.dtype == "bool" else np.int64(e.value)
-
-    def _e_FloatImm(self, e: E.FloatImm, mask: Any) -> Any:
-        return np_dtype(e.dtype).type(e.value)
-
-    def _e_Cast(self, e: E.Cast, mask: Any) -> Any:
-        v = self._eval(e.value, mask)
-        target = np_dtype(e.dtype)
-        if target.kind in "iu":
-            target = np.dtype(np.int64) if target.itemsize <= 8 else target
-        with np.errstate(all="ignore"):
-            return np.asarray(v).astype(target)[()] if np.ndim(v) == 0 else v.astype(target)
-
-    def _count(self, e: E.PrimExpr, mask: Any, result: Any) -> None:
-        if self._count_flops and dt.is_float(e.dtype):
-            n = int(np.size(result)) if mask is None else int(
-                np.broadcast_to(mask, np.broadcast_shapes(np.shape(result), mask.shape)).sum())
-            if np.ndim(result) == 0:
-                n = self.n_lanes if mask is None else int(mask.sum())
-            for o in self.observers:
-                o.flops(n * self.weight if self.weight != 1.0 else n)
-
-    def _bin(self, e: E.BinaryOp, mask: Any, fn: Any) -> Any:
-        a = self._eval(e.a, mask)
-        b = self._eval(e.b, mask)
-        with np.errstate(all="ignore"):
-            r = fn(a, b)
-        self._count(e, mask, r)
-        return r
-
-    def _e_Add(self, e: E.Add, mask: Any) -> Any:
-        return self._bin(e, mask, np.add)
-
-    def _e_Sub(self, e: E.Sub, mask: Any) -> Any:
-        return self._bin(e, mask, np.subtract)
-
-    def _e_Mul(self, e: E.Mul, mask: Any) -> Any:
-        return self._bin(e, mask, np.multiply)
-
-    def _e_Div(self, e: E.Div, mask: Any) -> Any:
-        if dt.is_float(e.dtype):
-            return self._bin(e, mask, np.divide)
-        return self._bin(e, mask, _tdiv)
-
-    def _e_Mod(self, e: E.Mod, mask: Any) -> Any:
-        if dt.is_float(e.dtype):
-            return self._bin(e, mask, np.fmod)
-        return self._bin(e, mask, _tmod)
-
-    def _e_FloorDiv(self, e: E.FloorDiv, mask: Any) -> Any:
-        if dt.is_float(e.dtype):
-            return self._bin(e, mask, lambda a, b: np.floor(a / b))
-        return self._bin(e, mask, lambda a, b: np.floor_divide(a, np.where(b == 0, 1, b)))
-
-    def _e_FloorMod(self, e: E.FloorMod, mask: Any) -> Any:
-        return self._bin(e, mask, lambda a, b: np.mod(a, np.where(b == 0, 1, b)))
-
-    def _e_Min(self, e: E.Min, mask: Any) -> Any:
-        return self._bin(e, mask, np.minimum)
-
-    def _e_Max(self, e: E.Max, mask: Any) -> Any:
-        return self._bin(e, mask, np.maximum)
-
-    def _e_EQ(self, e: E.EQ, mask: Any) -> Any:
-        return self._bin(e, mask, np.equal)
-
-    def _e_NE(self, e: E.NE, mask: Any) -> Any:
-        return self._bin(e, mask, np.not_equal)
-
-    def _e_LT(self, e: E.LT, mask: Any) -> Any:
-        return self._bin(e, mask, np.less)
-
-    def _e_LE(self, e: E.LE, mask: Any) -> Any:
-        return self._bin(e, mask, np.less_equal)
-
-    def _e_GT(self, e: E.GT, mask: Any) -> Any:
-        return self._bin(e, mask, np.greater)
-
-    def _e_GE(self, e: E.GE, mask: Any) -> Any:
-        return self._bin(e, mask, np.greater_equal)
-
-    def _e_And(self, e: E.And, mask: Any) -> Any:
-        return self._bin(e, mask, np.logical_and)
-
-    def _e_Or(self, e: E.Or, mask: Any) -> Any:
-        return self._bin(e, mask, np.logical_or)
-
-    def _e_Not(self, e: E.Not, mask: Any) -> Any:
-        return np.logical_not(self._eval(e.a, mask))
-
-    def _e_Select(self, e: E.Select, mask: Any) -> Any:
-        cond = self._eval(e.condition, mask)
-        if np.ndim(cond) == 0:
-            return self._eval(e.true_value if bool(cond) else e.false_value, mask)
-        cond = np.asarray(cond, bool)
-        m_true = cond if mask is None else mask & cond
-        m_false = ~cond if mask is None else mask & ~cond
-        t = self._eval(e.true_value, m_true) if m_true.any() else np.zeros((), np.int64)
-        f = self._eval(e.false_value, m_false) if m_false.any() else np.zeros((), np.int64)
-        return np.where(cond, t, f).astype(np_dtype(e.dtype) if dt.is_float(e.dtype)
-                                           else np.result_type(t, f))
-
-    def _e_Let(self, e: E.Let, mask: Any) -> Any:
-        old = self.env.get(id(e.var))
-        self.env[id(e.var)] = self._eval(e.value, mask)
-        try:
-            return self._eval(e.body, mask)
-        finally:
-            if old is None:
-                self.env.pop(id(e.var), None)
-            else:
-                self.env[id(e.var)] = old
-
-    def _e_StringImm(self, e: E.StringImm, mask: Any) -> Any:
-        return e.value
-
-    def _e_Call(self, e: E.Call, mask: Any) -> Any:
-        if e.op == "check_index":
-            return self._check_index(e, mask)
-        fn = intrin.lookup(e.op)
-        if fn is None:
-            raise CodegenError(f"the GPU interpreter does not know the intrinsic {e.op!r}")
-        args = [self._eval(a, mask) for a in e.args]
-        with np.errstate(all="ignore"):
-            r = fn.numpy(*args)
-        self._count(e, mask, r)
-        r = np.asarray(r)
-        if dt.is_float(e.dtype):
-            r = r.astype(np_dtype(e.dtype))
-        return r[()] if r.ndim == 0 else r
-
-    def _check_index(self, e: E.Call, mask: Any) -> Any:
-        i = self._eval(e.args[0], mask)
-        n = self._eval(e.args[1], mask)
-        bad = np.broadcast_to((np.asarray(i) < 0) | (np.asarray(i) >= n), (self.n_lanes, 1))
-        if mask is not None:
-            bad = bad & mask
-        if bad.any():
-            lane = int(np.nonzero(bad)[0][0])
-            value = int(np.broadcast_to(np.asarray(i), (self.n_lanes, 1))[lane, 0])
-            line, text = stmt_line(self.func, self.stmt)
-            raise GPUIndexError(
-                f"kernel {self.kernel.name}: {self.lanes.describe(lane)} indexes "
-                f"{self._eval(e.args[2], mask)} with {value} at line {line}: out of range. "
-                "Check the data used as an index.\n" + text
-            )
-        return i
-
-    def _e_Ramp(self, e: E.Ramp, mask: Any) -> Any:
-        base = np.asarray(self._eval(e.base, mask), np.int64)
-        stride = np.asarray(self._eval(e.stride, mask), np.int64)
-        return base.reshape(base.shape if base.ndim == 2 else (1, 1)) + stride.reshape(
-            stride.shape if stride.ndim == 2 else (1, 1)) * np.arange(e.lanes)
-
-    def _e_Broadcast(self, e: E.Broadcast, mask: Any) -> Any:
-        v: Any = np.asarray(self._eval(e.value, mask))
-        v = v.reshape(v.shape if v.ndim == 2 else (1, 1))
-        return np.broadcast_to(v, (v.shape[0], e.lanes))
-
-    def _e_BufferLoad(self, e: E.BufferLoad, mask: Any) -> Any:
-        return self._load(e.buffer, e.indices, mask)
-
-
-def _scope(buf: S.Buffer) -> str:
-    if buf.scope == "shared":
-        return "shared"
-    if buf.scope.startswith("local"):
-        return "local"
-    return "global"
-
-
-def _tdiv(a: Any, b: Any) -> Any:
-    b = np.where(b == 0, 1, b)
-    q = np.floor_divide(np.abs(a), np.abs(b))
-    return np.where((a < 0) != (b < 0), -q, q)
-
-
-def _tmod(a: Any, b: Any) -> Any:
-    return a - _tdiv(a, b) * np.where(b == 0, 1, b)
 
 
 def gpu_program(obj: Any) -> S.PrimFunc:
