@@ -32,31 +32,11 @@ sys.path.insert(0, str(ROOT))
 
 from autograder.cli import main as grader  # noqa: E402
 from autograder.generate import generate  # noqa: E402
-from mlc import te, tune  # noqa: E402
+from mlc import tune  # noqa: E402
+from mlc.examples.tuning import MATMUL  # noqa: E402
 from mlc.tune.executor import start_local_cluster  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "autograder" / "fixtures" / "instructor"
-
-
-@tune.template("bench_dask_matmul")
-def matmul(n: int, dtype: str) -> Any:
-    A = te.placeholder((n, n), name="A", dtype=dtype)
-    B = te.placeholder((n, n), name="B", dtype=dtype)
-    k = te.reduce_axis((0, n), name="k")
-    C = te.compute((n, n), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
-    s = te.create_schedule(C.op)
-    y, x = C.op.axis
-    cfg = tune.get_config()
-    cfg.define_split("tile_y", y, num_outputs=2)
-    cfg.define_split("tile_x", x, num_outputs=2)
-    cfg.define_knob("vec", [0, 1])
-    yo, yi = cfg["tile_y"].apply(s, C, y)
-    xo, xi = cfg["tile_x"].apply(s, C, x)
-    (kk,) = C.op.reduce_axis
-    s[C].reorder(yo, xo, kk, yi, xi)
-    if cfg["vec"].val:
-        s[C].vectorize(xi)
-    return s, [A, B, C]
 
 
 class Killer(threading.Thread):
@@ -138,7 +118,7 @@ def bench_grading(root: Path, students: int) -> dict[str, Any]:
 
 
 def bench_tuning(root: Path, trials: int) -> dict[str, Any]:
-    task = tune.create_task("bench_dask_matmul", args=(64, "float32"))
+    task = tune.create_task(MATMUL, args=(64, "float32"))
     runs: dict[str, Any] = {}
     reference: list[int] | None = None
 

@@ -14,6 +14,7 @@ import pytest
 
 from mlc import tune
 from mlc.errors import ClusterError
+from mlc.examples.tuning import MATMUL
 from mlc.tune.executor import DaskExecutor, start_local_cluster, timing_lock
 from mlc.tune.measure import Measurer
 
@@ -42,7 +43,7 @@ def _tune(task, option, log) -> tune.Tuner:
 
 @pytest.fixture(scope="module")
 def local_configs(tmp_path_factory) -> list[int]:
-    task = tune.create_task("test_matmul", args=(16, "float32"))
+    task = tune.create_task(MATMUL, args=(16, "float32"))
     log = tmp_path_factory.mktemp("local") / "local.json"
     _tune(task, tune.measure_option(number=1, timeout=20), log)
     return _configs(log)

@@ -9,6 +9,7 @@ import pytest
 
 import mlc
 from mlc import te, tune
+from mlc.examples.tuning import MATMUL
 from mlc.tune.measure import Measurer
 
 
@@ -66,7 +67,7 @@ def test_tuning_resumes_from_its_log_without_measuring_twice(matmul_task, tmp_pa
 
     # the best record rebuilds into a kernel that matches numpy
     with tune.apply_history_best(log):
-        s, args = tune.task._TEMPLATES["test_matmul"](16, "float32")
+        s, args = tune.task._TEMPLATES[MATMUL](16, "float32")
     best = min(records, key=lambda r: sum(r["costs"]) / len(r["costs"]))
     s_best, args_best = matmul_task.instantiate(best["config"]["index"])
     assert str(s.to_prim_func(args)) == str(s_best.to_prim_func(args_best))

@@ -7,6 +7,7 @@ import pytest
 
 import mlc
 from mlc import tune
+from mlc.examples.tuning import MATMUL
 from mlc.tune.space import split_factors
 from mlc.tune.tuner import RandomTuner
 
@@ -65,7 +66,7 @@ def test_unknown_template_and_knob_are_named():
 
 
 def test_template_outside_tuning_uses_the_first_point():
-    matmul = tune.task._TEMPLATES["test_matmul"]
+    matmul = tune.task._TEMPLATES[MATMUL]
     s, args = matmul(16, "float32")
     text = str(s.to_prim_func(args))
     assert "vectorized" not in text
