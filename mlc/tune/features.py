@@ -145,44 +145,114 @@ def _stride(flat: PrimExpr | None, var: Var, others: list[Var]) -> float:
     return float(abs(b - a))
 
 
-def itervar_features(func: PrimFunc) -> list[float]:
-    """A fixed-length feature vector of ``func`` (a scheduled, block-level PrimFunc)."""
+@dataclass(frozen=True)
+class BufferContext:
+    """How one loop of the nest moves through one buffer."""
+
+    buffer: str
+    stride: float  # elements between this loop's consecutive iterations (0: does not move)
+    touched_bytes: int  # bytes one full run of this loop (and the loops inside) touches
+    reuse: float  # iterations of this loop and the loops inside per element touched
+
+
+@dataclass(frozen=True)
+class LoopContext:
+    """One loop's context vector (the "loop context vectors" of the TVM paper's cost model)."""
+
+    loop: str
+    extent: int
+    kind: ForKind
+    depth: int  # 0 for the outermost loop
+    outer: int  # iterations of the loops outside this one: how often this loop is entered
+    top_down: int  # outer * extent: how often its body runs
+    bottom_up: int  # iterations of this loop and the loops inside it
+    ops: tuple[tuple[str, int], ...]  # (fadd, n), (fmul, n), ...: the whole nest's ops
+    buffers: tuple[BufferContext, ...]
+
+
+def _deepest(func: PrimFunc) -> _Nest | None:
     nests = _nests(func)
     if not nests:
-        return [0.0] * LENGTH
-    nest = max(nests, key=lambda n: (len(n.loops), math.prod(_extent(lp) for lp in n.loops)))
+        return None
+    return max(nests, key=lambda n: (len(n.loops), math.prod(_extent(lp) for lp in n.loops)))
+
+
+def loop_context(func: PrimFunc) -> list[LoopContext]:
+    """The context vector of every loop around ``func``'s deepest block (a scheduled,
+    block-level PrimFunc), innermost loop first: the order of :func:`itervar_features`,
+    which is built from these rows. For the 8 x 8 x 8 matmul of the TVM paper's loop
+    context vectors (Chen et al., OSDI 2018) ``for y, x, k: C[y, x] += A[k, y] * B[k, x]``::
+
+        loop  extent  outer   touched elements (bytes / 4)
+                                C     A     B
+        k          8     64     1     8     8
+        x          8      8     8     8    64
+        y          8      1    64    64    64
+
+    A loop whose extent is not a constant counts as 64 iterations.
+    """
+    nest = _deepest(func)
+    if nest is None:
+        return []
     loops = nest.loops
     extents = [_extent(lp) for lp in loops]
     loop_vars = [lp.loop_var for lp in loops]
-    flats = [_flat_index(a) for a in nest.accesses[:MAX_BUFFERS]]
+    accesses = nest.accesses
+    flats = [_flat_index(a) for a in accesses]
+    strides = [[_stride(f, v, loop_vars) for v in loop_vars] for f in flats]
     total = math.prod(extents) if extents else 1
+    ops = tuple((k, nest.ops[k] * total) for k in ("fadd", "fmul", "fdiv", "call"))
+    rows: list[LoopContext] = []
+    for depth in range(len(loops) - 1, -1, -1):
+        outer = math.prod(extents[:depth])
+        bottom_up = math.prod(extents[depth:])
+        buffers = []
+        for access, stride in zip(accesses, strides):
+            touched = math.prod(
+                extents[d] for d in range(depth, len(loops)) if stride[d] != 0.0)
+            buffers.append(BufferContext(
+                buffer=access.buffer.name,
+                stride=stride[depth],
+                touched_bytes=touched * dt.nbytes(access.buffer.dtype),
+                reuse=bottom_up / max(touched, 1),
+            ))
+        rows.append(LoopContext(
+            loop=loops[depth].loop_var.name,
+            extent=extents[depth],
+            kind=loops[depth].kind,
+            depth=depth,
+            outer=outer,
+            top_down=outer * extents[depth],
+            bottom_up=bottom_up,
+            ops=ops,
+            buffers=tuple(buffers),
+        ))
+    return rows
+
+
+def itervar_features(func: PrimFunc) -> list[float]:
+    """A fixed-length feature vector of ``func`` (a scheduled, block-level PrimFunc): the
+    :func:`loop_context` rows of its innermost ``MAX_LOOPS`` loops (``MAX_BUFFERS`` buffers
+    each), log-scaled, padded with zeros, then the nest's size and depth."""
+    rows = loop_context(func)
+    if not rows and _deepest(func) is None:
+        return [0.0] * LENGTH
     feats: list[float] = []
     # innermost loops first: they matter most, and they line up across programs
-    for depth in range(len(loops) - 1, max(len(loops) - 1 - MAX_LOOPS, -1), -1):
-        loop = loops[depth]
-        top_down = math.prod(extents[: depth + 1])
-        bottom_up = math.prod(extents[depth:])
-        row = [_log(extents[depth]), float(depth), _log(top_down), _log(bottom_up)]
-        row += [1.0 if loop.kind == k else 0.0 for k in KINDS]
-        row += [_log(nest.ops[k] * total) for k in ("fadd", "fmul", "fdiv", "call")]
+    for row in rows[:MAX_LOOPS]:
+        vec = [_log(row.extent), float(row.depth), _log(row.top_down), _log(row.bottom_up)]
+        vec += [1.0 if row.kind == k else 0.0 for k in KINDS]
+        vec += [_log(n) for _, n in row.ops]
         for b in range(MAX_BUFFERS):
-            if b >= len(flats):
-                row += [0.0] * PER_BUFFER
+            if b >= len(row.buffers):
+                vec += [0.0] * PER_BUFFER
                 continue
-            access = nest.accesses[b]
-            stride = _stride(flats[b], loop.loop_var, loop_vars)
-            inner = [loop_vars[d] for d in range(depth, len(loops))]
-            touched = math.prod(
-                extents[d]
-                for d in range(depth, len(loops))
-                if _stride(flats[b], loop_vars[d], loop_vars) != 0.0
-            ) if inner else 1
-            nbytes = touched * dt.nbytes(access.buffer.dtype)
-            reuse = bottom_up / max(touched, 1)
-            row += [_log(stride), _log(nbytes), _log(reuse)]
-        feats += row
+            buf = row.buffers[b]
+            vec += [_log(buf.stride), _log(buf.touched_bytes), _log(buf.reuse)]
+        feats += vec
     feats += [0.0] * (MAX_LOOPS * PER_LOOP - len(feats))
-    feats += [_log(total), float(len(loops))]
+    total = rows[-1].bottom_up if rows else 1
+    feats += [_log(total), float(len(rows))]
     return feats
 
 
@@ -246,4 +316,7 @@ def memory_traffic(func: PrimFunc, cache_bytes: int, line_bytes: int = 64) -> fl
     return total
 
 
-__all__ = ["itervar_features", "flop_count", "memory_traffic", "LENGTH"]
+__all__ = [
+    "BufferContext", "LoopContext", "loop_context", "itervar_features", "flop_count",
+    "memory_traffic", "LENGTH",
+]
