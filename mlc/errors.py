@@ -55,6 +55,12 @@ class IndexOutOfBoundsError(RuntimeCheckError, IndexError):
     """A compiled kernel's index (read from data, or over a symbolic size) left its array."""
 
 
+class PackedFuncError(MLCError, RuntimeError):
+    """A packed function (``mlc.register_func``, called by ``tir.call_packed``) failed: its
+    name is not registered, it got arguments it cannot take, or it raised. The message
+    names the function; an exception it raised is the ``__cause__``."""
+
+
 class TargetError(MLCError, ValueError):
     """A target string or dict that mlc cannot compile for."""
 
