@@ -96,6 +96,12 @@ def _dp2a_bf16(acc: Any, a: Any, b: Any) -> Any:
     return (acc + (fa * fb).sum(axis=1).reshape(acc.shape)).astype(np.float32)
 
 
+def _shuffle_down_one_lane(mask: Any, value: Any, offset: Any, width: Any) -> Any:
+    """A warp shuffle seen from a lone thread (no other lane to read): its own value. The
+    GPU interpreter (mlc.target.cuda_sim) runs the real, lane-synchronous form."""
+    return value
+
+
 def _fn(name: str, numpy: Callable[..., Any], llvm: LLVMForm, doc: str, arity: int = 1,
         **kw: Any) -> Intrinsic:
     """A plain C function call: ``exp{f}(x)``, ``pow{f}(x, y)``."""
@@ -153,6 +159,13 @@ _TABLE = [
               doc="a branch hint: the condition itself"),
     Intrinsic("omp_get_thread_num", 0, lambda: 0, "codegen", "omp_get_thread_num()",
               float_only=False, doc="the OpenMP thread running a parallel loop (0 in numpy)"),
+    # a GPU warp's lanes read each other's registers (mlc.transform.lower_cross_thread_reduction)
+    Intrinsic("tvm_warp_shuffle_down", 4, _shuffle_down_one_lane, "codegen",
+              "__shfl_down_sync({0}, {1}, {2}, {3})", float_only=False,
+              doc="tvm_warp_shuffle_down(mask, value, offset, width): the value of the lane "
+                  "offset places down within each group of width lanes (its own value past "
+                  "the group's end); every lane in mask must reach it together. Only GPU "
+                  "targets run it (cuda-sim executes it lane-synchronously)"),
     Intrinsic("check_index", 3, lambda i, n, what: i, "codegen", "{0}", float_only=False,
               doc="check_index(i, n, what): the index i of one dimension of size n, checked "
                   "0 <= i < n when the function runs (LLVM; flatten_buffers adds it)"),
@@ -175,7 +188,7 @@ def names(llvm: LLVMForm | None = None) -> list[str]:
 # accumulator of a dot product) or a dtype.
 _RESULT: dict[str, int | str] = {
     "dp4a": 2, "dp4a_u7": 2, "dp2a_bf16": 2, "bf16_to_f32": "float32",
-    "omp_get_thread_num": "int32",
+    "omp_get_thread_num": "int32", "tvm_warp_shuffle_down": 1,
 }  # fmt: skip
 
 
