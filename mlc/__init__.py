@@ -21,13 +21,19 @@ from mlc import driver, te, tir, transform, tune
 from mlc.driver import build, lower
 
 __all__ = ["build", "lower", "te", "tir", "transform", "tune", "graph", "topi", "testing", "viz",
-           "driver"]
+           "driver", "register_func", "get_global_func", "list_global_func_names"]
 
 # Heavier parts load on first use: ``mlc.graph.var(...)`` works after ``import mlc``.
 _LAZY = {"graph", "topi", "testing", "viz", "examples", "target", "runtime", "script", "vdla"}
 
 
+# Packed functions (TVM's ``tvm.register_func``): the registry loads on first use too.
+_REGISTRY_NAMES = {"register_func", "get_global_func", "list_global_func_names"}
+
+
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
         return importlib.import_module(f"mlc.{name}")
+    if name in _REGISTRY_NAMES:
+        return getattr(importlib.import_module("mlc.runtime.registry"), name)
     raise AttributeError(f"module 'mlc' has no attribute {name!r}")

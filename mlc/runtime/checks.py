@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mlc.errors import IndexOutOfBoundsError, IntegerDivisionError, RuntimeCheckError
+from mlc.runtime import registry
 
 ERROR_RECORD = "__mlc_error"
 
@@ -24,16 +25,21 @@ class ErrorRecord:
     """The two int64s of a compiled module's ``@__mlc_error`` (site, value), cleared before a
     call and read after it. A module without checks has none and costs nothing."""
 
-    def __init__(self, engine: Any, sites: tuple[tuple[str, str, str], ...], name: str) -> None:
+    def __init__(self, engine: Any, sites: tuple[tuple[str, str, str], ...], name: str,
+                 packed: bool = False) -> None:
         self.sites = sites
         self.name = name
         self.slots: Any = None
+        self.packed = packed  # calls packed functions: raise what they raised (registry)
         if sites:
             address = engine.get_global_value_address(ERROR_RECORD)
             if address:
                 self.slots = (ctypes.c_int64 * 2).from_address(address)
 
     def run(self, fn: Callable[..., None], native: Any) -> None:
+        if self.packed:
+            self.wrap(lambda: fn(*native))()
+            return
         slots = self.slots
         if slots is None:
             fn(*native)
@@ -46,6 +52,8 @@ class ErrorRecord:
     def wrap(self, call: Callable[[], None]) -> Callable[[], None]:
         """``call`` followed by the check of the record (the call itself if no checks)."""
         slots = self.slots
+        if self.packed:
+            return _packed_checked(call, self)
         if slots is None:
             return call
 
@@ -76,3 +84,20 @@ class ErrorRecord:
             f"read from data or over a symbolic size is checked when the function runs. "
             f"{partial}"
         )
+
+
+def _packed_checked(call: Callable[[], None], record: ErrorRecord) -> Callable[[], None]:
+    """``call`` for a module that calls packed functions: an exception one of them raised
+    is raised here, after the native call returned (see :mod:`mlc.runtime.registry`)."""
+    slots = record.slots
+
+    def checked() -> None:
+        registry.clear_pending()
+        if slots is not None:
+            slots[0] = 0
+        call()
+        registry.raise_pending()
+        if slots is not None and slots[0]:
+            record.raise_error()
+
+    return checked

@@ -45,6 +45,13 @@ def _initialize() -> None:
             llvm.load_library_permanently(path)
 
 
+def missing_symbols(names: tuple[str, ...]) -> list[str]:
+    """The C functions among ``names`` that this process cannot resolve (libm is loaded).
+    MCJIT aborts the whole process on an unresolved symbol, so check before linking."""
+    _initialize()
+    return [n for n in names if not llvm.address_of_symbol(n)]
+
+
 @functools.cache
 def target_machine(mcpu: str | None = None, mattr: str | None = None) -> llvm.TargetMachine:
     """A target machine for this process's triple; the host CPU unless told otherwise.

@@ -20,9 +20,16 @@ from mlc.errors import ArgumentError
 from mlc.runtime import checks, jit
 from mlc.runtime.args import ArgumentChecker
 from mlc.runtime.timer import TimeResult, measure
+from mlc.tir.expr import Call
+from mlc.tir.functor import contains
 from mlc.tir.stmt import PrimFunc
 
 SOURCE_FORMATS = ("ll", "ll-unopt", "asm", "c")
+
+
+def calls_packed(func: PrimFunc) -> bool:
+    """Does ``func`` call a packed function (``tir.call_packed``)?"""
+    return contains(func.body, lambda n: isinstance(n, Call) and n.op == "call_packed")
 
 
 class Module:
@@ -52,7 +59,9 @@ class Module:
         self._cfunc = ctypes.CFUNCTYPE(None, *native_types)(compiled.address)
         self._native_args = self._checker._fast
         self.check_sites = check_sites
-        self._errors = checks.ErrorRecord(compiled.engine, check_sites, entry_name)
+        self._errors = checks.ErrorRecord(
+            compiled.engine, check_sites, entry_name, packed=calls_packed(func)
+        )
 
     @property
     def has_checks(self) -> bool:

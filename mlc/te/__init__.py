@@ -47,12 +47,14 @@ from mlc.te.prim_func import create_prim_func
 from mlc.te.reduce import comm_reducer, max, min, sum
 from mlc.te.tensor import (
     ComputeOp,
+    ExternOp,
     Operation,
     PlaceholderOp,
     ScanOp,
     Tensor,
     ThreadAxis,
     compute,
+    extern,
     placeholder,
     reduce_axis,
     scan,
@@ -68,7 +70,7 @@ __all__ = [
     "tan", "tanh", "trunc", "truncdiv", "truncmod",
     "create_prim_func", "comm_reducer", "max", "min", "sum", "ComputeOp", "Operation",
     "PlaceholderOp", "ScanOp", "Tensor", "ThreadAxis", "compute", "placeholder", "reduce_axis",
-    "scan", "size_var", "thread_axis", "var",
+    "scan", "size_var", "thread_axis", "var", "ExternOp", "extern",
 ]
 
 from mlc.te.schedule import Schedule, Stage, create_schedule  # noqa: E402

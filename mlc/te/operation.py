@@ -13,7 +13,7 @@ operation          made by                                becomes (create_prim_f
 ``ExternOp``       ``te.extern``: an opaque call          one block, no loops
 =================  =====================================  ==========================
 
-The constructors are in :mod:`mlc.te.constructors` and :mod:`mlc.te.extern`.
+The constructors are in :mod:`mlc.te.constructors` and :mod:`mlc.te.external`.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from mlc.tir.expr import (
     convert,
 )
 from mlc.tir.functor import post_order_visit
-from mlc.tir.stmt import Buffer
+from mlc.tir.stmt import Buffer, Stmt
 
 # Every tensor, found from its buffer (a BufferLoad in a body names only the buffer).
 _TENSOR_OF_BUFFER: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDictionary()
@@ -206,6 +206,57 @@ class ScanOp(Operation):
             if all(t is not f for f in found):
                 found.append(t)
         return found
+
+
+class ExternOp(Operation):
+    """Outputs computed by one opaque statement (``te.extern``), usually a call of a packed
+    function: ``body`` reads the input tensors' buffers and writes the outputs' buffers as a
+    whole. It has no axes, so no loop of it can be scheduled."""
+
+    def __init__(
+        self,
+        name: str,
+        tag: str,
+        attrs: dict[str, Any],
+        inputs: Sequence[Tensor],
+        shapes: Sequence[tuple[PrimExpr, ...]],
+        dtypes: Sequence[str],
+    ) -> None:
+        self.name = name
+        self.tag = tag
+        self.attrs = dict(attrs)
+        self.inputs = list(inputs)
+        self.outputs: list[Tensor] = []
+        for k, (shape, dtype) in enumerate(zip(shapes, dtypes)):
+            t = Tensor(self, shape, dtype, name if k == 0 else f"{name}_{k}")
+            t.value_index = k
+            self.outputs.append(t)
+        self._output = self.outputs[0]
+        self.body: Stmt | None = None  # set by te.extern once fcompute has run
+
+    def output(self, index: int = 0) -> Tensor:
+        if not 0 <= index < len(self.outputs):
+            raise TEError(
+                f"extern {self.name!r} has {len(self.outputs)} output"
+                f"{'s' if len(self.outputs) != 1 else ''}; asked for output {index}"
+            )
+        return self.outputs[index]
+
+    @property
+    def num_outputs(self) -> int:
+        return len(self.outputs)
+
+    @property
+    def input_tensors(self) -> list[Tensor]:
+        return list(self.inputs)
+
+    @property
+    def axis(self) -> tuple[IterVar, ...]:
+        return ()
+
+    @property
+    def reduce_axis(self) -> tuple[IterVar, ...]:
+        return ()
 
 
 class Tensor:

@@ -30,8 +30,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from mlc.errors import TEError
+from mlc.te.operation import ComputeOp, ExternOp, PlaceholderOp, ScanOp, Tensor
 from mlc.te.region import collect_regions
-from mlc.te.tensor import ComputeOp, PlaceholderOp, ScanOp, Tensor
 from mlc.tir.expr import (
     BufferLoad,
     IntImm,
@@ -190,6 +190,18 @@ def _scan_nest(op: ScanOp, names: _UniqueNames) -> Stmt:
     return seq(init_nest, _loop(time.var, time.dom, seq(*steps)))
 
 
+def _extern_block(op: ExternOp, block_name: str) -> Stmt:
+    """One block, no loops: reads every input whole, writes every output whole."""
+    def whole(buf: Buffer) -> BufferRegion:
+        return BufferRegion(buf, tuple(Range(const(0, s.dtype), s) for s in buf.shape))
+
+    assert op.body is not None  # te.extern sets it
+    reads = tuple(whole(t.buffer) for t in op.input_tensors)
+    writes = tuple(whole(t.buffer) for t in op.outputs)
+    block = Block(block_name, (), reads, writes, op.body, annotations=(("extern", True),))
+    return BlockRealize((), const(True), block)
+
+
 def create_prim_func(tensors: Sequence[Tensor], name: str = "main") -> PrimFunc:
     """A PrimFunc computing ``tensors``: its parameters are their buffers in this order
     (inputs and outputs alike); tensors that are computed on the way but not listed become
@@ -202,6 +214,7 @@ def create_prim_func(tensors: Sequence[Tensor], name: str = "main") -> PrimFunc:
                 f"got {t!r}"
             )
     param_ids = {id(t.op) for t in tensors}
+    param_bufs = {id(t.buffer) for t in tensors}
     names = _UniqueNames()
     stmts: list[Stmt] = []
     allocs: list[Buffer] = []
@@ -214,6 +227,10 @@ def create_prim_func(tensors: Sequence[Tensor], name: str = "main") -> PrimFunc:
                     f"te.create_prim_func: the computation reads placeholder {t.name!r}, "
                     f"which is not in the argument list [{listed}]; add it"
                 )
+            continue
+        if isinstance(op, ExternOp):  # several outputs: each is a parameter or allocated
+            allocs.extend(o.buffer for o in op.outputs if id(o.buffer) not in param_bufs)
+            stmts.append(_extern_block(op, names(op.name)))
             continue
         if id(op) not in param_ids:
             allocs.append(t.buffer)

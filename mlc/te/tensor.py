@@ -5,7 +5,7 @@
                                ``ScanOp``, ``ExternOp``
 :mod:`mlc.te.constructors`     ``var``, ``reduce_axis``, ``placeholder``, ``compute``, ``scan``,
                                ``thread_axis``
-:mod:`mlc.te.extern`           ``extern``: a stage computed by a call (a packed function)
+:mod:`mlc.te.external`           ``extern``: a stage computed by a call (a packed function)
 :mod:`mlc.te.broadcast`        ``A + B`` on whole tensors, numpy broadcasting
 =============================  ==============================================================
 
@@ -27,8 +27,10 @@ from mlc.te.constructors import (
     thread_axis,
     var,
 )
+from mlc.te.external import extern
 from mlc.te.operation import (
     ComputeOp,
+    ExternOp,
     Operation,
     PlaceholderOp,
     ScanOp,
@@ -39,6 +41,6 @@ from mlc.te.operation import (
 
 __all__ = [
     "broadcast_op", "ThreadAxis", "compute", "is_reduce_var", "placeholder", "reduce_axis",
-    "scan", "size_var", "thread_axis", "var", "ComputeOp", "Operation",
+    "scan", "size_var", "thread_axis", "var", "extern", "ComputeOp", "ExternOp", "Operation",
     "PlaceholderOp", "ScanOp", "Tensor", "tensor_of", "tensors_read",
 ]

@@ -3,6 +3,7 @@
 from mlc.tir import tensor_intrin
 from mlc.tir.analysis import assert_structural_equal, structural_equal, structural_hash
 from mlc.tir.arith import Analyzer, simplify
+from mlc.tir.call import call_extern, call_packed, call_pure_extern
 from mlc.tir.expr import (
     EQ,
     GE,
@@ -74,5 +75,5 @@ __all__ = [
     "IfThenElse", "LetStmt", "PrimFunc", "SeqStmt", "Stmt", "seq", "IRMutator", "IRVisitor",
     "post_order_visit", "substitute", "Analyzer", "simplify", "assert_structural_equal",
     "structural_equal", "structural_hash", "verify_well_formed", "BlockRV", "LoopRV", "Schedule",
-    "Trace", "TensorIntrin", "tensor_intrin",
+    "Trace", "TensorIntrin", "tensor_intrin", "call_extern", "call_packed", "call_pure_extern",
 ]

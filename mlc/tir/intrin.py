@@ -102,6 +102,18 @@ def _shuffle_down_one_lane(mask: Any, value: Any, offset: Any, width: Any) -> An
     return value
 
 
+def _no_reference(name: str) -> Callable[..., Any]:
+    """The numpy form of a call out of the program: there is none (it runs foreign code)."""
+
+    def refuse(*args: Any) -> Any:
+        raise NotImplementedError(
+            f"{name} calls code outside the program; it has no numpy form. Build the "
+            "function (mlc.build) and run it instead"
+        )
+
+    return refuse
+
+
 def _fn(name: str, numpy: Callable[..., Any], llvm: LLVMForm, doc: str, arity: int = 1,
         **kw: Any) -> Intrinsic:
     """A plain C function call: ``exp{f}(x)``, ``pow{f}(x, y)``."""
@@ -169,6 +181,19 @@ _TABLE = [
     Intrinsic("check_index", 3, lambda i, n, what: i, "codegen", "{0}", float_only=False,
               doc="check_index(i, n, what): the index i of one dimension of size n, checked "
                   "0 <= i < n when the function runs (LLVM; flatten_buffers adds it)"),
+    # calls out of the program (mlc.tir.call): a variable number of arguments (arity -1),
+    # the first one the function's name
+    Intrinsic("call_packed", -1, _no_reference("call_packed"), "codegen", "", float_only=False,
+              doc="call_packed(name, *args): the Python function registered as name "
+                  "(mlc.register_func); buffers become numpy arrays"),
+    Intrinsic("call_pure_extern", -1, _no_reference("call_pure_extern"), "codegen", "",
+              float_only=False, doc="call_pure_extern(name, *args): the C function name, "
+                                    "without side effects (libm's expf...)"),
+    Intrinsic("call_extern", -1, _no_reference("call_extern"), "codegen", "",
+              float_only=False, doc="call_extern(name, *args): the C function name"),
+    Intrinsic("buffer_arg", -1, _no_reference("buffer_arg"), "codegen", "", float_only=False,
+              doc="buffer_arg(A[0, 0], n, m): buffer A (its address and sizes) as an argument "
+                  "of call_packed"),
 ]  # fmt: skip
 
 INTRINSICS: dict[str, Intrinsic] = {i.name: i for i in _TABLE}

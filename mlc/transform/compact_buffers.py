@@ -37,6 +37,7 @@ from mlc.tir.expr import (
     LT,
     And,
     BufferLoad,
+    Call,
     IntImm,
     PrimExpr,
     Range,
@@ -67,6 +68,12 @@ class _Collector(IRVisitor):
         self.stack: list[For] = []
         self.guards: list[PrimExpr] = []
         self.accesses: list[_Access] = []
+        self.opaque = False  # passed whole to a packed function: leave it as it is
+
+    def visit_Call(self, op: Call) -> None:
+        if op.op == "buffer_arg" and isinstance(op.args[0], BufferLoad):
+            self.opaque = self.opaque or op.args[0].buffer.data is self.buf.data
+        self.generic_visit(op)
 
     def visit_For(self, op: For) -> None:
         self.visit(op.min)
@@ -138,7 +145,7 @@ def _plan(
     collector = _Collector(buf)
     collector.visit(body)
     accesses = collector.accesses
-    if not accesses:
+    if not accesses or collector.opaque:
         return None
     prefix = list(accesses[0].loops)
     for acc in accesses[1:]:

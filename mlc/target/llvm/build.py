@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from mlc import config
+from mlc.errors import CodegenError
 from mlc.runtime import jit, parallel
 from mlc.runtime.module import Module
 from mlc.target.llvm.codegen import codegen_llvm
@@ -45,6 +46,13 @@ def compile_lowered(
         bounds_check=config.bounds_check(),
         cpu_features=cpu_features(tgt),
     )
+    missing = jit.missing_symbols(src.extern_symbols)
+    if missing:
+        raise CodegenError(
+            f"the program calls the C function{'s' if len(missing) > 1 else ''} "
+            f"{', '.join(missing)} (call_extern/call_pure_extern), which this process does "
+            "not have; check the spelling (libm's float functions end in f: expf, erff)"
+        )
     c_source = None
     if keep_c_source:
         from mlc.target.c.codegen import codegen_c

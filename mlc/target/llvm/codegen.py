@@ -68,6 +68,8 @@ class LLVMSource:
     check_sites: tuple[tuple[str, str, str], ...] = ()
     """What each run-time check guards: (kind, expression, stored buffer), numbered from 1
     in the error record ``@__mlc_error``."""
+    extern_symbols: tuple[str, ...] = ()
+    """The C functions the program calls (``call_extern``), resolved in the process."""
 
 
 class CodeGenLLVM(ParallelEmitter, ExprEmitter):
@@ -82,6 +84,7 @@ class CodeGenLLVM(ParallelEmitter, ExprEmitter):
         self.checked_by_dimension: dict[int, Buffer] = {}  # see flatten_buffers
         self.check_sites: list[tuple[str, str, str]] = []  # see mlc.target.llvm.checks
         self.current_store = ""
+        self.extern_symbols: set[str] = set()  # see mlc.target.llvm.extern
         self.parallel_runtime = parallel_runtime
         self.num_threads = num_threads
         self.vars: dict[Var, ir.Value] = {}
@@ -299,4 +302,5 @@ def codegen_llvm(
     if data_layout:
         gen.module.data_layout = data_layout
     gen.add_function(func, entry)
-    return LLVMSource(gen.text(), entry, func, gen._n_outlined > 0, tuple(gen.check_sites))
+    return LLVMSource(gen.text(), entry, func, gen._n_outlined > 0, tuple(gen.check_sites),
+                      tuple(sorted(gen.extern_symbols)))

@@ -23,6 +23,7 @@ from mlc.errors import CodegenError
 from mlc.target.common import flat_index
 from mlc.target.llvm import types as ty
 from mlc.target.llvm.checks import CheckEmitter, splat
+from mlc.target.llvm.extern import ExternCallEmitter
 from mlc.target.llvm.intrin import IntrinsicEmitter
 from mlc.tir import dtype as dt
 from mlc.tir.expr import (
@@ -103,7 +104,7 @@ def _normalize_index(index: PrimExpr) -> PrimExpr:
     return index
 
 
-class ExprEmitter(CheckEmitter, IntrinsicEmitter):
+class ExprEmitter(CheckEmitter, IntrinsicEmitter, ExternCallEmitter):
     """Mixin: ``emit(expr) -> ir.Value``. Needs ``self.b``, ``self.vars``, ``self.module``."""
 
     b: ir.IRBuilder
@@ -549,6 +550,12 @@ class ExprEmitter(CheckEmitter, IntrinsicEmitter):
             return self.emit(e.args[0])
         if e.op == "check_index":
             return self.checked_index(e)
+        if e.op == "call_packed":
+            return self.packed_call(e)
+        if e.op in ("call_extern", "call_pure_extern"):
+            return self.extern_call(e)
+        if e.op == "buffer_arg":
+            raise CodegenError("buffer_arg(...) passes a buffer to call_packed and only there")
         args = [self.emit(a) for a in e.args]
         return self.math(e.op, args, e.dtype)
 

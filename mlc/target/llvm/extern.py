@@ -1,0 +1,124 @@
+"""Calls out of the program: packed functions (Python) and C functions, in LLVM IR.
+
+``call_packed("f", A, n, 0.5)`` becomes one call of the runtime's trampoline::
+
+    @sig = private constant [..] c"f|b:float32:2|i|f\\00"     ; name, then one field per arg
+    %values = alloca [5 x i64]                                  ; A's address, A's two sizes,
+    store ...                                                   ; n, the bits of 0.5
+    %status = call i32 @__mlc_call_packed(i8* @sig, i64* %values)
+
+(see :mod:`mlc.runtime.registry` for the other side). The name must be registered when the
+module is built, and the function must take that many arguments.
+
+``call_pure_extern("float32", "expf", x)`` declares ``float @expf(float)`` and calls it, one
+lane at a time for vectors; the symbol must exist in the process (libm is loaded), which
+:func:`mlc.target.llvm.build.compile_lowered` checks before the JIT links the module: an
+unresolved symbol inside MCJIT would abort the process.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from llvmlite import ir
+
+from mlc.errors import CodegenError
+from mlc.runtime import registry
+from mlc.target.llvm import types as ty
+from mlc.tir import dtype as dt
+from mlc.tir.call import buffer_of
+from mlc.tir.expr import Call, PrimExpr, StringImm, Var
+
+
+class ExternCallEmitter:
+    """Mixin: ``packed_call(e)`` and ``extern_call(e)``. Needs the ExprEmitter's ``b``,
+    ``emit``, ``cast``, ``declare``, ``module`` and the code generator's ``_alloca_b``."""
+
+    b: ir.IRBuilder
+    module: ir.Module
+    _alloca_b: ir.IRBuilder
+
+    if TYPE_CHECKING:  # provided by ExprEmitter / CodeGenLLVM
+
+        def emit(self, e: PrimExpr) -> ir.Value: ...
+        def emit_Var(self, e: Var) -> ir.Value: ...
+        def cast(self, v: ir.Value, src: str, dst: str) -> ir.Value: ...
+        def declare(self, name: str, fnty: ir.FunctionType) -> ir.Function: ...
+
+    extern_symbols: set[str]
+
+    def packed_call(self, e: Call) -> ir.Value:
+        name = _name_of(e)
+        registry.check_call(name, len(e.args) - 1)
+        fields = [name]
+        slots: list[ir.Value] = []
+        for k, a in enumerate(e.args[1:], start=1):
+            buf = buffer_of(a)
+            if buf is not None:
+                sizes = a.args[1:]  # type: ignore[attr-defined]  # a buffer_arg call
+                fields.append(f"b:{dt.element(buf.dtype)}:{len(sizes)}")
+                slots.append(self.b.ptrtoint(self.emit_Var(buf.data), ty.I64))
+                slots += [self.cast(self.emit(s), s.dtype, "int64") for s in sizes]
+            elif dt.lanes(a.dtype) != 1 or a.dtype == "handle":
+                raise CodegenError(
+                    f"call_packed({name!r}): argument {k} `{a}` is a {a.dtype}; packed "
+                    "functions take buffers and scalars"
+                )
+            elif dt.is_float(a.dtype):
+                fields.append("f")
+                slots.append(self.b.bitcast(self.cast(self.emit(a), a.dtype, "float64"), ty.I64))
+            else:
+                fields.append("i")
+                slots.append(self.cast(self.emit(a), a.dtype, "int64"))
+        array_t = ir.ArrayType(ty.I64, max(1, len(slots)))
+        values = self._alloca_b.alloca(array_t, name="packed_args")
+        for k, v in enumerate(slots):
+            ptr = self.b.gep(values, [ir.Constant(ty.I32, 0), ir.Constant(ty.I32, k)])
+            self.b.store(v, ptr)
+        first = self.b.gep(values, [ir.Constant(ty.I32, 0), ir.Constant(ty.I32, 0)])
+        fnty = ir.FunctionType(ty.I32, [ty.I8P, ty.I64.as_pointer()])
+        trampoline = self.declare(registry.install(), fnty)
+        return self.b.call(trampoline, [self._signature("|".join(fields)), first])
+
+    def _signature(self, text: str) -> ir.Value:
+        data = bytearray(text.encode() + b"\0")
+        t = ir.ArrayType(ty.I8, len(data))
+        g = ir.GlobalVariable(self.module, t, name=self.module.get_unique_name("packed_sig"))
+        g.global_constant = True
+        g.linkage = "private"
+        g.initializer = ir.Constant(t, data)
+        return self.b.bitcast(g, ty.I8P)
+
+    def extern_call(self, e: Call) -> ir.Value:
+        name = _name_of(e)
+        args = [self.emit(a) for a in e.args[1:]]
+        lanes = max([ty.lanes_of(a.type) for a in args] + [dt.lanes(e.dtype)])
+        scalar_dtypes = [dt.element(a.dtype) for a in e.args[1:]]
+        fnty = ir.FunctionType(
+            ty.value_type(dt.element(e.dtype)), [ty.value_type(d) for d in scalar_dtypes]
+        )
+        existing = self.module.globals.get(name)
+        if existing is not None and existing.function_type != fnty:
+            raise CodegenError(
+                f"{e.op}({name!r}) is called with types {fnty} here but {existing.function_type}"
+                " elsewhere in the program (or the name is taken); one C function has one type"
+            )
+        fn = self.declare(name, fnty)
+        self.extern_symbols.add(name)
+        if lanes == 1:
+            return self.b.call(fn, args)
+        result: ir.Value = ir.Constant(ty.value_type(dt.with_lanes(e.dtype, lanes)), None)
+        for k in range(lanes):  # a vector call: one call per lane
+            lane = ir.Constant(ty.I32, k)
+            lane_args = [
+                self.b.extract_element(a, lane) if ty.is_vector(a.type) else a for a in args
+            ]
+            result = self.b.insert_element(result, self.b.call(fn, lane_args), lane)
+        return result
+
+
+def _name_of(e: Call) -> str:
+    name = e.args[0] if e.args else None
+    if not isinstance(name, StringImm):
+        raise CodegenError(f"{e.op} needs the function's name as its first argument, got {name}")
+    return name.value
