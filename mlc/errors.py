@@ -167,6 +167,12 @@ class BarrierDivergenceError(GPUCheckError):
     the block hangs (or worse)."""
 
 
+class ShuffleDivergenceError(BarrierDivergenceError):
+    """A warp shuffle (``__shfl_down_sync``) that a lane named in its mask does not reach,
+    or whose lanes pass different masks: on a GPU the result is undefined (or the warp
+    hangs)."""
+
+
 class ClusterError(MLCError, RuntimeError):
     """A Dask cluster that cannot be used: the scheduler does not answer, no worker can take
     the work, or ``dask.distributed`` is not installed. The message says what to check."""
