@@ -32,8 +32,8 @@ from mlc.errors import MLCTypeError, TEError
 from mlc.te.constructors import _as_shape
 from mlc.te.operation import ExternOp, Tensor, _shape_str
 from mlc.tir import dtype as dt
-from mlc.tir.call import buffer_of
-from mlc.tir.expr import BufferLoad, Call, PrimExpr, convert
+from mlc.tir.call import PACKED, buffer_of
+from mlc.tir.expr import BufferLoad, Call, PrimExpr, StringImm, convert
 from mlc.tir.functor import IRMutator, post_order_visit
 from mlc.tir.stmt import Buffer, BufferStore, Evaluate, Stmt
 
@@ -166,3 +166,14 @@ def _check_buffers(body: Stmt, inputs: list[Tensor], outputs: list[Tensor], what
             )
 
     post_order_visit(body, visit)
+
+
+def describe(op: ExternOp) -> str:
+    """What the extern stage calls, for messages: ``packed function 'f'``."""
+    body = op.body
+    if isinstance(body, Evaluate) and isinstance(body.value, Call) and body.value.args:
+        name = body.value.args[0]
+        if isinstance(name, StringImm):
+            kind = "packed function" if body.value.op == PACKED else "C function"
+            return f"{kind} {name.value!r}"
+    return "a statement of te.extern"

@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from mlc.errors import TEError
+from mlc.te.external import describe
 from mlc.te.operation import ComputeOp, ExternOp, PlaceholderOp, ScanOp, Tensor
 from mlc.te.region import collect_regions
 from mlc.tir.expr import (
@@ -198,7 +199,7 @@ def _extern_block(op: ExternOp, block_name: str) -> Stmt:
     assert op.body is not None  # te.extern sets it
     reads = tuple(whole(t.buffer) for t in op.input_tensors)
     writes = tuple(whole(t.buffer) for t in op.outputs)
-    block = Block(block_name, (), reads, writes, op.body, annotations=(("extern", True),))
+    block = Block(block_name, (), reads, writes, op.body, annotations=(("extern", describe(op)),))
     return BlockRealize((), const(True), block)
 
 

@@ -20,8 +20,9 @@ from collections.abc import Sequence
 from typing import Any, cast
 
 from mlc.errors import ScheduleError
+from mlc.te.external import describe
+from mlc.te.operation import ComputeOp, ExternOp, Operation, PlaceholderOp, ScanOp, Tensor
 from mlc.te.prim_func import create_prim_func
-from mlc.te.tensor import ComputeOp, Operation, PlaceholderOp, ScanOp, Tensor
 from mlc.tir.expr import IterKind, IterVar, Range, Var
 from mlc.tir.schedule import state
 from mlc.tir.schedule.schedule import Schedule as TirSchedule
@@ -221,11 +222,13 @@ class Stage:
             raise ScheduleError(
                 f"s[{self.name}].compute_at(parent, axis): parent must be a stage, s[T]"
             )
+        _refuse_extern(self, "cannot be moved into another stage's loop")
         self._s._loop(scope, parent)  # a typo in the axis is reported here, not at build
         self._s._attach(self, ("at", parent, scope))
 
     def compute_inline(self) -> None:
         """Substitute this stage's expression into its consumers (no buffer, no loops)."""
+        _refuse_extern(self, "has no expression to substitute into its consumers")
         self._s._attach(self, ("inline",))
 
     def compute_root(self) -> None:
@@ -259,7 +262,9 @@ class Schedule:
         self.outputs = list(ops)
         order = _topo_ops(self.outputs)
         self._placeholders = [op.output(0) for op in order if isinstance(op, PlaceholderOp)]
-        self._args = self._placeholders + [op.output(0) for op in self.outputs]
+        self._args = self._placeholders + [
+            t for op in self.outputs for t in getattr(op, "outputs", [op.output(0)])
+        ]
         self.func = create_prim_func(self._args)
         self._tir = TirSchedule(self.func)
         self._loops: dict[int, LoopRV] = {}
@@ -270,7 +275,7 @@ class Schedule:
         self._pending: dict[int, tuple[Stage, Attachment]] = {}
         self._applied: dict[int, Attachment] = {}  # stage id -> the attachment in effect
         for op in order:
-            if isinstance(op, (ComputeOp, ScanOp)):
+            if isinstance(op, (ComputeOp, ScanOp, ExternOp)):
                 name = self._block_writing(op.output(0))
                 self._add_stage(op, name)
             if isinstance(op, ScanOp):
@@ -417,6 +422,7 @@ class Schedule:
 
     # -- axes <-> loops -----------------------------------------------------------------------
     def _loop(self, axis: Any, stage: Stage) -> LoopRV:
+        _refuse_extern(stage, "has no loops to schedule")
         if isinstance(axis, LoopRV):
             return axis
         if not isinstance(axis, IterVar) or id(axis) not in self._loops:
@@ -546,6 +552,16 @@ class Schedule:
 
     def __repr__(self) -> str:
         return repr(self.sch.mod)
+
+
+def _refuse_extern(stage: Stage, why: str) -> None:
+    """A te.extern stage is one opaque call: no loops, no expression."""
+    op = stage.origin
+    if isinstance(op, ExternOp):
+        raise ScheduleError(
+            f"s[{stage.name}] is opaque (an extern call: {describe(op)}) and {why}. "
+            "Schedule the compute stages around it; the call itself runs as it is"
+        )
 
 
 def _intermediate_as_param(func: PrimFunc, buf: Any) -> PrimFunc:

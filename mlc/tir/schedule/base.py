@@ -194,7 +194,7 @@ class ScheduleBase:
             code = to_str(self._func, mark=culprit)
         except Exception:  # the printer must never hide the real error
             code = "<program could not be printed>"
-        return ScheduleError(f"{message}\n\n{code}")
+        return ScheduleError(f"{message}{_opaque_note(culprit)}\n\n{code}")
 
     # ----------------------------------------------------------------------------------------
     # lookups (recorded: they define handles)
@@ -318,3 +318,14 @@ def _only_prim_func(mod: Any) -> tuple[str, PrimFunc]:
         )
     name, func = next(iter(funcs.items()))
     return name, func
+
+
+def _opaque_note(culprit: Any) -> str:
+    """A te.extern block (annotated ``extern``) has no loops or expression to work on."""
+    for stmt in list(culprit) if isinstance(culprit, dict) else [culprit]:
+        block = getattr(stmt, "block", stmt)
+        what = dict(getattr(block, "annotations", ())).get("extern")
+        if what:
+            return (f". Block {block.name!r} is opaque (an extern call: {what}); schedule the "
+                    "blocks around it instead")
+    return ""
