@@ -15,6 +15,8 @@ float32 and float16 (``expf``) and empty for float64 (``exp``), ``{one}`` is ``1
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -114,6 +116,25 @@ def _no_reference(name: str) -> Callable[..., Any]:
     return refuse
 
 
+_C_TYPES = {"float32": ctypes.c_float, "float64": ctypes.c_double, "int32": ctypes.c_int32,
+            "int64": ctypes.c_int64, "int8": ctypes.c_int8, "uint8": ctypes.c_uint8}
+
+
+def _c_function(name: Any, *args: Any) -> Any:
+    """The numpy form of ``call_pure_extern(dtype, name, *args)``: the process's C function
+    ``name`` (libm's ``expf``...) through ctypes, element by element. Its result is taken to
+    be of the first argument's type, as for the math functions."""
+    arrays = [np.asarray(a) for a in args]
+    types = [_C_TYPES.get(str(a.dtype)) for a in arrays]
+    if not arrays or any(t is None for t in types):
+        raise NotImplementedError(f"{name}: no numpy form for arguments {arrays}")
+    lib = ctypes.CDLL(ctypes.util.find_library("m") or None)
+    fn = getattr(lib, str(name))  # libm, then what the process has loaded
+    fn.argtypes, fn.restype = types, types[0]
+    out = np.vectorize(lambda *xs: fn(*xs), otypes=[arrays[0].dtype])(*arrays)
+    return out if out.ndim else arrays[0].dtype.type(out)
+
+
 def _fn(name: str, numpy: Callable[..., Any], llvm: LLVMForm, doc: str, arity: int = 1,
         **kw: Any) -> Intrinsic:
     """A plain C function call: ``exp{f}(x)``, ``pow{f}(x, y)``."""
@@ -186,10 +207,10 @@ _TABLE = [
     Intrinsic("call_packed", -1, _no_reference("call_packed"), "codegen", "", float_only=False,
               doc="call_packed(name, *args): the Python function registered as name "
                   "(mlc.register_func); buffers become numpy arrays"),
-    Intrinsic("call_pure_extern", -1, _no_reference("call_pure_extern"), "codegen", "",
+    Intrinsic("call_pure_extern", -1, _c_function, "codegen", "",
               float_only=False, doc="call_pure_extern(name, *args): the C function name, "
                                     "without side effects (libm's expf...)"),
-    Intrinsic("call_extern", -1, _no_reference("call_extern"), "codegen", "",
+    Intrinsic("call_extern", -1, _c_function, "codegen", "",
               float_only=False, doc="call_extern(name, *args): the C function name"),
     Intrinsic("buffer_arg", -1, _no_reference("buffer_arg"), "codegen", "", float_only=False,
               doc="buffer_arg(A[0, 0], n, m): buffer A (its address and sizes) as an argument "

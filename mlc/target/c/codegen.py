@@ -327,12 +327,37 @@ class CodeGenC:
         return f"{self.name_of(e.buffer.data)}[{self.expr(index, lane)}]"
 
     def expr_Call(self, e: Call, lane: str | None) -> str:
+        if e.op in ("call_extern", "call_pure_extern", "call_packed"):
+            return self._call_out(e, lane)
         fn = intrin.lookup(e.op)
         if fn is None:
             raise CodegenError(
                 f"the {self.language.upper()} backend does not know the function {e.op!r}"
             )
         return fn.source(self.language, [self.expr(a, lane) for a in e.args], e.dtype)
+
+
+    def _call_out(self, e: Call, lane: str | None) -> str:
+        """A C function by name: ``expf(x)``; a packed function (CPU only) as the runtime's
+        ``mlc_call_packed("name", A, n, m, ...)``, a buffer as its pointer and its sizes."""
+        name = e.args[0].value if e.args and isinstance(e.args[0], StringImm) else None
+        if name is None:
+            raise CodegenError(f"{e.op} needs the function's name as its first argument")
+        if e.op != "call_packed":
+            return f"{name}({', '.join(self.expr(a, lane) for a in e.args[1:])})"
+        if self.language != "c":
+            raise CodegenError(
+                f"call_packed({name!r}) calls Python on the CPU; it cannot run in a "
+                f"{self.language.upper()} kernel (build for the llvm target)"
+            )
+        args = [f'"{name}"']
+        for a in e.args[1:]:
+            if isinstance(a, Call) and a.op == "buffer_arg" and isinstance(a.args[0], BufferLoad):
+                args.append(self.name_of(a.args[0].buffer.data))
+                args += [self.expr(x, lane) for x in a.args[1:]]
+            else:
+                args.append(self.expr(a, lane))
+        return f"mlc_call_packed({', '.join(args)})"
 
 
 def _strip(text: str) -> str:
