@@ -205,6 +205,27 @@ class _ExprParser:
             raise self.error(node, str(err)) from err
         return cls(a, b)  # type: ignore[no-any-return]
 
+    def _call_out(self, name: str, node: ast.Call) -> PrimExpr:
+        """``T.call_packed("f", T.buffer_arg(A[0, 0], n, m), 1)``, ``T.call_pure_extern(
+        "float32", "expf", x)`` and ``T.call_extern(...)`` (:mod:`mlc.tir.call`)."""
+        args = list(node.args)
+        if name == "buffer_arg":
+            load = self.expr(args[0]) if args else None
+            if not isinstance(load, BufferLoad):
+                raise self.error(node, "T.buffer_arg(A[0, 0], n, m): a buffer's first element "
+                                       "and its sizes")
+            return Call("handle", name, (load, *(self.expr(a) for a in args[1:])))
+        dtype = "int32"
+        if name != "call_packed":
+            if len(args) < 2:
+                raise self.error(node, f'T.{name}("float32", "expf", x): the result dtype, '
+                                       "the C function's name, then its arguments")
+            dtype = self.literal(args.pop(0))
+        fname = self.expr(args[0]) if args else None
+        if not isinstance(fname, StringImm):
+            raise self.error(node, f"T.{name}: the function's name (a string) comes first")
+        return Call(dtype, name, (fname, *(self.expr(a) for a in args[1:])))
+
     def _call(self, node: ast.Call) -> PrimExpr:  # noqa: C901 - one case per builtin
         if isinstance(node.func, ast.Attribute) and node.func.attr == "astype":
             if len(node.args) != 1:
@@ -262,6 +283,8 @@ class _ExprParser:
             if dt.is_float(x.dtype):
                 return Call(x.dtype, "fabs", (x,))
             return Select(x < 0, -x, x)
+        if name in ("call_packed", "call_extern", "call_pure_extern", "buffer_arg"):
+            return self._call_out(name, node)
         row = intrin.lookup(name)
         if row is not None:  # the intrinsic table (mlc.tir.intrin) is the list of functions
             k = row.arity

@@ -198,6 +198,8 @@ class _Printer:
             args = self.exprs((e.condition, e.true_value, e.false_value))
             return f"{self.t('if_then_else') if self.script else 'select'}({args})", _P_ATOM
         if isinstance(e, Call):
+            if e.op in ("call_extern", "call_pure_extern"):  # TVM's form: the dtype first
+                return f'{self.t(e.op)}("{e.dtype}", {self.exprs(e.args)})', _P_ATOM
             return f"{self.t(e.op)}({self.exprs(e.args)})", _P_ATOM
         if isinstance(e, Ramp):
             base, stride = self.expr(e.base), self.expr(e.stride)
