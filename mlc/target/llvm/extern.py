@@ -103,6 +103,7 @@ class ExternCallEmitter:
                 f"{e.op}({name!r}) is called with types {fnty} here but {existing.function_type}"
                 " elsewhere in the program (or the name is taken); one C function has one type"
             )
+        _check_libm(e, name)
         fn = self.declare(name, fnty)
         self.extern_symbols.add(name)
         if lanes == 1:
@@ -122,3 +123,30 @@ def _name_of(e: Call) -> str:
     if not isinstance(name, StringImm):
         raise CodegenError(f"{e.op} needs the function's name as its first argument, got {name}")
     return name.value
+
+
+def _libm_types() -> dict[str, str]:
+    """libm's math functions of the intrinsic table: ``expf`` takes and returns float32,
+    ``exp`` float64."""
+    from mlc.tir import intrin
+
+    found = {}
+    for n, row in intrin.INTRINSICS.items():
+        if row.c.startswith(n + "{f}("):
+            found[n + "f"], found[n] = "float32", "float64"
+    return found
+
+
+def _check_libm(e: Call, name: str) -> None:
+    """A libm function called with the wrong types reads garbage registers: refuse it."""
+    want = _libm_types().get(name)
+    if want is None:
+        return
+    got = [dt.element(e.dtype)] + [dt.element(a.dtype) for a in e.args[1:]]
+    if any(g != want for g in got):
+        args = ", ".join(dt.element(a.dtype) for a in e.args[1:])
+        raise CodegenError(
+            f"{e.op}({e.dtype!r}, {name!r}, ...) with arguments ({args}): libm's {name} takes "
+            f"and returns {want}; cast the arguments (x.astype({want!r})) and use dtype "
+            f"{want!r}"
+        )
