@@ -485,3 +485,36 @@ def test_register_func_spellings_and_errors(registered: list[str]) -> None:
         mlc.get_global_func("missing.name")
     with pytest.raises(PackedFuncError, match="needs a name"):
         mlc.register_func("")
+
+
+def test_packed_call_per_element_in_a_parallel_loop(registered: list[str]) -> None:
+    def check(i: int) -> None:
+        if i == 50:
+            raise RuntimeError("fifty")
+
+    mlc.register_func("test.check", check)
+    registered.append("test.check")
+    B = te.compute((64,), lambda i: tir.call_packed("test.check", i), name="B")
+    s = te.create_schedule(B.op)
+    s[B].parallel(B.op.axis[0])
+    f = mlc.build(s, [B])
+    b = np.ones(64, "int32")
+    with pytest.raises(PackedFuncError, match="RuntimeError: fifty"):
+        f(b)
+    assert set(b[:50]) <= {0, -1} and b[50] == -1  # 0: success, -1: failed or skipped
+
+
+def test_extern_body_may_be_a_loop_nest() -> None:
+    """TVM's ir_builder style: fcompute returns loops that store into the output."""
+    A = te.placeholder((16,), name="A")
+
+    def body(ins: list[tir.Buffer], outs: list[tir.Buffer]) -> tir.Stmt:
+        i = tir.Var("i", "int32")
+        store = tir.BufferStore(outs[0], ins[0][i] * 3, (i,))
+        return tir.For(i, tir.const(0), tir.const(16), tir.ForKind.SERIAL, store)
+
+    C = te.extern((16,), [A], body, name="C")
+    f = mlc.build(te.create_schedule(C.op), [A, C])
+    a, c = rand(16), np.zeros(16, "float32")
+    f(a, c)
+    np.testing.assert_allclose(c, 3 * a)
