@@ -1,5 +1,5 @@
 """``lower_cross_thread_reduction``: a reduction whose reduce loop is bound to ``threadIdx``
-becomes a tree reduction in shared memory (TVM's "Reduction" tutorial).
+becomes a tree reduction across the threads (TVM's "Reduction" tutorial).
 
 After ``sch.bind(k_inner, "threadIdx.x")`` on a reduction loop, the threads of a block each
 run part of one reduction. The block is rewritten (still as blocks, so the usual lowering
@@ -18,11 +18,35 @@ are combined pairwise in ``log2(n)`` steps, and thread 0 writes the total::
 The GPU passes then put a barrier between the steps (they read what other threads wrote).
 Reduce loops outside the thread loop stay loops around all of this; reduce loops inside it
 fold into the thread's slot first.
+
+**Warp shuffles** (``warp_size=32``, what the CUDA targets run: :func:`with_warp_shuffles`).
+The 32 threads of a warp run in lock step and can read each other's registers
+(``__shfl_down_sync``), so the steps within a warp need neither shared memory nor a barrier.
+Each thread keeps its part in a register (a ``"local"`` buffer of one element) and every
+step reads the partial sum of the lane ``s`` places down::
+
+    for tx in thread_binding(16, "threadIdx.x"):
+        B_red[0] = 0.0;  B_red[0] += A[i, tx]
+        B_red_t[0] = tvm_warp_shuffle_down(mask, B_red[0], 8, 16)     # every lane
+        if tx + 8 < 16:  B_red[0] += B_red_t[0]
+        ... (4, 2, 1)
+        if tx == 0:  B[vi] = 0.0; B[vi] += B_red[0]
+
+Every lane of the warp takes part in every shuffle (the ``mask``: the lanes that exist), and
+a lane whose partner is past the end (``tx + s >= n``) ignores what it read. A reduction over
+more than 32 threads reduces each warp so, puts one value per warp in shared memory
+(``B_red_shared[tx // 32]``), and after a barrier the first warp reduces those the same way.
+The shuffle path needs the warps to line up with the reductions: the reduce loop is the
+fastest-varying thread axis and spans the kernel's whole axis, and ``n`` divides 32, is a
+multiple of 32, or is the only reduction of the block; otherwise (and for dtypes other than
+float32/64 and int32/64) the shared-memory tree is used.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+from dataclasses import dataclass
 from typing import Any
 
 from mlc.errors import LoweringError
@@ -30,6 +54,7 @@ from mlc.te.intrin import max_value, min_value
 from mlc.tir.expr import (
     Add,
     BufferLoad,
+    Call,
     IntImm,
     IterKind,
     IterVar,
@@ -38,10 +63,11 @@ from mlc.tir.expr import (
     Mul,
     PrimExpr,
     Range,
+    Select,
     Var,
     const,
 )
-from mlc.tir.functor import IRMutator, substitute, uses_var
+from mlc.tir.functor import IRMutator, post_order_visit, substitute, uses_var
 from mlc.tir.stmt import (
     Block,
     BlockRealize,
@@ -56,21 +82,33 @@ from mlc.tir.stmt import (
     Stmt,
     seq,
 )
+from mlc.tir.thread_tag import THREAD_AXES
 
 REDUCERS: tuple[type, ...] = (Add, Mul, Max, Min)
+SHUFFLE_DTYPES = ("float32", "float64", "int32", "int64")
+"""The dtypes a warp shuffle moves (``__shfl_down_sync`` overloads); others use shared memory."""
+SHUFFLE = "tvm_warp_shuffle_down"
 
 
-def lower_cross_thread_reduction(func: PrimFunc) -> PrimFunc:
+def lower_cross_thread_reduction(func: PrimFunc, warp_size: int | None = None) -> PrimFunc:
     """Rewrite every reduction whose reduce loop is bound to a ``threadIdx`` axis (see the
-    module docstring); other programs come back unchanged."""
-    lowerer = _Lowerer()
+    module docstring); other programs come back unchanged. ``warp_size`` (a target whose
+    threads shuffle registers within a warp: 32 for CUDA) reduces within warps by shuffles;
+    None (the default) uses shared memory and barriers only."""
+    lowerer = _Lowerer(warp_size)
     body = lowerer.visit(func.body)
     if not lowerer.new_buffers:
         return func
-    assert isinstance(body, BlockRealize)  # the root block holds the new shared buffers
+    assert isinstance(body, BlockRealize)  # the root block holds the new buffers
     root = body.block
     root = dataclasses.replace(root, alloc_buffers=(*root.alloc_buffers, *lowerer.new_buffers))
     return func.with_body(dataclasses.replace(body, block=root))
+
+
+def with_warp_shuffles(warp_size: int) -> Any:
+    """The pass for a target whose warps shuffle registers: ``lower_cross_thread_reduction``
+    with ``warp_size`` (what a GPU target puts in its pipeline)."""
+    return functools.partial(lower_cross_thread_reduction, warp_size=warp_size)
 
 
 def _uses(e: Any, var: Var) -> bool:
@@ -102,11 +140,51 @@ def _point(buf: Buffer, idx: tuple[PrimExpr, ...]) -> BufferRegion:
     return BufferRegion(buf, tuple(Range(i, const(1, i.dtype)) for i in idx))
 
 
+def _is_true(e: PrimExpr) -> bool:
+    return isinstance(e, IntImm) and bool(e.value)
+
+
+@dataclass(frozen=True)
+class _WarpPlan:
+    """How one cross-thread reduction maps onto warps."""
+
+    warp_size: int
+    width: int                  # lanes per shuffle group: n when n divides the warp, else 32
+    warps: int                  # warps one reduction spans (1: no shared memory, no barrier)
+    axes: tuple[For, ...]       # the kernel's thread loops, fastest-varying (x) first
+    threads: int                # threads per block
+
+
+@dataclass(frozen=True)
+class _Reduction:
+    """What the rewrites of one reduction share."""
+
+    f: For                      # the reduce loop bound to a thread axis
+    items: list[Stmt]           # f's body: the reduction last
+    inner: list[For]            # reduce loops between f and the block
+    br: BlockRealize
+    store: BufferStore          # C[...] = C[...] op value
+    cond: PrimExpr | None       # the `if` around the store, if any
+    op: type
+    value: PrimExpr
+    others: list[For]           # threadIdx loops around f
+
+    @property
+    def block(self) -> Block:
+        return self.br.block
+
+    @property
+    def dtype(self) -> str:
+        return self.store.buffer.dtype
+
+
 class _Lowerer(IRMutator):
-    def __init__(self) -> None:
+    def __init__(self, warp_size: int | None = None) -> None:
+        self.warp_size = warp_size
         self.stack: list[For] = []
         self.new_buffers: list[Buffer] = []
         self.names: set[str] = set()
+        self.guarded = 0  # enclosing blocks with a predicate (the lanes may diverge there)
 
     def visit_For(self, op: For) -> Any:
         tag = op.thread_binding or ""
@@ -119,6 +197,14 @@ class _Lowerer(IRMutator):
             return self.generic_visit(op)
         finally:
             self.stack.pop()
+
+    def visit_BlockRealize(self, op: BlockRealize) -> Any:
+        guarded = not _is_true(op.predicate)
+        self.guarded += guarded
+        try:
+            return self.generic_visit(op)
+        finally:
+            self.guarded -= guarded
 
     # -- finding the reduction
 
@@ -182,79 +268,48 @@ class _Lowerer(IRMutator):
         for g in others:
             if not isinstance(g.extent, IntImm):
                 raise LoweringError(f"{where}; loop {g.loop_var.name!r} needs a constant extent")
-        n = f.extent.value
-        dtype = store.buffer.dtype
-        red = Buffer(
-            self._fresh(f"{store.buffer.name}_red"),
-            (*[g.extent for g in others], f.extent),
-            dtype,
-            "shared",
-        )
-        self.new_buffers.append(red)
-        ident = _identity(op, dtype)
+        red = _Reduction(f, items, inner, br, store, cond, op, value, others)
+        plan = self._warp_plan(red)
+        if plan is not None:
+            return self._rewrite_warp(red, plan)
+        return self._rewrite_shared(red)
 
-        def slot_vars(prefix: str) -> list[IterVar]:
-            return [
-                IterVar(Var(f"v{prefix}{k}", "int32"), Range(g.min, g.extent), IterKind.SPATIAL)
-                for k, g in enumerate([*others, f])
-            ]
+    # -- pieces both rewrites use
 
-        def slot_values(tid: Var) -> tuple[PrimExpr, ...]:
-            return (*[g.loop_var for g in others], tid)
+    def _slot_vars(self, prefix: str, loops: list[For]) -> list[IterVar]:
+        return [
+            IterVar(Var(f"v{prefix}{k}", "int32"), Range(g.min, g.extent), IterKind.SPATIAL)
+            for k, g in enumerate(loops)
+        ]
 
-        def shifted(ivs: list[IterVar], last: PrimExpr) -> tuple[PrimExpr, ...]:
-            return (*[iv.var for iv in ivs[:-1]], last - f.min)
-
-        # 1. every thread folds its part into its slot
-        ivs = slot_vars("t")
-        slot = shifted(ivs, ivs[-1].var)
-        init_block = Block(
-            self._fresh(f"{b.name}_red_init"), tuple(ivs), (), (_point(red, slot),),
-            BufferStore(red, ident, slot),
-        )
-        init = BlockRealize(slot_values(f.loop_var), const(True), init_block)
-        ivs2 = slot_vars("u")
-        slot2 = shifted(ivs2, ivs2[-1].var)
-        update: Stmt = BufferStore(red, op(BufferLoad(red, slot2), value), slot2)
-        if cond is not None:
-            update = IfThenElse(cond, update)
+    def _fold(self, red: _Reduction, slot_buf: Buffer, ivs: list[IterVar],
+              slot: tuple[PrimExpr, ...], values: tuple[PrimExpr, ...]) -> Stmt:
+        """Every thread folds its part of the reduction into ``slot_buf[slot]`` (the loops
+        inside the thread loop around it)."""
+        b = red.block
+        update: Stmt = BufferStore(slot_buf, red.op(BufferLoad(slot_buf, slot), red.value), slot)
+        if red.cond is not None:
+            update = IfThenElse(red.cond, update)
         fold_block = Block(
             self._fresh(f"{b.name}_red"),
-            (*b.iter_vars, *ivs2),
-            (*[r for r in b.reads if r.buffer is not store.buffer], _point(red, slot2)),
-            (_point(red, slot2),),
+            (*b.iter_vars, *ivs),
+            (*[r for r in b.reads if r.buffer is not red.store.buffer], _point(slot_buf, slot)),
+            (_point(slot_buf, slot),),
             update,
         )
-        fold: Stmt = BlockRealize(
-            (*br.iter_values, *slot_values(f.loop_var)), br.predicate, fold_block
-        )
-        for g in reversed(inner):
+        fold: Stmt = BlockRealize((*red.br.iter_values, *values), red.br.predicate, fold_block)
+        for g in reversed(red.inner):
             fold = dataclasses.replace(g, body=fold)
-        partial = dataclasses.replace(f, body=seq(*[self.visit(s) for s in items[:-1]], init, fold))
-        # 2. pairwise steps: slot t += slot t + s while t < s
-        steps: list[Stmt] = []
-        half = 1
-        while half * 2 < n:
-            half *= 2
-        while half >= 1:
-            tv = Var(self._fresh(f"{f.loop_var.name}_s{half}"), f.loop_var.dtype)
-            ivs3 = slot_vars("s")
-            me = shifted(ivs3, ivs3[-1].var)
-            other = (*me[:-1], me[-1] + half)
-            step_block = Block(
-                self._fresh(f"{b.name}_red_step{half}"), tuple(ivs3),
-                (_point(red, me), _point(red, other)), (_point(red, me),),
-                BufferStore(red, op(BufferLoad(red, me), BufferLoad(red, other)), me),
-            )
-            rel = tv - f.min
-            pred = (rel < half) & (rel + half < n)
-            steps.append(dataclasses.replace(
-                f, loop_var=tv, body=BlockRealize(slot_values(tv), pred, step_block)))
-            half //= 2
-        # 3. thread 0 combines the total into the output (with the block's init before the
-        #    first step of the reduce loops outside the threads)
-        tw = Var(self._fresh(f"{f.loop_var.name}_w"), f.loop_var.dtype)
-        dropped = [f, *inner]
+        return fold
+
+    def _final(self, red: _Reduction, total_buf: Buffer, ivs: list[IterVar],
+               total: tuple[PrimExpr, ...], values: tuple[PrimExpr, ...],
+               thread: PrimExpr) -> BlockRealize:
+        """The block where thread ``thread == f.min`` combines ``total_buf[total]`` into the
+        output (with the block's init before the first step of the reduce loops outside the
+        threads)."""
+        b, br, f = red.block, red.br, red.f
+        dropped = [f, *red.inner]
         fin_ivs: list[IterVar] = []
         fin_vals: list[PrimExpr] = []
         outer_reduce: list[For] = []
@@ -269,15 +324,15 @@ class _Lowerer(IRMutator):
             fin_ivs.append(IterVar(Var(f"v{g.loop_var.name}", g.loop_var.dtype),
                                    Range(g.min, g.extent), IterKind.REDUCE))
             fin_vals.append(g.loop_var)
-        ivs4 = slot_vars("w")[:-1]
-        total = (*[iv.var for iv in ivs4], const(0, "int32"))
+        store = red.store
         fin_store = BufferStore(
-            store.buffer, op(BufferLoad(store.buffer, store.indices), BufferLoad(red, total)),
+            store.buffer, red.op(BufferLoad(store.buffer, store.indices),
+                                 BufferLoad(total_buf, total)),
             store.indices,
         )
         keep = [p for p in _conjuncts(br.predicate)
                 if not isinstance(p, IntImm) and not _uses_any(p, dropped)]
-        fin_pred: PrimExpr = tw == f.min
+        fin_pred: PrimExpr = thread == f.min
         for p in keep:
             fin_pred = fin_pred & p
         # the partial-sum block keeps the original iteration variables: this one gets its
@@ -286,13 +341,238 @@ class _Lowerer(IRMutator):
         fin_ivs = [IterVar(own.get(iv.var, iv.var), iv.dom, iv.kind) for iv in fin_ivs]
         writes = tuple(substitute(w, own) for w in b.writes)
         fin_block = Block(
-            b.name, (*fin_ivs, *ivs4),
-            (_point(red, total), *writes), writes, substitute(fin_store, own),
+            b.name, (*fin_ivs, *ivs),
+            (_point(total_buf, total), *writes), writes, substitute(fin_store, own),
             substitute(b.init, own) if b.init is not None else None,
         )
-        fin = dataclasses.replace(f, loop_var=tw, body=BlockRealize(
-            (*fin_vals, *[g.loop_var for g in others]), fin_pred, fin_block))
-        return seq(partial, *steps, fin)
+        return BlockRealize((*fin_vals, *values), fin_pred, fin_block)
+
+    # -- shared memory: a tree with barriers
+
+    def _rewrite_shared(self, red: _Reduction) -> Stmt:
+        f, b, others = red.f, red.block, red.others
+        n = f.extent.value  # type: ignore[attr-defined]
+        dtype = red.dtype
+        buf = Buffer(
+            self._fresh(f"{red.store.buffer.name}_red"),
+            (*[g.extent for g in others], f.extent),
+            dtype,
+            "shared",
+        )
+        self.new_buffers.append(buf)
+
+        def slot_values(tid: Var) -> tuple[PrimExpr, ...]:
+            return (*[g.loop_var for g in others], tid)
+
+        def shifted(ivs: list[IterVar], last: PrimExpr) -> tuple[PrimExpr, ...]:
+            return (*[iv.var for iv in ivs[:-1]], last - f.min)
+
+        # 1. every thread folds its part into its slot
+        ivs = self._slot_vars("t", [*others, f])
+        slot = shifted(ivs, ivs[-1].var)
+        init_block = Block(
+            self._fresh(f"{b.name}_red_init"), tuple(ivs), (), (_point(buf, slot),),
+            BufferStore(buf, _identity(red.op, dtype), slot),
+        )
+        init = BlockRealize(slot_values(f.loop_var), const(True), init_block)
+        ivs2 = self._slot_vars("u", [*others, f])
+        fold = self._fold(red, buf, ivs2, shifted(ivs2, ivs2[-1].var), slot_values(f.loop_var))
+        partial = dataclasses.replace(
+            f, body=seq(*[self.visit(s) for s in red.items[:-1]], init, fold))
+        # 2. pairwise steps: slot t += slot t + s while t < s
+        steps: list[Stmt] = []
+        half = 1
+        while half * 2 < n:
+            half *= 2
+        while half >= 1:
+            tv = Var(self._fresh(f"{f.loop_var.name}_s{half}"), f.loop_var.dtype)
+            ivs3 = self._slot_vars("s", [*others, f])
+            me = shifted(ivs3, ivs3[-1].var)
+            other = (*me[:-1], me[-1] + half)
+            step_block = Block(
+                self._fresh(f"{b.name}_red_step{half}"), tuple(ivs3),
+                (_point(buf, me), _point(buf, other)), (_point(buf, me),),
+                BufferStore(buf, red.op(BufferLoad(buf, me), BufferLoad(buf, other)), me),
+            )
+            rel = tv - f.min
+            pred = (rel < half) & (rel + half < n)
+            steps.append(dataclasses.replace(
+                f, loop_var=tv, body=BlockRealize(slot_values(tv), pred, step_block)))
+            half //= 2
+        # 3. thread 0 combines the total into the output
+        tw = Var(self._fresh(f"{f.loop_var.name}_w"), f.loop_var.dtype)
+        ivs4 = self._slot_vars("w", others)
+        total = (*[iv.var for iv in ivs4], const(0, "int32"))
+        fin = self._final(red, buf, ivs4, total, tuple(g.loop_var for g in others), tw)
+        return seq(partial, *steps, dataclasses.replace(f, loop_var=tw, body=fin))
+
+    # -- warp shuffles
+
+    def _warp_plan(self, red: _Reduction) -> _WarpPlan | None:
+        """How the reduction maps onto warps, or None when the shuffle path does not apply
+        (no warps on this target, a dtype shuffles do not move, reductions that straddle
+        warps, lanes that would skip the shuffles): then shared memory does it."""
+        ws, f = self.warp_size, red.f
+        if ws is None or red.dtype not in SHUFFLE_DTYPES or self.guarded:
+            return None
+        if any(g.thread_binding == f.thread_binding for g in red.others):
+            return None
+        root = next((g for g in self.stack if g.kind is ForKind.THREAD_BINDING), f)
+        kernel = _kernel_threads(root)
+        if kernel is None:
+            return None
+        loops = {g.thread_binding: g for g in [*red.others, f]}
+        axes: list[For] = []
+        for tag in THREAD_AXES:  # x, y, z: x varies fastest within a warp
+            if tag not in kernel:
+                continue
+            g = loops.get(tag)
+            if g is None or not isinstance(g.extent, IntImm) or g.extent.value != kernel[tag]:
+                return None  # some lanes skip the reduction (or run it for another row)
+            axes.append(g)
+        faster = axes[: next(k for k, g in enumerate(axes) if g is f)]
+        if any(g.extent.value != 1 for g in faster):  # type: ignore[attr-defined]
+            return None  # the reduction's threads are not neighbouring lanes
+        n = f.extent.value  # type: ignore[attr-defined]
+        threads = 1
+        for g in axes:
+            threads *= g.extent.value  # type: ignore[attr-defined]
+        if n <= ws and ws % n == 0:
+            return _WarpPlan(ws, n, 1, tuple(axes), threads)
+        if threads == n or n % ws == 0:
+            return _WarpPlan(ws, ws, -(-n // ws), tuple(axes), threads)
+        return None  # a reduction of, say, 24 threads next to another: it straddles warps
+
+    def _local(self, base: str, dtype: str) -> Buffer:
+        buf = Buffer(self._fresh(base), (const(1, "int32"),), dtype, "local")
+        self.new_buffers.append(buf)
+        return buf
+
+    def _mask(self, plan: _WarpPlan, lane_of: dict[int, PrimExpr]) -> PrimExpr:
+        """The lanes of this thread's warp that exist (every thread of the block takes part
+        in every shuffle): all of them but in a last, partial warp."""
+        ws = plan.warp_size
+        dtype = "uint32" if ws <= 32 else "uint64"
+        full = const((1 << ws) - 1, dtype)
+        rest = plan.threads % ws
+        if rest == 0:
+            return full
+        part = const((1 << rest) - 1, dtype)
+        if plan.threads < ws:
+            return part
+        linear: PrimExpr = const(0, "int32")
+        for g in reversed(plan.axes):
+            linear = linear * g.extent + lane_of[id(g)]
+        return Select(linear < plan.threads - rest, full, part)
+
+    def _rewrite_warp(self, red: _Reduction, plan: _WarpPlan) -> Stmt:
+        f, b, others = red.f, red.block, red.others
+        n = f.extent.value  # type: ignore[attr-defined]
+        dtype, ws = red.dtype, plan.warp_size
+        zero = (const(0, "int32"),)
+        name = red.store.buffer.name
+
+        def steps(acc: Buffer, tv: Var, count: int, within_warp: bool) -> list[Stmt]:
+            """Shuffle-down steps after which the first lane of each group of ``count``
+            lanes (``plan.width`` apart) holds the group's combination of ``acc[0]``."""
+            if count <= 1:
+                return []
+            tmp = self._local(f"{name}_shfl", dtype)
+            rel = tv - f.min
+            out: list[Stmt] = []
+            half = 1
+            while half * 2 < count:
+                half *= 2
+            while half >= 1:
+                ivs = self._slot_vars("l", plan_loops)
+                lane_of = {id(g): iv.var - g.min for g, iv in zip(plan_loops, ivs)}
+                call = Call(dtype, SHUFFLE, (self._mask(plan, lane_of), BufferLoad(acc, zero),
+                                             const(half, "int32"),
+                                             const(plan.width, "int32")))
+                shfl = Block(self._fresh(f"{b.name}_red_shfl{half}"), tuple(ivs),
+                             (_point(acc, zero),), (_point(tmp, zero),),
+                             BufferStore(tmp, call, zero))
+                out.append(BlockRealize(values(tv), const(True), shfl))
+                step = Block(self._fresh(f"{b.name}_red_step{half}"), (),
+                             (_point(acc, zero), _point(tmp, zero)), (_point(acc, zero),),
+                             BufferStore(acc, red.op(BufferLoad(acc, zero),
+                                                     BufferLoad(tmp, zero)), zero))
+                if within_warp and plan.width == ws:  # the group is the warp's part of n
+                    pred: PrimExpr = rel % ws + half < ws
+                    if n % ws:
+                        pred = pred & (rel + half < n)
+                else:
+                    pred = rel + half < count
+                out.append(BlockRealize((), pred, step))
+                half //= 2
+            return out
+
+        plan_loops = list(plan.axes)
+
+        def values(tv: Var) -> tuple[PrimExpr, ...]:
+            return tuple(tv if g is f else g.loop_var for g in plan_loops)
+
+        # 1. every thread folds its part into a register, then each warp combines its lanes
+        acc = self._local(f"{name}_red", dtype)
+        init = BlockRealize((), const(True), Block(
+            self._fresh(f"{b.name}_red_init"), (), (), (_point(acc, zero),),
+            BufferStore(acc, _identity(red.op, dtype), zero)))
+        fold = self._fold(red, acc, [], zero, ())
+        first = [*[self.visit(s) for s in red.items[:-1]], init, fold,
+                 *steps(acc, f.loop_var, min(n, plan.width), True)]
+        if plan.warps == 1:
+            # 2. the first lane writes the total
+            first.append(self._final(red, acc, [], zero, (), f.loop_var))
+            return dataclasses.replace(f, body=seq(*first))
+        # 2. the first lane of each warp puts its warp's value in shared memory ...
+        slots = Buffer(self._fresh(f"{name}_red_shared"),
+                       (*[g.extent for g in others], const(plan.warps, "int32")), dtype,
+                       "shared")
+        self.new_buffers.append(slots)
+        ivs = self._slot_vars("p", [*others, f])
+        slot = (*[iv.var for iv in ivs[:-1]], (ivs[-1].var - f.min) // ws)
+        put = Block(self._fresh(f"{b.name}_red_put"), tuple(ivs), (_point(acc, zero),),
+                    (_point(slots, slot),), BufferStore(slots, BufferLoad(acc, zero), slot))
+        first.append(BlockRealize((*[g.loop_var for g in others], f.loop_var),
+                                  (f.loop_var - f.min) % ws == 0, put))
+        # 3. ... and after a barrier the first warp combines those the same way
+        tw = Var(self._fresh(f"{f.loop_var.name}_w"), f.loop_var.dtype)
+        acc2 = self._local(f"{name}_red", dtype)
+        init2 = BlockRealize((), const(True), Block(
+            self._fresh(f"{b.name}_red_init"), (), (), (_point(acc2, zero),),
+            BufferStore(acc2, _identity(red.op, dtype), zero)))
+        ivs = self._slot_vars("g", [*others, f])
+        slot = (*[iv.var for iv in ivs[:-1]], ivs[-1].var - f.min)
+        get = Block(self._fresh(f"{b.name}_red_get"), tuple(ivs), (_point(slots, slot),),
+                    (_point(acc2, zero),), BufferStore(acc2, BufferLoad(slots, slot), zero))
+        second: list[Stmt] = [
+            init2,
+            BlockRealize((*[g.loop_var for g in others], tw), tw - f.min < plan.warps, get),
+            *steps(acc2, tw, plan.warps, False),
+            self._final(red, acc2, [], zero, (), tw),
+        ]
+        return seq(dataclasses.replace(f, body=seq(*first)),
+                   dataclasses.replace(f, loop_var=tw, body=seq(*second)))
+
+
+def _kernel_threads(root: For) -> dict[str, int] | None:
+    """The threads per block of the kernel around ``root`` as split_host_device will launch
+    it (the largest extent bound to each threadIdx axis); None if one is not a constant."""
+    extents: dict[str, int] = {}
+    symbolic = False
+
+    def scan(n: object) -> None:
+        nonlocal symbolic
+        if isinstance(n, For) and n.kind is ForKind.THREAD_BINDING:
+            tag = n.thread_binding or ""
+            if tag.startswith("threadIdx."):
+                if not isinstance(n.extent, IntImm):
+                    symbolic = True
+                else:
+                    extents[tag] = max(extents.get(tag, 0), n.extent.value)
+
+    post_order_visit(root, scan)
+    return None if symbolic else extents
 
 
 def _reducer(b: Block, where: str) -> tuple[BufferStore, PrimExpr | None, type, PrimExpr]:

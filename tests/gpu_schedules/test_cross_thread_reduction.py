@@ -1,5 +1,6 @@
 """Cross-thread reduction: a reduction loop bound to threadIdx.x (TVM's "Reduction"
-tutorial) becomes a tree reduction in shared memory; checked on cuda-sim against numpy."""
+tutorial) becomes a tree reduction (warp shuffles on the CUDA targets, shared memory
+elsewhere); checked on cuda-sim against numpy. More in tests/gpu/test_warp_shuffle.py."""
 
 from __future__ import annotations
 
@@ -34,8 +35,14 @@ def test_tvm_reduction_tutorial_rfactor_then_bind():
         b = np.full(rows, np.nan, "float32")
         f(a, b)
         np.testing.assert_allclose(b, a.sum(1), rtol=1e-5)
+    # 16 threads per row: each row is half a warp, reduced by shuffles of width 16
     src = f.get_source("cuda")
-    assert "__shared__ float B_red[512];" in src and src.count("__syncthreads();") >= 4
+    assert "__shfl_down_sync(0xffffffffu, B_red[0], 8, 16);" in src
+    assert "__syncthreads" not in src and "__shared__" not in src
+    # a target without warp shuffles (mlc.lower's common passes) keeps the shared-memory tree
+    shared = str(mlc.lower(s, [A, B]))
+    assert 'B_red = alloc_buffer((512,), "float32", scope="shared")' in shared
+    assert "tvm_warp_shuffle_down" not in shared
 
 
 @pytest.mark.parametrize("threads", [32, 24])

@@ -8,7 +8,7 @@ writes and reads (:mod:`mlc.target.gpu`); codegen prints CUDA C
 
 from __future__ import annotations
 
-from mlc.target.cuda.build import GPU_PASSES, build_cuda
+from mlc.target.cuda.build import COMMON_PASSES, GPU_PASSES, build_cuda
 from mlc.target.cuda.module import CUDAModule
 from mlc.target.target import Backend, TargetKind
 
@@ -18,7 +18,8 @@ BACKEND = Backend(
     codegen=build_cuda,
     module_class=CUDAModule,
     passes=GPU_PASSES,
-    features=frozenset({"gpu"}),
+    features=frozenset({"gpu", "warp_shuffle"}),
+    common_passes=COMMON_PASSES,
 )
 
 __all__ = ["BACKEND", "CUDAModule", "build_cuda"]

@@ -12,7 +12,20 @@ from mlc.target.cuda.module import CUDAModule
 from mlc.target.gpu.split_host_device import insert_thread_sync, split_host_device
 from mlc.target.target import Pass, Target
 from mlc.tir.stmt import PrimFunc
-from mlc.transform import run_passes
+from mlc.transform import PASSES, run_passes
+from mlc.transform.lower_cross_thread_reduction import with_warp_shuffles
+
+WARP_SIZE = 32
+"""Threads of an NVIDIA warp: they run in lock step and read each other's registers
+(``__shfl_down_sync``), so a cross-thread reduction needs no shared memory within a warp."""
+
+COMMON_PASSES: tuple[tuple[str, Pass], ...] = tuple(
+    (name, with_warp_shuffles(WARP_SIZE) if name == "lower_cross_thread_reduction" else fn)
+    for name, fn in PASSES
+)
+"""The common passes (:data:`mlc.transform.PASSES`) as the GPU targets run them: a reduction
+across threads reduces within each warp by shuffles (see
+:mod:`mlc.transform.lower_cross_thread_reduction`)."""
 
 GPU_PASSES: tuple[tuple[str, Pass], ...] = (
     ("split_host_device", split_host_device),    # bound loops -> kernel launches

@@ -9,6 +9,8 @@ loop bound to an axis    ``int i_1 = threadIdx.x;`` (a guard ``if (threadIdx.x <
 ``"shared"`` buffer      ``__shared__ float X_shared[1024];`` at the top of the kernel
 ``"local"`` buffer       a per-thread array ``float Y_local[16];``
 barrier                  ``__syncthreads();``
+warp shuffle             ``__shfl_down_sync(0xffffffffu, v, 16, 32)`` (a cross-thread
+                         reduction's steps within a warp: no shared memory, no barrier)
 ``FloorDiv/FloorMod``    ``mlc_floordiv``/``mlc_floormod`` (C's ``/`` and ``%`` truncate)
 math                     ``expf``, ``sqrtf``, ... for float32 (the "f" functions)
 =======================  =================================================================
@@ -190,6 +192,11 @@ class CodeGenCUDA(CodeGenC):
         self.stmt(s.body)
 
     # -- expressions --------------------------------------------------------------------------
+    def expr_IntImm(self, e: IntImm, lane: str | None) -> str:
+        if dt.is_uint(e.dtype) and dt.bits(e.dtype) in (32, 64):  # a lane mask: 0xffffffffu
+            return f"{e.value:#x}" + ("u" if dt.bits(e.dtype) == 32 else "ull")
+        return super().expr_IntImm(e, lane)
+
     def expr_FloatImm(self, e: FloatImm, lane: str | None) -> str:
         v = e.value
         single = dt.element(e.dtype) == "float32"

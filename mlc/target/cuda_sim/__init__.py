@@ -10,7 +10,7 @@ conflicts and FLOPs (:mod:`~mlc.target.cuda_sim.model`)."""
 
 from __future__ import annotations
 
-from mlc.target.cuda.build import GPU_PASSES, build_cuda
+from mlc.target.cuda.build import COMMON_PASSES, GPU_PASSES, build_cuda
 from mlc.target.cuda.module import CUDAModule
 from mlc.target.cuda_sim.checks import CheckReport, check
 from mlc.target.cuda_sim.model import (
@@ -35,7 +35,8 @@ BACKEND = Backend(
     codegen=_build,
     module_class=CUDAModule,
     passes=GPU_PASSES,
-    features=frozenset({"gpu"}),
+    features=frozenset({"gpu", "warp_shuffle"}),
+    common_passes=COMMON_PASSES,
 )
 
 __all__ = [

@@ -13,8 +13,9 @@ from mlc.errors import (
     CodegenError,
     GPUIndexError,
     InterpreterError,
+    ShuffleDivergenceError,
 )
-from mlc.target.cuda_sim.lanes import Lanes, np_dtype
+from mlc.target.cuda_sim.lanes import WARP_SIZE, Lanes, np_dtype
 from mlc.target.cuda_sim.observer import Access, Observer, stmt_line
 from mlc.tir import dtype as dt
 from mlc.tir import expr as E
@@ -23,6 +24,8 @@ from mlc.tir import stmt as S
 
 if TYPE_CHECKING:
     from mlc.target.cuda_sim.interp import Interpreter
+
+SHUFFLE = "tvm_warp_shuffle_down"
 
 
 class _Evaluator:
@@ -285,6 +288,8 @@ class _Evaluator:
     def _e_Call(self, e: E.Call, mask: Any) -> Any:
         if e.op == "check_index":
             return self._check_index(e, mask)
+        if e.op == SHUFFLE:
+            return self._shuffle(e, mask)
         fn = intrin.lookup(e.op)
         if fn is None:
             raise CodegenError(f"the GPU interpreter does not know the intrinsic {e.op!r}")
@@ -296,6 +301,91 @@ class _Evaluator:
         if dt.is_float(e.dtype):
             r = r.astype(np_dtype(e.dtype))
         return r[()] if r.ndim == 0 else r
+
+    def _shuffle(self, e: E.Call, mask: Any) -> Any:
+        """``tvm_warp_shuffle_down(lanes, value, delta, width)`` as a warp runs it: every
+        lane that reaches it gets, at once, the ``value`` of the lane ``delta`` places down
+        in its warp; its own where that lane is past its group of ``width`` lanes or past the
+        block. Misuse is an error (:class:`~mlc.errors.ShuffleDivergenceError`): a lane the
+        mask names that does not reach the shuffle, lanes of a warp passing different masks,
+        a lane missing from its own mask or reading a lane its mask does not name."""
+        n = self.n_lanes
+        lanes = self.lanes
+        active = np.ones(n, bool) if mask is None else np.broadcast_to(mask, (n, 1))[:, 0]
+
+        def per_lane(x: Any) -> np.ndarray:
+            return np.broadcast_to(np.asarray(x), (n, 1))[:, 0]
+
+        names_v, value_v, delta_v, width_v = (self._eval(a, mask) for a in e.args)
+        names = per_lane(names_v).astype(np.int64) & 0xFFFFFFFF
+        value = per_lane(value_v)
+        delta = per_lane(delta_v).astype(np.int64)
+        width = per_lane(width_v).astype(np.int64)
+        tpb = lanes.threads_per_block
+        tid = lanes.thread_ids
+        lane = tid % WARP_SIZE
+        warp = lanes.warp_ids
+        me = np.flatnonzero(active)
+        bad_width = (width[me] < 1) | (width[me] > WARP_SIZE) | (width[me] & (width[me] - 1) != 0)
+        if bad_width.any():
+            j = int(me[np.argmax(bad_width)])
+            self._shuffle_error(f"{lanes.describe(j)} passes the width {int(width[j])}; a "
+                                "width is a power of two from 1 to 32")
+        arrived = np.zeros(int(warp.max()) + 1, np.int64)
+        np.bitwise_or.at(arrived, warp[me], np.left_shift(1, lane[me]))
+        count = np.minimum(WARP_SIZE, tpb - (tid - lane))  # lanes of the warp that exist
+        exists = (np.left_shift(1, count) - 1).astype(np.int64)
+        not_own = (np.right_shift(names[me], lane[me]) & 1) == 0
+        if not_own.any():
+            j = int(me[np.argmax(not_own)])
+            self._shuffle_error(
+                f"{lanes.describe(j)} calls it with the mask {int(names[j]):#010x}, which "
+                "does not name its own lane; every calling lane must be in its mask")
+        named = names[me] & exists[me]
+        missing = named & ~arrived[warp[me]]
+        if missing.any():
+            k = int(np.argmax(missing != 0))
+            j = int(me[k])
+            miss = int(missing[k])
+            other = j - int(lane[j]) + (miss & -miss).bit_length() - 1
+            self._shuffle_error(
+                f"it is reached by {lanes.describe(j)} but not by {lanes.describe(other)}, "
+                f"which its mask {int(names[j]):#010x} names; on a GPU the result is undefined "
+                "(the warp may hang). Every lane the mask names must reach the shuffle: keep "
+                "it out of conditions that differ within a warp, or name only the lanes that "
+                "take part")
+        for b in range(WARP_SIZE):  # lanes that shuffle together pass the same mask
+            sel = ((np.right_shift(named, b) & 1) == 1) & (lane[me] != b)
+            if not sel.any():
+                continue
+            other = me[sel] - lane[me[sel]] + b
+            differ = names[other] != names[me[sel]]
+            if differ.any():
+                j, o = int(me[sel][np.argmax(differ)]), int(other[np.argmax(differ)])
+                self._shuffle_error(
+                    f"{lanes.describe(j)} passes the mask {int(names[j]):#010x} and "
+                    f"{lanes.describe(o)}, which it names, {int(names[o]):#010x}; the lanes "
+                    "of one shuffle must pass the same mask")
+        inside = ((lane % width) + delta < width) & (tid + delta < tpb) & active
+        src_lane = np.minimum(lane + delta, WARP_SIZE - 1)
+        unnamed = inside & ((np.right_shift(names, src_lane) & 1) == 0)
+        if unnamed.any():
+            j = int(np.argmax(unnamed))
+            self._shuffle_error(
+                f"{lanes.describe(j)} reads {lanes.describe(j + int(delta[j]))}, which its "
+                f"mask {int(names[j]):#010x} does not name (the value is undefined on a GPU)")
+        out = value.copy()
+        take = np.flatnonzero(inside)
+        out[take] = value[take + delta[take]]
+        for o in self.observers:
+            o.shuffle(cast("Interpreter", self), self.stmt,
+                      len(np.unique(warp[me])) * self.weight)
+        return out.reshape(n, 1)
+
+    def _shuffle_error(self, what: str) -> None:
+        line, text = stmt_line(self.func, self.stmt)
+        raise ShuffleDivergenceError(
+            f"kernel {self.kernel.name}: the warp shuffle at line {line}: {what}.\n" + text)
 
     def _check_index(self, e: E.Call, mask: Any) -> Any:
         i = self._eval(e.args[0], mask)

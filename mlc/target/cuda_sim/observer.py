@@ -33,7 +33,8 @@ class Access:
 
 
 class Observer:
-    """Told about every kernel, access, barrier and floating-point operation."""
+    """Told about every kernel, access, barrier, warp shuffle and floating-point
+    operation."""
 
     def begin_kernel(self, interp: Interpreter, kernel: S.KernelLaunch) -> None:
         pass
@@ -46,6 +47,10 @@ class Observer:
 
     def flops(self, count: float) -> None:
         pass
+
+    def shuffle(self, interp: Interpreter, stmt: S.Stmt, warps: float) -> None:
+        """A warp shuffle ran in ``warps`` warps (register to register: no memory access,
+        no barrier)."""
 
     def end_kernel(self, interp: Interpreter, kernel: S.KernelLaunch) -> None:
         pass
