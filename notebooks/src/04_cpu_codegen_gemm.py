@@ -66,8 +66,8 @@ has_vectors
 # Each step adds one idea of TVM's tutorial, with its block size 32 and reduction split 4.
 # Not every idea pays on its own at this size, and the timings below say which did not.
 # n = 512 is large enough for the tiles to matter (three 1 MiB matrices: more than a core's
-# L2) and small enough to run in seconds. The tutorial itself uses n = 1024
-# (`benchmarks/gemm.py` runs it there).
+# L2 on most CPUs; a cell below prints this one's) and small enough to run in seconds. The
+# tutorial itself uses n = 1024 (`benchmarks/gemm.py` runs it there).
 
 # %%
 N, BN, KF = 512, 32, 4
@@ -168,19 +168,22 @@ viz.gflops_bars(gflops, reference={"numpy": numpy_gflops}, peak=peak,
                 title=f"GEMM {N}^3, step by step")
 
 # %% [markdown]
-# The cell below says which step ran slower than the one before it on this machine (by more
-# than 10%: closer than that is noise on a shared machine), with the reason that fits this
-# machine. The reasons are worth knowing before the timings come out:
+# The cell below prints the facts of this machine that decide whether a step pays, then which
+# step ran slower than the one before it (by more than 10%: closer than that is noise on a
+# shared machine), with the fact that explains it. What to expect:
 #
-# * **vectorize** is often no faster than **blocking**: LLVM's own loop vectorizer already
-#   turned blocking's innermost loop (32 independent columns `ji`) into vector code.
+# * **vectorize** is often no faster than **blocking**: LLVM's own loop vectorizer may have
+#   turned blocking's innermost loop (32 independent columns `ji`) into vector code already.
 # * **Packing** is an investment: `packedB` is copied inside every call (here; a library
 #   packs a weight matrix once — exercise 2 does that), n² copies against 2n³ flops, and it
-#   pays only when it replaces loads that missed the cache or the TLB. At n = 512 the panel
-#   of B that a tile reads stays in L2 either way; TVM's tutorial packs at n = 1024.
-# * The **write cache** pays when the accumulators stay in registers; a 32 × 32 tile is far
-#   more than the vector registers hold, so LLVM keeps it in L1 and the gain comes with
-#   **unrolling**. Exercise 3 picks a tile that fits.
+#   pays only when it replaces loads that missed the cache or the TLB. A tile reads a panel
+#   of B, n × 32 floats; where that fits a core's L2 without packing, there is little to
+#   win. TVM's tutorial packs at n = 1024.
+# * The **write cache** pays most when the accumulators stay in registers; a 32 × 32 tile
+#   needs far more vector registers than the CPU has, so LLVM keeps it in memory (L1), and
+#   what the step gains comes from what it does besides: the initialization of C leaves the
+#   inner loop (`decompose_reduction`) and `ki` is unrolled. Exercise 3 picks a tile that
+#   fits.
 # * **parallel** can only gain what idle cores give it: on a machine that others share, the
 #   threads wait for each other.
 
@@ -190,17 +193,22 @@ from mlc.config import num_threads
 from mlc.target.llvm.cpu import cache_bytes, host_simd
 
 simd = host_simd()
-panel = N * BN * 4
+panel, l2 = N * BN * 4, cache_bytes(2)
 auto_vectorized = "x float>" in mlc.build(steps["blocking"].mod).get_source("ll")
+tile_registers = BN * BN // simd.lanes
+print(f"LLVM vectorized blocking's inner loop on its own: {auto_vectorized}")
+print(f"B's panel: {panel >> 10} KiB; this core's L2: {l2 >> 10} KiB")
+print(f"a {BN} x {BN} tile of C: {tile_registers} vector registers of {simd.lanes} lanes; "
+      f"the CPU has {simd.registers}")
+print(f"parallel: {num_threads()} threads on {os.cpu_count()} cores; processes waiting to "
+      f"run, averaged over the last minute: {os.getloadavg()[0]:.1f}\n")
 reasons = {
-    "vectorize": "LLVM vectorized blocking's inner loop on its own" if auto_vectorized
-                 else "blocking was not vectorized by LLVM, so this is noise",
-    "pack": f"packedB is rebuilt in every call; B's {panel >> 10} KiB panel "
-            + (f"fits this core's {cache_bytes(2) >> 10} KiB L2 without packing"
-               if panel <= cache_bytes(2) else "does not fit L2, so this is not what packing fixes"),
-    "write cache": f"a {BN} x {BN} tile takes {BN * BN // simd.lanes} vector registers; "
-                   f"this CPU has {simd.registers}",
-    "parallel": f"{num_threads()} threads on {os.cpu_count()} cores that others share",
+    "vectorize": "LLVM had vectorized blocking on its own" if auto_vectorized
+                 else "noise, or the machine was busy",
+    "pack": "packedB is rebuilt in every call, and B's panel "
+            + ("fits L2 without packing" if panel <= l2 else "is copied at every call"),
+    "write cache": f"the tile needs {tile_registers} registers, the CPU has {simd.registers}",
+    "parallel": "the threads share the cores with whatever else runs",
 }
 slower = [name for prev, name in zip(names, names[1:]) if gflops[name] < 0.9 * gflops[prev]]
 for name in slower:
@@ -529,8 +537,8 @@ def register_tile(simd):
 check_register_tile(register_tile)
 
 # %% [markdown]
-# Your tile against one row taller, which no longer fits the registers (LLVM spills
-# accumulators to the stack):
+# Your tile against one row taller, which needs more vector registers than the CPU has, so
+# LLVM must keep some accumulators in memory (how much that costs varies by CPU):
 
 # %% tags=["nbval-ignore-output"]
 try:
