@@ -423,10 +423,11 @@ MACHINES = [SIMD(8, 16, True, "avx2"), SIMD(16, 32, True, "avx512"), SIMD(4, 32,
 def check_register_tile(register_tile):
     for simd in MACHINES:
         got = register_tile(simd)
-        expect(isinstance(got, tuple) and len(got) == 2 and all(isinstance(x, int) and x > 0
+        expect(isinstance(got, (tuple, list)) and len(got) == 2 and all(
+               isinstance(x, (int, np.integer)) and not isinstance(x, bool) and x > 0
                for x in got), f"register_tile should return (mr, nr), two positive ints; "
                f"for {simd.isa} it returned {got!r}")
-        mr, nr = got
+        mr, nr = (int(x) for x in got)
         expect(nr % simd.lanes == 0, f"{simd.isa}: nr = {nr} is not a whole number of "
                f"{simd.lanes}-lane vectors")
         v = nr // simd.lanes
@@ -439,7 +440,7 @@ def check_register_tile(register_tile):
         expect(2 * mr * v >= simd.registers, f"{simd.isa}: a {mr} x {nr} tile keeps only "
                f"{mr * v} of {simd.registers} registers accumulating: at least half should, to "
                "keep the FMA units busy while each FMA waits for the one before it")
-    mr, nr = register_tile(host_simd())
+    mr, nr = (int(x) for x in register_tile(host_simd()))
     n = math.lcm(mr, nr)
     n *= -(-64 // n)  # a multiple of the tile, at least 64
     sch = micro_kernel(n, mr, nr)
