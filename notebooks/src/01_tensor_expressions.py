@@ -162,6 +162,89 @@ np.testing.assert_allclose(y, np.cumsum(x, axis=0), rtol=1e-5)
 y.round(3)
 
 # %% [markdown]
+# ## Calling out: `te.extern`
+# Some stages are better left to a library. `te.extern(shape, inputs, fcompute)` makes a
+# stage whose body is a *call*: `fcompute(ins, outs)` gets the buffers of the inputs and of
+# the output and returns the call. `tir.call_packed(name, ...)` calls a **packed
+# function**, a Python function registered by name; mlc ships
+# `"tvm.contrib.cblas.matmul"` (numpy's BLAS), so TVM's "External Tensor Functions"
+# tutorial runs with only the module names changed. The bias add after it is an ordinary
+# `te.compute`.
+
+# %%
+n, l, m = 256, 128, 64
+A = te.placeholder((n, l), name="A")
+B = te.placeholder((l, m), name="B")
+bias = te.placeholder((m,), name="bias")
+C = te.extern(
+    (n, m),
+    [A, B],
+    lambda ins, outs: tir.call_packed(
+        "tvm.contrib.cblas.matmul", ins[0], ins[1], outs[0], False, False
+    ),
+    name="C",
+)
+D = te.compute(C.shape, lambda i, j: C[i, j] + bias[j], name="D")
+te.create_prim_func([A, B, bias, D])
+
+# %% [markdown]
+# The extern stage is one block with no loops: it reads `A` and `B` whole and writes `C`
+# whole. Nothing can split or move it (a schedule primitive on it raises a `ScheduleError`
+# saying it is opaque), but the stages around it schedule as usual.
+
+# %%
+s = te.create_schedule(D.op)
+f_mm = mlc.build(s, [A, B, bias, D])
+a, b, bb = (np.random.rand(*shape).astype("float32") for shape in ((n, l), (l, m), (m,)))
+d = np.zeros((n, m), "float32")
+f_mm(a, b, bb, d)
+np.testing.assert_allclose(d, a @ b + bb, rtol=1e-4)
+print("D matches a @ b + bias:", np.allclose(d, a @ b + bb, rtol=1e-4))
+
+# %% [markdown]
+# Your own packed function: `mlc.register_func(name)` registers a Python function. The
+# compiled code calls it with numpy arrays that *are* the buffers (no copy), so it writes
+# its output in place with `y[:] = ...`. An exception inside it comes back as a
+# `PackedFuncError` naming the function.
+
+# %%
+@mlc.register_func("tvm.contrib.my_tvm_addone")
+def my_tvm_addone(x, y):
+    print("my_tvm_addone got", type(x).__name__, x.shape, x.dtype)
+    y[:] = x + 1
+
+
+A1 = te.placeholder((8,), name="A")
+B1 = te.extern(
+    A1.shape,
+    [A1],
+    lambda ins, outs: tir.call_packed("tvm.contrib.my_tvm_addone", ins[0], outs[0]),
+    name="B",
+)
+f_add = mlc.build(te.create_schedule(B1.op), [A1, B1])
+x = np.arange(8, dtype="float32")
+y = np.zeros(8, "float32")
+f_add(x, y)
+np.testing.assert_allclose(y, x + 1)
+y
+
+# %% [markdown]
+# A C function is called by its symbol: `tir.call_pure_extern(dtype, "expf", x)` calls
+# libm's `expf` (the `f` is the float32 version) element by element, inside the compiled
+# loop.
+
+# %%
+A2 = te.placeholder((5,), name="A")
+E2 = te.compute(A2.shape, lambda i: tir.call_pure_extern("float32", "expf", A2[i]), name="E")
+f_exp = mlc.build(te.create_schedule(E2.op), [A2, E2])
+x = np.linspace(-2, 2, 5).astype("float32")
+y = np.zeros(5, "float32")
+f_exp(x, y)
+np.testing.assert_allclose(y, np.exp(x), rtol=1e-6)
+print("expf:", y.round(4))
+print("np.exp:", np.exp(x).round(4))
+
+# %% [markdown]
 # ## Exercises
 # Each exercise is a function to complete: replace `raise NotImplementedError()` with your
 # code and run the check under it. A check prints ✓, or ✗ with what is wrong and a hint.
