@@ -51,6 +51,7 @@ from typing import Any
 
 from mlc.errors import LoweringError
 from mlc.te.intrin import max_value, min_value
+from mlc.tir import dtype as dt
 from mlc.tir.expr import (
     Add,
     BufferLoad,
@@ -129,10 +130,15 @@ def _conjuncts(e: PrimExpr) -> list[PrimExpr]:
 
 
 def _identity(op: type, dtype: str) -> PrimExpr:
+    """The value that changes nothing: a thread with no part (a tail, an inactive lane)
+    holds it. For floats max/min that is -inf/+inf (a row of -inf has the maximum -inf, as
+    in numpy, not the most negative finite float)."""
     if op is Add:
         return const(0, dtype)
     if op is Mul:
         return const(1, dtype)
+    if dt.is_float(dtype):
+        return const(float("-inf") if op is Max else float("inf"), dtype)
     return min_value(dtype) if op is Max else max_value(dtype)
 
 

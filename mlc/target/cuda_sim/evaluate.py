@@ -305,8 +305,8 @@ class _Evaluator:
     def _shuffle(self, e: E.Call, mask: Any) -> Any:
         """``tvm_warp_shuffle_down(lanes, value, delta, width)`` as a warp runs it: every
         lane that reaches it gets, at once, the ``value`` of the lane ``delta`` places down
-        in its warp; its own where that lane is past its group of ``width`` lanes or past the
-        block. Misuse is an error (:class:`~mlc.errors.ShuffleDivergenceError`): a lane the
+        in its warp; its own where that lane is past its group of ``width`` lanes, past the
+        block or does not reach the shuffle. Misuse is an error (:class:`~mlc.errors.ShuffleDivergenceError`): a lane the
         mask names that does not reach the shuffle, lanes of a warp passing different masks,
         a lane missing from its own mask or reading a lane its mask does not name."""
         n = self.n_lanes
@@ -367,6 +367,8 @@ class _Evaluator:
                     f"{lanes.describe(o)}, which it names, {int(names[o]):#010x}; the lanes "
                     "of one shuffle must pass the same mask")
         inside = ((lane % width) + delta < width) & (tid + delta < tpb) & active
+        src = np.minimum(np.arange(n) + delta, n - 1)
+        inside &= active[src]  # a lane that does not take part: the caller keeps its own
         src_lane = np.minimum(lane + delta, WARP_SIZE - 1)
         unnamed = inside & ((np.right_shift(names, src_lane) & 1) == 0)
         if unnamed.any():

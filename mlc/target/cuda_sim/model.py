@@ -20,6 +20,8 @@
   columns, 1. Reads are counted as the compiled code makes them (:func:`shared_reads`): a
   word a thread already read since the last barrier is in a register, a thread's reads of
   one 16-byte chunk are one ``float4`` load, served a quarter-warp per pass.
+* *warp shuffles* (``__shfl_down_sync``, a cross-thread reduction's steps within a warp):
+  one issued instruction per warp each, no memory transaction, no barrier.
 * *FLOPs* (float operations, a fused multiply-add counts 2) and *occupancy*: how many blocks
   fit on a multiprocessor at once, limited by threads, shared memory and registers (estimated).
 
@@ -242,6 +244,7 @@ class KernelCounts:
     shared_requests: float = 0.0
     shared_wavefronts: float = 0.0     # passes, with bank conflicts
     shared_ideal: float = 0.0          # passes without bank conflicts
+    shuffles: float = 0.0              # warp shuffle instructions (register to register)
     dram_bytes: float = 0.0            # compulsory traffic: every global buffer once
     shared_bytes_per_block: int = 0
     registers_per_thread: int = 0
@@ -325,6 +328,10 @@ class Counter(Observer):
     def barrier(self, interp: Interpreter, stmt: S.Stmt) -> None:
         self.flush()
 
+    def shuffle(self, interp: Interpreter, stmt: S.Stmt, warps: float) -> None:
+        # one instruction per warp, no memory transaction and no barrier: it only issues
+        self.cur.shuffles += warps
+
     def flush(self) -> None:
         """Count the shared-memory reads of one barrier interval (see :func:`shared_reads`)."""
         for parts in self.pending.values():
@@ -343,7 +350,8 @@ class Counter(Observer):
         c = self.cur
         scale = c.blocks / max(c.sampled_blocks, 1)
         for name in ("flops", "global_requests", "global_sectors", "global_bytes",
-                     "l1_miss_sectors", "shared_requests", "shared_wavefronts", "shared_ideal"):
+                     "l1_miss_sectors", "shared_requests", "shared_wavefronts", "shared_ideal",
+                     "shuffles"):
             setattr(c, name, getattr(c, name) * scale)
         c.dram_bytes = float(sum(interp.mem[id(p)].nbytes for p in kernel.pointers
                                  if id(p) in interp.mem))
@@ -420,7 +428,7 @@ def estimate(counts: KernelCounts, gpu: GPUProfile) -> KernelPrediction:
     dram = min(footprint, l2_traffic) + max(0.0, l2_traffic - footprint) * miss
     warps_per_block = math.ceil(counts.threads_per_block / 32)
     fp_instr = counts.flops / 2 / 32                      # warp FMAs
-    instr = fp_instr + counts.global_requests + counts.shared_requests
+    instr = fp_instr + counts.global_requests + counts.shared_requests + counts.shuffles
     p.times = {
         "DRAM": dram / (gpu.dram_gbs * 1e9),
         "L2": l2_traffic / (gpu.l2_gbs * 1e9),
