@@ -80,3 +80,25 @@ def rank_correlation(predicted: Sequence[float], measured: Sequence[float]) -> f
     if len(p) < 2 or p.std() == 0 or m.std() == 0:
         return 0.0
     return float(np.corrcoef(p, m)[0, 1])
+
+
+def pairwise_accuracy(predicted: Sequence[float], measured: Sequence[float],
+                      margin: float = 0.0) -> float:
+    """The share of pairs of configs that ``predicted`` puts in the measured order: what a
+    search that keeps the better of two candidates needs. Pairs whose measured values differ
+    by no more than ``margin`` (relative to the larger) are left out: timing noise orders
+    them. A tie in the prediction counts as half right. NaN when no pair is left."""
+    p = np.asarray(predicted, dtype="float64")
+    m = np.asarray(measured, dtype="float64")
+    if p.shape != m.shape or p.ndim != 1:
+        raise ValueError(f"predicted and measured need one value per config each; got "
+                         f"shapes {p.shape} and {m.shape}")
+    i, j = np.triu_indices(len(m), k=1)
+    gap = np.abs(m[i] - m[j])
+    keep = gap > margin * np.maximum(np.abs(m[i]), np.abs(m[j]))
+    if margin == 0.0:
+        keep &= gap > 0
+    if not keep.any():
+        return float("nan")
+    agree = np.sign(p[i] - p[j])[keep] * np.sign(m[i] - m[j])[keep]
+    return float(np.mean((agree + 1) / 2))
