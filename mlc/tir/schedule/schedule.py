@@ -17,6 +17,7 @@ from __future__ import annotations
 from mlc.tir.schedule.blockize import BlockizePrimitives
 from mlc.tir.schedule.cache import CachePrimitives
 from mlc.tir.schedule.compute_location import ComputeLocationPrimitives
+from mlc.tir.schedule.layout import LayoutPrimitives
 from mlc.tir.schedule.loops import LoopPrimitives
 from mlc.tir.schedule.reduction import ReductionPrimitives
 from mlc.tir.schedule.sampling import SamplingPrimitives
@@ -27,6 +28,7 @@ class Schedule(
     SamplingPrimitives,
     ComputeLocationPrimitives,
     CachePrimitives,
+    LayoutPrimitives,
     ReductionPrimitives,
     BlockizePrimitives,
 ):

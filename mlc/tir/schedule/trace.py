@@ -185,6 +185,7 @@ _ARG_KINDS: dict[str, dict[str, str]] = {
     "set_scope": {"block": "block", "buffer_index": "int", "storage_scope": "str"},
     "storage_align": {"block": "block", "buffer_index": "int", "axis": "int", "factor": "int",
                       "offset": "int"},
+    "transform_layout": {"block": "block", "buffer": "str", "index_map": "str"},
     "decompose_reduction": {"block": "block", "loop": "loop"},
     "rfactor": {"loop": "loop", "factor_axis": "int"},
     "blockize": {"loop": "loop"},
