@@ -158,7 +158,7 @@ class _WarpPlan:
     width: int                  # lanes per shuffle group: n when n divides the warp, else 32
     warps: int                  # warps one reduction spans (1: no shared memory, no barrier)
     axes: tuple[For, ...]       # the kernel's thread loops, fastest-varying (x) first
-    threads: int                # threads per block
+    threads: int                # threads of the block that take part (lanes past them skip)
 
 
 @dataclass(frozen=True)
@@ -428,14 +428,17 @@ class _Lowerer(IRMutator):
         if kernel is None:
             return None
         loops = {g.thread_binding: g for g in [*red.others, f]}
+        alone = all(e == 1 for t, e in kernel.items() if t != f.thread_binding)
         axes: list[For] = []
         for tag in THREAD_AXES:  # x, y, z: x varies fastest within a warp
             if tag not in kernel:
                 continue
             g = loops.get(tag)
-            if g is None or not isinstance(g.extent, IntImm) or g.extent.value != kernel[tag]:
-                return None  # some lanes skip the reduction (or run it for another row)
-            axes.append(g)
+            if g is None or not isinstance(g.extent, IntImm):
+                return None
+            if g.extent.value != kernel[tag] and not (g is f and alone):
+                return None  # some rows' lanes skip the reduction (or run it for another row)
+            axes.append(g)  # (a lone row may leave the block's last threads out: not named)
         faster = axes[: next(k for k, g in enumerate(axes) if g is f)]
         if any(g.extent.value != 1 for g in faster):  # type: ignore[attr-defined]
             return None  # the reduction's threads are not neighbouring lanes
@@ -455,8 +458,9 @@ class _Lowerer(IRMutator):
         return buf
 
     def _mask(self, plan: _WarpPlan, lane_of: dict[int, PrimExpr]) -> PrimExpr:
-        """The lanes of this thread's warp that exist (every thread of the block takes part
-        in every shuffle): all of them but in a last, partial warp."""
+        """The lanes of this thread's warp that take part (the block's first
+        ``plan.threads`` threads all run every shuffle): all of them but in a last, partial
+        warp."""
         ws = plan.warp_size
         dtype = "uint32" if ws <= 32 else "uint64"
         full = const((1 << ws) - 1, dtype)

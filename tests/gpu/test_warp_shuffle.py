@@ -424,3 +424,57 @@ def test_nvrtc_compiles_the_shuffle_kernels(threads: int, dtype: str) -> None:
     ptx = mlc.build(s, args, target="cuda").get_source("ptx")
     assert "shfl.sync.down" in ptx
     assert ("bar.sync" in ptx) == (threads > 32)
+
+
+# -- reductions in kernels with other stages ---------------------------------------------------
+
+
+@pytest.mark.parametrize(("threads", "copy_threads", "shuffles"), [(32, 64, 5), (16, 32, 4),
+                                                                   (64, 32, 6)])
+def test_a_row_beside_a_wider_copy_names_only_its_lanes(threads, copy_threads, shuffles) -> None:
+    """The cooperative copy into shared memory runs on more threads than the reduction: the
+    threads past the reduction skip it, and the shuffles' masks leave them out."""
+    rows, cols = 6, 128
+    A = te.placeholder((rows, cols), name="A")
+    k = te.reduce_axis((0, cols), "k")
+    B = te.compute((rows,), lambda i: te.sum(A[i, k], axis=k), name="B")
+    s = te.create_schedule(B.op)
+    AA = s.cache_read(A, "shared", [B])
+    s[B].bind(B.op.axis[0], te.thread_axis("blockIdx.x"))
+    ko, ki = s[B].split(B.op.reduce_axis[0], factor=threads)
+    s[B].bind(ki, te.thread_axis("threadIdx.x"))
+    s[AA].compute_at(s[B], B.op.axis[0])
+    _, inner = s[AA].split(s[AA].fuse(*s[AA].op.axis), factor=copy_threads)
+    s[AA].bind(inner, te.thread_axis("threadIdx.x"))
+    f = mlc.build(s, [A, B], target="cuda-sim")
+    a = rng.standard_normal((rows, cols)).astype("float32")
+    for got in run_both(f, a, "float32"):
+        np.testing.assert_allclose(got, a.sum(1), rtol=1e-4, atol=1e-5)
+    src = f.get_source("cuda")
+    assert src.count("__shfl_down_sync(") == shuffles
+    if threads < copy_threads:
+        mask = f"{(1 << threads) - 1:#x}u"
+        assert f"__shfl_down_sync({mask}, B_red[0], {threads // 2}, {threads});" in src
+
+
+@pytest.mark.parametrize("threads", [32, 128])
+def test_softmax_denominator_two_reductions_in_one_kernel(threads: int) -> None:
+    rows, cols = 6, 200
+    A = te.placeholder((rows, cols), name="A")
+    k = te.reduce_axis((0, cols), "k")
+    M = te.compute((rows,), lambda i: te.max(A[i, k], axis=k), name="M")
+    k2 = te.reduce_axis((0, cols), "k2")
+    S = te.compute((rows,), lambda i: te.sum(te.exp(A[i, k2] - M[i]), axis=k2), name="S")
+    s = te.create_schedule(S.op)
+    s[S].bind(S.op.axis[0], te.thread_axis("blockIdx.x"))
+    _, ki = s[S].split(S.op.reduce_axis[0], factor=threads)
+    s[S].bind(ki, te.thread_axis("threadIdx.x"))
+    s[M].compute_at(s[S], S.op.axis[0])
+    s[M].set_scope("shared")
+    _, mi = s[M].split(M.op.reduce_axis[0], factor=threads)
+    s[M].bind(mi, te.thread_axis("threadIdx.x"))
+    f = mlc.build(s, [A, S], target="cuda-sim")
+    a = rng.standard_normal((rows, cols)).astype("float32")
+    want = np.exp(a - a.max(1, keepdims=True)).sum(1)
+    for got in run_both(f, a, "float32"):
+        np.testing.assert_allclose(got, want, rtol=1e-5)
