@@ -171,7 +171,7 @@ def _plan(
             continue
         # each iteration of the innermost fixed loop writing first what it reads means no
         # value flows between the iterations of any fixed loop
-        if (fixed and _written_first(accesses, fixed, region)) or all(
+        if (fixed and _written_first(accesses, fixed, region, buf.shape)) or all(
             _private_copy(buf, f)
             or _disjoint_iterations(fixed[: t + 1], region_of(fixed[: t + 1]))
             for t, f in enumerate(fixed)
@@ -414,13 +414,18 @@ def _disjoint_iterations(fixed: list[For], region: list[Range] | None) -> bool:
     return False
 
 
-def _written_first(accesses: list[_Access], fixed: list[For], region: list[Range]) -> bool:
+def _written_first(
+    accesses: list[_Access], fixed: list[For], region: list[Range],
+    shape: tuple[PrimExpr, ...],
+) -> bool:
     """Does every iteration of ``fixed[-1]`` first write, in a loop nest of its own, all of
     the region it then touches? (A packed copy made inside the loop, as ``cache_read`` +
     ``compute_at`` give: no value flows from one iteration to the next, so each iteration
-    may have its own buffer -- one per thread under a parallel loop.)"""
+    may have its own buffer -- one per thread under a parallel loop.) The copy may be
+    guarded where its guards only cut off what lies past the end of the buffer (the last
+    block of a split that does not divide the rows): no access reads there."""
     first = accesses[0]
-    if not first.store or first.guards:
+    if not first.store or not _guards_cut_off_the_end(first, shape):
         return False
     depth = len(fixed)
     inner = list(first.loops[depth:])
@@ -440,6 +445,30 @@ def _written_first(accesses: list[_Access], fixed: list[For], region: list[Range
             return False
         lo, extent = covered
         if not (_is_zero(ana.simplify(lo - r.min)) and _is_zero(ana.simplify(extent - r.extent))):
+            return False
+    return True
+
+
+def _guards_cut_off_the_end(acc: _Access, shape: tuple[PrimExpr, ...]) -> bool:
+    """Is every guard of ``acc`` of the form ``index[d] + c < shape[d] + c`` (or weaker:
+    false only where ``index[d]`` is past the end of dimension ``d``)?"""
+    ana = Analyzer()
+    for g in _conjuncts(acc.guards):
+        if isinstance(g, LT):
+            a, b = g.a, g.b
+        elif isinstance(g, LE):
+            a, b = g.a, g.b + 1
+        else:
+            return False
+        for index, extent in zip(acc.indices, shape):
+            shift = ana.simplify(index - a)  # index = a + shift
+            if not isinstance(shift, IntImm):
+                continue
+            # the guard fails when a >= b, i.e. index >= b + shift: past the end?
+            past = ana.simplify(b + shift - extent)
+            if isinstance(past, IntImm) and past.value >= 0:
+                break
+        else:
             return False
     return True
 

@@ -190,6 +190,9 @@ class CodeGenLLVM(ParallelEmitter, ExprEmitter):
         rounded = self.b.and_(self.b.add(nbytes, ir.Constant(ty.I64, ALIGN - 1)),
                               ir.Constant(ty.I64, -ALIGN))
         alloc = self.declare("aligned_alloc", ir.FunctionType(ty.I8P, [ty.I64, ty.I64]))
+        # a fresh block aliases nothing else: without saying so LLVM must assume a store to
+        # C may change a packed panel and reloads it (and spills C) at every step of k
+        alloc.return_value.add_attribute("noalias")
         free = self.declare("free", ir.FunctionType(ty.VOID, [ty.I8P]))
         ptr = self.b.call(alloc, [ir.Constant(ty.I64, ALIGN), rounded], name=buf.name)
         self.vars[buf.data] = ptr

@@ -130,12 +130,15 @@ class ParallelEmitter:
         self._n_outlined += 1
         body_fn = self._internal_function(name, ir.FunctionType(ty.VOID, [ty.I8P]))
         # The loop itself goes into a second function whose pointer arguments are `noalias`
-        # (every pointer is a distinct array); once LLVM inlines it, it still knows that
-        # storing to C cannot change A, which pointers loaded from a closure would hide.
+        # (every pointer is a distinct array), so LLVM knows that storing to C cannot change
+        # A, which pointers loaded from a closure would hide. It is never inlined: inlined,
+        # the arguments' `noalias` becomes scope metadata that does not cover a buffer the
+        # loop allocates on the heap (a packed panel over 64 KiB), and the micro-kernel then
+        # reloads and stores its accumulators at every step of k (5x slower).
         chunk_fn = self._internal_function(
             name + "_chunk", ir.FunctionType(ty.VOID, [v.type for v in values])
         )
-        chunk_fn.attributes.add("alwaysinline")
+        chunk_fn.attributes.add("noinline")
 
         saved = (self.b, self._alloca_b, self.vars, self._in_parallel, self._mask)
         try:
