@@ -478,3 +478,25 @@ def test_softmax_denominator_two_reductions_in_one_kernel(threads: int) -> None:
     want = np.exp(a - a.max(1, keepdims=True)).sum(1)
     for got in run_both(f, a, "float32"):
         np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+@pytest.mark.parametrize(("x", "shuffles"), [(8, False), (1, True)])
+def test_a_reduction_on_threadidx_y(x: int, shuffles: bool) -> None:
+    """Reduced over threadIdx.y: its threads are lanes ``x`` apart, neighbours only when
+    threadIdx.x has one thread; otherwise the shared-memory tree combines them."""
+    rows, cols = 16, 90
+    A = te.placeholder((rows, cols), name="A")
+    k = te.reduce_axis((0, cols), "k")
+    B = te.compute((rows,), lambda i: te.sum(A[i, k], axis=k), name="B")
+    s = te.create_schedule(B.op)
+    bo, bi = s[B].split(B.op.axis[0], factor=x)
+    ko, ki = s[B].split(B.op.reduce_axis[0], factor=32)
+    s[B].reorder(bo, bi, ko, ki)
+    s[B].bind(bo, te.thread_axis("blockIdx.x"))
+    s[B].bind(bi, te.thread_axis("threadIdx.x"))
+    s[B].bind(ki, te.thread_axis("threadIdx.y"))
+    f = mlc.build(s, [A, B], target="cuda-sim")
+    a = rng.standard_normal((rows, cols)).astype("float32")
+    for got in run_both(f, a, "float32"):
+        np.testing.assert_allclose(got, a.sum(1), rtol=1e-5, atol=1e-6)
+    assert ("__shfl_down_sync" in f.get_source("cuda")) == shuffles
