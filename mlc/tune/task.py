@@ -20,6 +20,7 @@ measured; otherwise the first point of the space.
 from __future__ import annotations
 
 import json
+import numbers
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -136,8 +137,8 @@ class Task:
 
     def instantiate(self, config: ConfigEntity | int) -> tuple[Any, list[Any]]:
         """Run the template with ``config``: returns ``(schedule, tensors)``."""
-        if isinstance(config, int):
-            config = self.config_space.get(config)
+        if isinstance(config, numbers.Integral):  # an int, or numpy's (np.argmax gives one)
+            config = self.config_space.get(int(config))
         with dispatch(_FixedConfig(config)):
             return _TEMPLATES[self.name](*self.args)  # type: ignore[no-any-return]
 

@@ -42,3 +42,7 @@ def test_empty_and_single_inputs():
 def test_rank_correlation_is_one_for_the_same_order():
     assert rank_correlation([1, 5, 9], [0.1, 0.2, 0.3]) == pytest.approx(1.0)
     assert rank_correlation([9, 5, 1], [0.1, 0.2, 0.3]) == pytest.approx(-1.0)
+
+
+def test_nan_scores_give_nan_accuracy():
+    assert math.isnan(pairwise_accuracy([np.nan, 1.0], [1.0, 2.0]))
