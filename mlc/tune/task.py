@@ -20,7 +20,7 @@ measured; otherwise the first point of the space.
 from __future__ import annotations
 
 import json
-import numbers
+import operator
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -137,8 +137,8 @@ class Task:
 
     def instantiate(self, config: ConfigEntity | int) -> tuple[Any, list[Any]]:
         """Run the template with ``config``: returns ``(schedule, tensors)``."""
-        if isinstance(config, numbers.Integral):  # an int, or numpy's (np.argmax gives one)
-            config = self.config_space.get(int(config))
+        if not isinstance(config, ConfigEntity):  # an index: an int, or numpy's (np.argmax)
+            config = self.config_space.get(operator.index(config))
         with dispatch(_FixedConfig(config)):
             return _TEMPLATES[self.name](*self.args)  # type: ignore[no-any-return]
 
