@@ -237,3 +237,84 @@ def test_launch_errors_are_typed() -> None:
     with pytest.raises(MLCError, match="threads"):
         f = mlc.build(s, [A, B], target="cuda")
         f(np.zeros(n, "float32"), np.zeros(n, "float32"))
+
+
+# -- cross-thread reductions with warp shuffles (tests/gpu/test_warp_shuffle.py on cuda-sim) --
+
+
+def _row_reduction(rows: int, cols: int, threads: int, reducer: str, dtype: str):
+    A = te.placeholder((rows, cols), name="A", dtype=dtype)
+    k = te.reduce_axis((0, cols), "k")
+    op = {"sum": te.sum, "max": te.max, "min": te.min}[reducer]
+    B = te.compute((rows,), lambda i: op(A[i, k], axis=k), name="B")
+    s = te.create_schedule(B.op)
+    _, ki = s[B].split(B.op.reduce_axis[0], factor=threads)
+    s[B].bind(B.op.axis[0], te.thread_axis("blockIdx.x"))
+    s[B].bind(ki, te.thread_axis("threadIdx.x"))
+    return s, [A, B]
+
+
+@pytest.mark.parametrize("threads", [1, 16, 31, 32, 33, 48, 64, 100, 1024])
+@pytest.mark.parametrize(("reducer", "dtype"), [("sum", "float32"), ("max", "float32"),
+                                                ("min", "float64"), ("sum", "int32"),
+                                                ("sum", "int64")])
+def test_warp_shuffle_reductions_on_the_gpu(threads: int, reducer: str, dtype: str) -> None:
+    rows, cols = 7, 2000
+    s, args = _row_reduction(rows, cols, threads, reducer, dtype)
+    if dtype.startswith("int"):
+        info = np.iinfo(dtype)
+        a = rng.integers(info.min, info.max, (rows, cols), dtype=dtype, endpoint=True)
+        a[0] = info.min  # wraps as numpy's sum does
+    else:
+        a = rng.standard_normal((rows, cols)).astype(dtype)
+        a[1] = -np.inf
+        a[2, 1500] = np.nan
+        a[3, ::2] = np.inf
+    want = {"sum": lambda: a.sum(1, dtype=dtype), "max": lambda: a.max(1),
+            "min": lambda: a.min(1)}[reducer]()
+    got = {}
+    for target in ("cuda", "cuda-sim"):
+        f = mlc.build(s, args, target=target)
+        got[target] = np.zeros(rows, dtype)
+        f(a, got[target])
+    if threads > 1:
+        assert "__shfl_down_sync" in f.get_source("cuda")
+    if dtype.startswith("int") or reducer != "sum":
+        np.testing.assert_array_equal(got["cuda"], want)
+    else:  # the GPU adds in another order than numpy's pairwise sum
+        np.testing.assert_allclose(got["cuda"], want, rtol=1e-4 if dtype == "float32" else 1e-10)
+        np.testing.assert_allclose(got["cuda"], got["cuda-sim"], rtol=1e-5)
+
+
+def test_tvm_reduction_tutorial_with_rfactor_on_the_gpu() -> None:
+    n, m = te.var("n"), te.var("m")
+    A = te.placeholder((n, m), name="A")
+    k = te.reduce_axis((0, m), "k")
+    B = te.compute((n,), lambda i: te.sum(A[i, k], axis=k), name="B")
+    s = te.create_schedule(B.op)
+    ko, ki = s[B].split(B.op.reduce_axis[0], factor=16)
+    BF = s.rfactor(B, ki)
+    xo, xi = s[B].split(s[B].op.axis[0], factor=32)
+    s[B].bind(xo, te.thread_axis("blockIdx.x"))
+    s[B].bind(xi, te.thread_axis("threadIdx.y"))
+    s[B].bind(s[B].op.reduce_axis[0], te.thread_axis("threadIdx.x"))
+    s[BF].compute_at(s[B], s[B].op.reduce_axis[0])
+    f = mlc.build(s, [A, B], target="cuda")
+    assert "__shfl_down_sync(0xffffffffu, B_red[0], 8, 16);" in f.get_source("cuda")
+    for rows, cols in [(1024, 1024), (70, 100), (3, 5), (33, 0)]:
+        a = rng.random((rows, cols), dtype=np.float32)
+        b = np.full(rows, np.nan, "float32")
+        f(a, b)
+        np.testing.assert_allclose(b, a.sum(1), rtol=1e-4)
+
+
+def test_shuffles_and_the_shared_tree_agree_on_the_gpu() -> None:
+    s, args = _row_reduction(64, 4096, 256, "sum", "int32")
+    a = rng.integers(-(2**31), 2**31 - 1, (64, 4096), dtype=np.int32)
+    shuffled, tree = np.zeros(64, "int32"), np.zeros(64, "int32")
+    mlc.build(s, args, target="cuda")(a, shuffled)
+    plain = mlc.build(mlc.lower(s, args), target="cuda")  # common passes: no shuffles
+    assert "__shfl_down_sync" not in plain.get_source("cuda")
+    plain(a, tree)
+    np.testing.assert_array_equal(shuffled, a.sum(1, dtype=np.int32))
+    np.testing.assert_array_equal(tree, shuffled)
