@@ -19,6 +19,7 @@ reduction are fused, split for the vector width, parallelized and vectorized.
 
 from __future__ import annotations
 
+import math
 from typing import cast
 
 from mlc.errors import ScheduleError
@@ -232,7 +233,7 @@ def tile_gemm(sch: Schedule, block: BlockRV) -> bool:
         for jc in parallel(N / nc):                # (fused with any batch loops)
             init out[:, jc-panel] = 0
             for pc in range(K / kc):
-                rhs_p = rhs[pc-slice, jc-panel]    # pack_b: kc x nc, read by every ic
+                rhs_p = rhs[pc-slice, jc-panel]    # pack_b: [nc/nr][kc][nr], read by every ic
                 for ic in range(M / mc):
                     lhs_p = lhs[ic-block, pc-slice]    # pack_a: mc x kc, short rows
                     for jr in range(nc / nr):
@@ -240,7 +241,7 @@ def tile_gemm(sch: Schedule, block: BlockRV) -> bool:
                             for k in range(kc):    # the micro-kernel (k unrolled unroll_k)
                                 for i in unroll(mr):           # mr x nr accumulators
                                     for j in vectorized(nr):   # stay in registers
-                                        out[i, j] += lhs_p[i, k] * rhs_p[k, j]
+                                        out[i, j] += lhs_p[i, k] * rhs_p[jr, k, j]
 
     Each decision is one ``sample_categorical``: ``tile`` indexes the register tiles that
     fit this CPU's vector registers (:func:`register_tiles`, from LLVM's host features);
@@ -279,8 +280,8 @@ def tile_gemm(sch: Schedule, block: BlockRV) -> bool:
 
     # --- the sizes they give, each dividing its loop
     mr, nr = tiles[tile]
-    if rows % mr:  # a guarded last tile: blocks of whole tiles, the last one short
-        mc = mr * max(1, int(mc_rows) // mr)
+    if rows % mr:  # a guarded last tile: blocks of whole tiles, no block past the end
+        mc = mr * _largest_divisor(-(-rows // mr), max(1, int(mc_rows) // mr))
     else:
         mc = _largest_divisor(rows, int(mc_rows), multiple_of=mr)
     kc = _largest_divisor(depth, int(kc_depth))
@@ -301,8 +302,8 @@ def tile_gemm(sch: Schedule, block: BlockRV) -> bool:
     task = sch.fuse(*outer, jc) if outer else jc
     init = sch.decompose_reduction(block, pc)
     if pack_b:
-        _pack(sch, block, rhs_name, pc, simd.lanes)
-    if pack_a and rows % mr == 0:  # (a guarded last tile would leave the copy shared)
+        _pack(sch, block, rhs_name, pc, simd.lanes, panel=nr)
+    if pack_a:
         _pack(sch, block, lhs_name, ic, simd.lanes)
     sch.unroll(i)
     if k_unrolled is not None:
@@ -345,13 +346,25 @@ def _row_loop(sch: Schedule, block: BlockRV, spatial: list[LoopRV], lhs: str) ->
     return spatial[-2]
 
 
-def _pack(sch: Schedule, block: BlockRV, buffer: str, loop: LoopRV, lanes: int) -> None:
+def _pack(sch: Schedule, block: BlockRV, buffer: str, loop: LoopRV, lanes: int,
+          panel: int = 0) -> None:
     """Copy what ``block`` reads of ``buffer`` in one iteration of ``loop`` into a compact
-    buffer made there (a packed panel: contiguous, one per thread), vectorized."""
+    buffer made there (a packed panel: contiguous, one per thread), vectorized. With
+    ``panel`` (the register tile's width ``nr``) the copy is stored BLIS's way, as
+    ``[cols / nr][rows][nr]``: the micro-kernel then reads its ``kc x nr`` sliver as one
+    contiguous stream instead of ``nr`` of every ``nc`` floats of each row (rows ``nc``
+    floats apart fall into a few L1 sets and evict one another)."""
     blk = cast(Block, sch.get(block))
     index = [r.buffer.name for r in blk.reads].index(buffer)
     copy = sch.cache_read(block, index, "global")
     sch.compute_at(copy, loop)
+    cache = cast(Block, sch.get(copy)).writes[0].buffer
+    dims = [d.value if isinstance(d, IntImm) else 0 for d in cache.shape]
+    if (panel > 1 and len(dims) >= 2 and all(dims) and dims[-1] % panel == 0
+            and dims[-1] > panel and math.prod(dims) <= 1 << 24):
+        names = ", ".join(f"i{d}" for d in range(len(dims) - 1))
+        sch.transform_layout(copy, cache.name, f"lambda {names}, j: "
+                             f"(j // {panel}, {names}, j % {panel})")
     last = sch.get_loops(copy)[-1]
     if _extent(sch, last) % lanes == 0:
         _, inner = sch.split(last, factors=[None, lanes])

@@ -139,3 +139,74 @@ def test_padded_conv2d_from_topi_computes_the_convolution():
         got = np.zeros((1, 16, 8, 8), "float32")
         mlc.build(space.build(index))(d, w, got)
         np.testing.assert_allclose(got, want, rtol=1e-4, err_msg=str(space.config_json(index)))
+
+
+def _alloc_shapes(func) -> dict[str, list[int]]:
+    from mlc.tir.functor import post_order_visit
+    from mlc.tir.stmt import Allocate
+
+    out: dict[str, list[int]] = {}
+    post_order_visit(func.body, lambda n: out.__setitem__(
+        n.buffer.name, [int(d.value) for d in n.buffer.shape]) if isinstance(n, Allocate) else None)
+    return out
+
+
+def _point(space, n: int, m: int, *, tile: int, mc: int, kc: int, nc: int, pack_a: int,
+           pack_b: int, unroll: int) -> int:
+    index = space.index_of_decisions([tile, MC_ROWS.index(mc), KC_DEPTH.index(kc),
+                                      NC_PANELS.index(nc), pack_a, pack_b, [1, 4].index(unroll)])
+    assert index is not None
+    return index
+
+
+def test_the_packed_rhs_panel_is_stored_in_slivers_of_the_register_tile_width():
+    # BLIS's layout [nc/nr][kc][nr]: the micro-kernel's kc x nr sliver is contiguous
+    simd = host_simd()
+    tiles = register_tiles(64, 64, simd.lanes, simd.registers)
+    t = max(range(len(tiles)), key=lambda k: tiles[k][1])  # the widest tile
+    mr, nr = tiles[t]
+    space = tune.SampledSpace(_matmul(64, 64, 64), tune.default_space)
+    index = _point(space, 64, 64, tile=t, mc=32, kc=64, nc=NC_PANELS[-1], pack_a=0, pack_b=1,
+                   unroll=1)
+    sch = space.schedule(index)
+    layout = [i for i in sch.trace.insts if i.kind == "transform_layout"]
+    assert [i.inputs["index_map"] for i in layout] == [f"lambda i0, j: (j // {nr}, i0, j % {nr})"]
+    lowered = mlc.lower(sch.mod)
+    nc = 64  # every panel of 64 columns
+    assert _alloc_shapes(lowered)["B_global"] == [64 * nc]
+    text = str(lowered)
+    assert f"B_global[ramp(j_1 * {64 * nr} + r_1 * " in text  # sliver j_1: k rows of nr floats
+    a, b = np.random.rand(64, 64).astype("float32"), np.random.rand(64, 64).astype("float32")
+    c = np.zeros((64, 64), "float32")
+    mlc.build(sch.mod)(a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4)
+
+
+def test_a_guarded_register_tile_packs_lhs_per_block_and_no_block_lies_past_the_end():
+    # 100 rows in tiles of a height that does not divide them: row blocks of whole tiles
+    # (the number of blocks times their height covers 100 rows with less than one tile to
+    # spare) and each block's copy of A private to it, inside the parallel loop
+    simd = host_simd()
+    tiles = register_tiles(100, 64, simd.lanes, simd.registers)
+    guarded = [k for k, (mr, _) in enumerate(tiles) if 100 % mr]
+    assert guarded, tiles
+    space = tune.SampledSpace(_matmul(100, 64, 64), tune.default_space)
+    a = np.random.rand(100, 64).astype("float32")
+    b = np.random.rand(64, 64).astype("float32")
+    for t in guarded:
+        mr = tiles[t][0]
+        for mc in MC_ROWS:
+            index = _point(space, 100, 64, tile=t, mc=mc, kc=64, nc=1, pack_a=1, pack_b=1,
+                           unroll=4)
+            sch = space.schedule(index)
+            split = next(i for i in sch.trace.insts if i.kind == "split")
+            _, per_block, height = split.inputs["factors"]
+            blocks = -(-100 // (per_block * mr))
+            assert height == mr and blocks * per_block * mr - 100 < mr
+            lowered = mlc.lower(sch.mod)
+            text = str(lowered)
+            assert text.index("parallel") < text.index("A_global = alloc_buffer")
+            assert _alloc_shapes(lowered)["A_global"] == [per_block * mr * 64]
+            c = np.zeros((100, 64), "float32")
+            mlc.build(sch.mod)(a, b, c)
+            np.testing.assert_allclose(c, a @ b, rtol=1e-4, err_msg=f"tile {tiles[t]}, mc {mc}")
