@@ -379,7 +379,8 @@ def test_a_reduction_whose_shuffles_diverge_is_caught() -> None:
     s, args = row_reduction(2, 64, 32)
     f = mlc.build(s, args, target="cuda-sim")
     broken = f.func.with_body(_GuardShuffles().visit(f.func.body))
-    with pytest.raises(ShuffleDivergenceError, match="kernel main_kernel: the warp shuffle at line"):
+    with pytest.raises(ShuffleDivergenceError,
+                       match="kernel main_kernel: the warp shuffle at line"):
         check(broken, np.ones((2, 64), "float32"), np.zeros(2, "float32"))
 
 

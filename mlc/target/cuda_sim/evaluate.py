@@ -306,9 +306,10 @@ class _Evaluator:
         """``tvm_warp_shuffle_down(lanes, value, delta, width)`` as a warp runs it: every
         lane that reaches it gets, at once, the ``value`` of the lane ``delta`` places down
         in its warp; its own where that lane is past its group of ``width`` lanes, past the
-        block or does not reach the shuffle. Misuse is an error (:class:`~mlc.errors.ShuffleDivergenceError`): a lane the
-        mask names that does not reach the shuffle, lanes of a warp passing different masks,
-        a lane missing from its own mask or reading a lane its mask does not name."""
+        block or does not reach the shuffle. Misuse is an error
+        (:class:`~mlc.errors.ShuffleDivergenceError`): a lane the mask names that does not
+        reach the shuffle, lanes of a warp passing different masks, a lane missing from its
+        own mask or reading a lane its mask does not name."""
         n = self.n_lanes
         lanes = self.lanes
         active = np.ones(n, bool) if mask is None else np.broadcast_to(mask, (n, 1))[:, 0]
@@ -326,7 +327,8 @@ class _Evaluator:
         lane = tid % WARP_SIZE
         warp = lanes.warp_ids
         me = np.flatnonzero(active)
-        bad_width = (width[me] < 1) | (width[me] > WARP_SIZE) | (width[me] & (width[me] - 1) != 0)
+        w = width[me]
+        bad_width = (w < 1) | (w > WARP_SIZE) | (w & (w - 1) != 0)
         if bad_width.any():
             j = int(me[np.argmax(bad_width)])
             self._shuffle_error(f"{lanes.describe(j)} passes the width {int(width[j])}; a "
@@ -379,9 +381,9 @@ class _Evaluator:
         out = value.copy()
         take = np.flatnonzero(inside)
         out[take] = value[take + delta[take]]
-        for o in self.observers:
-            o.shuffle(cast("Interpreter", self), self.stmt,
-                      len(np.unique(warp[me])) * self.weight)
+        for observer in self.observers:
+            observer.shuffle(cast("Interpreter", self), self.stmt,
+                             len(np.unique(warp[me])) * self.weight)
         return out.reshape(n, 1)
 
     def _shuffle_error(self, what: str) -> None:

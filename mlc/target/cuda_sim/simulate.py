@@ -76,7 +76,6 @@ from mlc.tir.stmt import (
     seq,
 )
 
-
 SHUFFLE = "tvm_warp_shuffle_down"
 WARP_SIZE = 32
 
@@ -145,9 +144,9 @@ class _Simulate:
         self.uses += 1
         rename: dict[Var, Var] = {}
         if self.uses > 1:
-            for var in [*(self.kernel.index_vars[t] for t in self.axes),
+            for old in [*(self.kernel.index_vars[t] for t in self.axes),
                         *(v for v, _ in self.lets if v is not None)]:
-                rename[var] = Var(var.name, var.dtype)
+                rename[old] = Var(old.name, old.dtype)
         body = substitute(body, rename)
         for var, value in reversed(self.lets):
             if var is None:
