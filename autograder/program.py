@@ -46,6 +46,14 @@ def check_program(case: TECase, text: str, seed: int | None = None) -> tuple[boo
         return False, f"the exported program cannot be read: {err}"
     if not isinstance(func, PrimFunc):
         return False, "the export is not one loop program (a @T.prim_func)"
+    from mlc.tir import Call, post_order_visit
+
+    calls: list[str] = []
+    post_order_visit(func.body, lambda n: calls.append(n.op) if isinstance(n, Call) and n.op in
+                     ("call_packed", "call_extern", "call_pure_extern") else None)
+    if calls:  # a library (or any C function) would compute the answer: not graded code
+        return False, (f"the program calls code outside it ({calls[0]}); a graded program "
+                       "computes its answer with its own loops")
     seed = fresh_seed() if seed is None else seed
     arrays = random_inputs(case.inputs, seed ^ zlib.crc32(case.id.encode()))
     expected = np.asarray(case.reference(*arrays.values(), **case.params))

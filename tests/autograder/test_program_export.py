@@ -80,6 +80,11 @@ def _pick(row, j):
     ("@T.prim_func\ndef main(A: T.Buffer((9, 2), 'float32'), B: T.Buffer((2, 9), 'float32')):"
      "\n    T.evaluate(0)\n", "parameter 'A' is float32[9, 2]"),
     ("#" * (5 << 20), "MiB"),
+    ("@T.prim_func\ndef main(A: T.Buffer((2, 9), 'float32'), B: T.Buffer((2, 9), 'float32')):"
+     "\n    T.evaluate(T.call_extern('int32', 'getpid'))\n", "calls code outside it"),
+    ("@T.prim_func\ndef main(A: T.Buffer((2, 9), 'float32'), B: T.Buffer((2, 9), 'float32')):"
+     "\n    T.call_packed('tvm.contrib.cblas.matmul', T.buffer_arg(A[0, 0], 2, 9))\n",
+     "calls code outside it (call_packed)"),
 ])
 def test_what_is_not_the_right_program_gets_a_reason(text, words):
     ok, message = check_program(CASE, text, seed=3)
