@@ -308,6 +308,12 @@ def evaluate(
                 arrays[id(t.buffer)] = _compute(op, arrays, env)
             elif isinstance(op, ScanOp):
                 arrays[id(t.buffer)] = _scan(op, arrays, env)
+            elif not isinstance(op, PlaceholderOp):
+                raise EvaluationError(
+                    f"{t.name!r} is computed by a {type(op).__name__} (te.extern: a call out "
+                    "of the program), which the numpy reference cannot run; build the "
+                    "function and compare its outputs with numpy instead"
+                )
             if not isinstance(op, PlaceholderOp):
                 results[t.name] = arrays[id(t.buffer)]
     return results

@@ -518,3 +518,12 @@ def test_extern_body_may_be_a_loop_nest() -> None:
     a, c = rand(16), np.zeros(16, "float32")
     f(a, c)
     np.testing.assert_allclose(c, 3 * a)
+
+
+def test_numpy_reference_refuses_an_extern_stage_clearly() -> None:
+    from mlc.testing import EvaluationError, evaluate
+
+    A = te.placeholder((4, 4), name="A")
+    C = cblas_extern(A, A, 4, 4)
+    with pytest.raises(EvaluationError, match="'C' is computed by a ExternOp"):
+        evaluate(C, {A: rand(4, 4)})
