@@ -73,8 +73,9 @@ def register_func(
         mlc.register_func("my.addone", addone)
 
     Buffers arrive as numpy arrays over the compiled code's memory (write an output with
-    ``y[:] = ...``), integers as ``int``, floats as ``float``. Registering a name twice
-    needs ``override=True``."""
+    ``y[:] = ...``), integers as ``int``, floats as ``float``. The arrays are only valid
+    during the call (an intermediate buffer is freed after it): copy what you keep.
+    Registering a name twice needs ``override=True``."""
     if callable(func_name) and f is None:
         fn = func_name
         return register_func(fn.__name__, fn, override)

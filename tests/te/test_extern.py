@@ -527,3 +527,29 @@ def test_numpy_reference_refuses_an_extern_stage_clearly() -> None:
     C = cblas_extern(A, A, 4, 4)
     with pytest.raises(EvaluationError, match="'C' is computed by a ExternOp"):
         evaluate(C, {A: rand(4, 4)})
+
+
+@pytest.mark.parametrize("cache", ["read", "write"])
+def test_cache_read_and_write_around_an_extern_stage(cache: str) -> None:
+    A = te.placeholder((8, 8), name="A")
+    C = cblas_extern(A, A, 8, 8)
+    D = te.compute(C.shape, lambda i, j: C[i, j] + 1, name="D")
+    s = te.create_schedule(D.op)
+    if cache == "read":
+        s.cache_read(A, "global", [C])
+    else:
+        s.cache_write(C, "global")
+    f = mlc.build(s, [A, D])
+    a, d = rand(8, 8), np.zeros((8, 8), "float32")
+    f(a, d)
+    np.testing.assert_allclose(d, a @ a + 1, rtol=1e-5)
+
+
+def test_function_removed_after_the_build_fails_when_called() -> None:
+    mlc.register_func("test.gone", lambda y: y.fill(1))
+    B = te.extern((3,), [], lambda ins, outs: tir.call_packed("test.gone", outs[0]),
+                  dtype="float32")
+    f = mlc.build(te.create_schedule(B.op), [B])
+    registry.remove_global_func("test.gone")
+    with pytest.raises(PackedFuncError, match="no packed function named 'test.gone'"):
+        f(np.zeros(3, "float32"))
