@@ -103,7 +103,7 @@ print(loop_context_table(paper))
 # touches 64. The outer loop lengths are 1, 8 and 64.
 #
 # Now the same table for the configuration above (inner factors 4 and 16, vectorized):
-# five loops, the vectorized `x` innermost.
+# five loops, the vectorized `j_1` innermost.
 
 # %%
 example_func = space.build(example)
@@ -120,16 +120,17 @@ assert (c_at_k.touched_bytes, c_at_k.reuse) == (4 * 16 * 4, 128.0)
 # Read the `k` row: while `k` runs, C touches 256 bytes, the 4 x 16 tile of accumulators, and
 # uses each of them 128 times; B touches a 128 x 16 panel (8192 bytes) once per element. A
 # 1 x 1 tile would show, in its `k` row, C reused the same 128 times but A and B each used
-# once per element: nothing for the registers to keep. The columns name the reasons one schedule beats another (reuse, the
-# bytes a loop keeps live, which loop is vectorized), so a model can learn from them across
-# programs of different shapes, where a knob's value means nothing outside its template.
+# once per element: nothing for the registers to keep. The columns name the reasons one
+# schedule beats another (reuse, the bytes a loop keeps live, which loop is vectorized), so a
+# model can learn from them across programs of different shapes, where a knob's value means
+# nothing outside its template.
 
 # %% [markdown]
 # ## The truth: measure every configuration
 # The space has only 128 points, so measure them all once (each trial builds and times one
 # candidate in a worker process: a crash or a hang costs a trial, never the notebook). A real
-# space has millions of points; here the full sweep is the answer key that every claim below
-# is checked against.
+# space has millions of points; here the full sweep is the answer key that the next sections
+# check their claims against.
 
 # %% tags=["nbval-ignore-output"]
 option = tune.measure_option(number=3, timeout=10)
@@ -228,15 +229,15 @@ print("within 10% of the sweep's best: xgboost " + ", ".join(first_within(c) for
 # %% [markdown]
 # ## Does the model rank configurations it has not seen?
 # A model scored on the points it was trained on says little: xgboost with 60 trees can
-# memorise 16 points. The question the search asks is about configurations **not yet
+# memorise the 32 points below. The question the search asks is about configurations **not yet
 # measured**. So train on 32 configurations of the sweep, predict the other 96, and score only
 # those held-out ones, two ways:
 #
 # * **rank correlation** (Spearman): 1 when the predicted order is the measured order;
 # * **pairwise accuracy**: of all pairs of held-out configurations, the share the model puts
 #   in the right order: exactly the question "which of these two is faster?" that the search
-#   asks. Pairs whose speeds differ by less than 10% are also counted apart, because timing
-#   noise orders those.
+#   asks. A second column counts only the pairs whose speeds differ by more than 10%:
+#   timing noise decides the order of the closer ones.
 #
 # The same data trains a model on the knob values themselves (`feature="knob"`), for
 # comparison.
@@ -300,8 +301,8 @@ fig
 # $$L = \sum_{i, j:\ y_i > y_j} \log\left(1 + e^{-(f(x_i) - f(x_j))}\right)$$
 #
 # A pair in the right order with a wide margin costs almost nothing, a pair in the wrong order
-# costs about its margin. (xgboost's `rank:pairwise` objective, which `XGBoostCostModel`
-# uses, minimises this loss.) Take three measured configurations, the sweep's fastest, the one
+# costs more than its margin. (xgboost's `rank:pairwise` objective, which `XGBoostCostModel`
+# uses, is this logistic loss on pairs.) Take three measured configurations, the sweep's fastest, the one
 # a quarter of the way down its ranking and the one three quarters down, with the scores of
 # the model trained above:
 
@@ -396,8 +397,8 @@ print(f"8 random unmeasured picks would hold the best of them with probability "
 
 # %% [markdown]
 # ## Use the best configuration
-# The model-guided tuner's log holds every measurement it made; `apply_history_best` makes
-# the template pick the best configuration in it. Build it and check it against numpy.
+# The log of the first model-guided run (seed 0) holds every measurement it made;
+# `apply_history_best` makes the template pick the best configuration in it. Build it and check it against numpy.
 
 # %%
 with tune.apply_history_best(LOG):
@@ -413,7 +414,8 @@ print("the best schedule computes the right answer")
 # Instead of knobs on a template, write the schedule once with *sampled* numbers:
 # `sch.sample_perfect_tile(loop, n)` returns tile sizes that multiply to the loop's extent.
 # Running the function records a trace; its sampling decisions are the coordinates of the
-# space, and `tune.tune_tir` searches them with the same model and annealer. Without a
+# space, and `tune.tune_tir` searches them with the same xgboost model (by default on the
+# decisions themselves, `feature="knob"`) and the same annealer. Without a
 # `space=` it uses the default space (`mlc.tune.default_space`, shown below).
 
 # %%
@@ -620,11 +622,11 @@ check_neighbour(neighbour)
 
 # %% [markdown]
 # **2. The rank loss's gradient.** xgboost does not minimise a loss it cannot differentiate:
-# each boosting round fits a tree to the gradient of the loss with respect to every
-# configuration's score. Write `rank_loss_grad(scores, measured)`, the gradient of
+# each boosting round fits a tree to the gradient (and the curvature) of the loss with
+# respect to every configuration's score. Write `rank_loss_grad(scores, measured)`, the gradient of
 # $L = \sum_{i, j:\ y_i > y_j} \log(1 + e^{-(s_i - s_j)})$ with respect to each $s_i$
-# (numpy arrays in, a numpy array of the same length out). Which sign do the faster
-# configurations get, and why do the entries sum to zero?
+# (numpy arrays in, a numpy array of the same length out). Which sign does the fastest
+# configuration get, and why do the entries sum to zero?
 
 # %%
 def rank_loss_grad(scores, measured):
