@@ -1,5 +1,5 @@
 """The constructors of te: ``var``, ``reduce_axis``, ``placeholder``, ``compute``, ``scan``,
-``thread_axis`` (``te.extern`` is in :mod:`mlc.te.extern`).
+``thread_axis`` (``te.extern`` is in :mod:`mlc.te.external`).
 
     n = te.var("n")
     A = te.placeholder((n,), name="A")            # an input
