@@ -497,6 +497,54 @@ print(predictions["register"])
 # `benchmarks/gpu_model.py`).
 
 # %% [markdown]
+# ## Reducing across the threads: warp shuffles
+# TVM's "Reduction" tutorial sums each row of a matrix with a block per row and binds the
+# inner part of the *reduction* loop, split by 32, to `threadIdx.x`: in each step of `k_0`
+# the 32 threads load 32 elements, which must then be added together (with `rfactor` first,
+# as the tutorial goes on to do, each thread adds up its own strip and they combine once).
+# The 32 threads of a **warp** run in
+# lock step and can read each other's registers: `__shfl_down_sync(mask, v, 16, 32)` gives
+# every thread the `v` of the thread 16 lanes further on, so five shuffles (16, 8, 4, 2, 1)
+# leave the row's sum in thread 0, with no shared memory and no `__syncthreads()`. (With
+# more than 32 threads each warp reduces its part, one value per warp goes through shared
+# memory, and after one barrier the first warp reduces those.)
+
+# %%
+R_ROWS, R_COLS = 64, 1000
+A_red = te.placeholder((R_ROWS, R_COLS), name="A")
+k_red = te.reduce_axis((0, R_COLS), name="k")
+B_red = te.compute((R_ROWS,), lambda i: te.sum(A_red[i, k_red], axis=k_red), name="B")
+s_red = te.create_schedule(B_red.op)
+ko, ki = s_red[B_red].split(k_red, factor=32)
+s_red[B_red].bind(B_red.op.axis[0], te.thread_axis("blockIdx.x"))
+s_red[B_red].bind(ki, te.thread_axis("threadIdx.x"))
+f_rowsum = mlc.build(s_red, [A_red, B_red], target="cuda-sim")
+a_red = np.random.rand(R_ROWS, R_COLS).astype("float32")
+b_red = np.zeros(R_ROWS, "float32")
+print(f_rowsum.check(a_red, b_red))  # cuda-sim runs the shuffles lane by lane
+np.testing.assert_allclose(b_red, a_red.sum(1), rtol=1e-4)
+src = f_rowsum.get_source("cuda")
+print(src[src.index("extern"):])
+
+# %% [markdown]
+# A target without shuffles combines the partial sums in shared memory instead, halving them
+# with a barrier between steps. `mlc.lower` without a target runs only the common passes, so
+# building its result shows that version; the model counts what each one costs:
+
+# %%
+f_tree = mlc.build(mlc.lower(s_red, [A_red, B_red]), target="cuda-sim")
+for name, f in [("shuffles", f_rowsum), ("shared tree", f_tree)]:
+    cnt = cuda_sim.count(f, a_red, np.zeros(R_ROWS, "float32"))[0]
+    barriers = f.get_source("cuda").count("__syncthreads")
+    print(f"{name:12s} __syncthreads in the source: {barriers}, shared-memory instructions: "
+          f"{cnt.shared_requests:5.0f}, warp shuffles: {cnt.shuffles:5.0f}")
+
+# %% [markdown]
+# Try `factor=100` (four warps, the last one partial) and read the masks in the shuffles:
+# every lane that takes part must be named, and the checker reports a shuffle that some
+# named lane never reaches.
+
+# %% [markdown]
 # ## The same matmul as a tile program (Triton)
 # Triton (Tillet et al., MAPL 2019; in the TVM lecture's reading list) sits between CUDA and
 # schedules. A Triton kernel is the program of **one block**, written on *tiles*
