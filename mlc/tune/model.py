@@ -93,6 +93,8 @@ def pairwise_accuracy(predicted: Sequence[float], measured: Sequence[float],
     if p.shape != m.shape or p.ndim != 1:
         raise ValueError(f"predicted and measured need one value per config each; got "
                          f"shapes {p.shape} and {m.shape}")
+    if not margin >= 0.0:
+        raise ValueError(f"margin is a relative gap in speed, 0 or more; got {margin}")
     i, j = np.triu_indices(len(m), k=1)
     gap = np.abs(m[i] - m[j])
     keep = gap > margin * np.maximum(np.abs(m[i]), np.abs(m[j]))

@@ -83,7 +83,10 @@ def annealing_walk(walk: Sequence[AnnealStep], dims: Sequence[int], scores: Sequ
     fig, (left, right) = _figure(None, (9.0, 3.8), ncols=2)
     image = left.imshow(grid.T, origin="lower", cmap="viridis", aspect="auto")
     fig.colorbar(image, ax=left, label="model score (higher = predicted faster)")
-    picked = list(chains) if chains is not None else list(range(len(walk[0].points)))
+    n_chains = len(walk[0].points)
+    picked = list(chains) if chains is not None else list(range(n_chains))
+    if any(not 0 <= k < n_chains for k in picked):
+        raise ValueError(f"chains {picked}: the walk has chains 0 to {n_chains - 1}")
     from matplotlib import patheffects
 
     outline = [patheffects.withStroke(linewidth=3, foreground="black")]

@@ -46,3 +46,10 @@ def test_rank_correlation_is_one_for_the_same_order():
 
 def test_nan_scores_give_nan_accuracy():
     assert math.isnan(pairwise_accuracy([np.nan, 1.0], [1.0, 2.0]))
+
+
+def test_a_negative_margin_is_refused():
+    with pytest.raises(ValueError, match="0 or more"):
+        pairwise_accuracy([1, 2], [1, 2], margin=-0.1)
+    with pytest.raises(ValueError, match="0 or more"):
+        pairwise_accuracy([1, 2], [1, 2], margin=float("nan"))

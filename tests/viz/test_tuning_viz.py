@@ -46,3 +46,8 @@ def test_annealing_walk_refuses_wrong_inputs():
         annealing_walk([object()], (4, 3, 2), [0.0] * 5)
     with pytest.raises(ValueError, match="record=\\[\\]"):
         annealing_walk([], (2,), [0.0, 1.0])
+    walk: list = []
+    anneal(lambda pts: np.zeros(len(pts)), (2, 2), n_pick=1, exclude=set(),
+           rng=random.Random(0), n_chains=2, n_iter=2, record=walk)
+    with pytest.raises(ValueError, match="chains 0 to 1"):
+        annealing_walk(walk, (2, 2), [0.0] * 4, chains=[5])
