@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import stat
 import sys
 import tempfile
@@ -41,6 +40,7 @@ from autograder.sandbox import (
     missing_protections,
     prepare_dir,
     release_uid,
+    remove_tree,
     run_sandboxed,
 )
 from mlc.tune.executor import timing_lock
@@ -271,6 +271,8 @@ def _copy_export(dir_fd: int, name: str, dest: Path, owner: int, cap: int) -> st
 def _not_run_reason(result: Any, cells: dict[int, tuple[str, str]]) -> str:
     if result.timed_out:
         return "the notebook ran out of time before this test ran"
+    if result.over_disk:
+        return f"{result.over_disk} and was stopped before this test ran"
     if "Kernel dead" in result.output or "died" in result.output.lower():
         return "the kernel died (crash, out of memory or killed) before this test ran"
     return "this test did not run (the notebook stopped early)"
@@ -396,7 +398,7 @@ def grade_submission(path: Path, config: GradingConfig, workroot: Path | None = 
         if not cells and not result.timed_out:
             tail = " / ".join(result.output.strip().splitlines()[-3:])
             raise GraderError(f"the notebook driver reported no cell at all ({tail})")
-        status = "timeout" if result.timed_out else "ok"
+        status = "timeout" if result.timed_out else "disk limit" if result.over_disk else "ok"
         exports = trusted_dir / "exports"
         exports.mkdir()
         refused = collect_exports(box, exports, job_owner(uid))
@@ -411,7 +413,7 @@ def grade_submission(path: Path, config: GradingConfig, workroot: Path | None = 
     finally:
         release_uid(uid)
         if not keep:
-            shutil.rmtree(run_root, ignore_errors=True)
+            remove_tree(run_root)
 
 
 def _decide(test: dict[str, Any], cells: dict[int, tuple[str, str]], public_cell: dict[str, int],

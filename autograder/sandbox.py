@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,8 @@ class Limits:
     memory_bytes: int | None = 4 << 30
     file_bytes: int | None = 256 << 20
     nproc: int | None = 256
+    disk_bytes: int | None = 1 << 30  # what the job's folder may hold, all files together
+    disk_files: int | None = 20_000  # and how many files and folders
     no_network: bool = True
     hide: list[str] = field(default_factory=list)
 
@@ -111,6 +113,73 @@ class SandboxResult:
     timed_out: bool
     status: dict[str, Any] = field(default_factory=dict)  # protections the job really had
     outcomes: bytes = b""  # what the trusted driver wrote on the outcome pipe
+    over_disk: str = ""  # why the job was stopped for filling its folder ("" if it was not)
+
+
+DISK_POLL_S = 0.25
+
+
+def remove_tree(path: Path | str) -> None:
+    """Delete a job's folder, however deep the notebook nested it.
+
+    ``shutil.rmtree`` recurses in Python and raises ``RecursionError`` (not an ``OSError``, so
+    ``ignore_errors`` does not help) on a folder nested ~1000 deep, which a notebook makes with
+    a three-line loop; ``rm -rf`` walks any depth and never follows links.
+    """
+    if os.path.lexists(path):
+        subprocess.run(["rm", "-rf", "--", str(path)], stdin=subprocess.DEVNULL,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+
+
+def _entries(path: str) -> list[os.DirEntry[str]]:
+    """The entries of ``path``; a folder the job made unreadable (same user, not root) is
+    made readable again first."""
+    try:
+        return list(os.scandir(path))
+    except PermissionError:
+        os.chmod(path, 0o700)
+        return list(os.scandir(path))
+
+
+def disk_overuse(folder: Path, limits: Limits) -> str:
+    """Why ``folder`` holds more than ``limits`` allow ("" when it does not).
+
+    Counts every file and folder under ``folder`` (links are counted, never followed) and the
+    space really allocated (a sparse file counts what it occupies). ``RLIMIT_FSIZE`` caps one
+    file; this caps them all, so a notebook writing a million small files cannot fill the
+    grading machine's disk. The walk stops as soon as a limit is passed.
+    """
+    max_bytes, max_files = limits.disk_bytes, limits.disk_files
+    if max_bytes is None and max_files is None:
+        return ""
+    used = files = 0
+    stack = [str(folder)]
+    while stack:
+        path = stack.pop()
+        try:
+            entries = _entries(path)
+        except FileNotFoundError:
+            continue  # removed while we looked
+        except OSError as err:
+            # a folder nested past PATH_MAX, or made unreadable: what it holds cannot be
+            # counted, so it counts as too much
+            return f"the notebook made a folder the grader cannot look into ({err.strerror})"
+        for entry in entries:
+            files += 1
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except FileNotFoundError:
+                continue
+            except OSError as err:
+                return f"the notebook made a file the grader cannot look at ({err.strerror})"
+            used += info.st_blocks * 512
+            if entry.is_dir(follow_symlinks=False):
+                stack.append(entry.path)
+            if max_files is not None and files > max_files:
+                return f"the notebook created more than {max_files} files in its folder"
+            if max_bytes is not None and used > max_bytes:
+                return f"the notebook wrote more than {max_bytes >> 20} MiB to its folder"
+    return ""
 
 
 def keep_paths(extra: list[str] | None = None) -> list[tuple[str, str]]:
@@ -173,10 +242,20 @@ def run_sandboxed(cmd: list[str], cwd: Path, env: dict[str, str], limits: Limits
             for f in (status_w, outcome_w):
                 if f is not None:
                     os.close(f)
-        try:
-            proc.wait(timeout=limits.wall_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
+        over_disk = ""
+        deadline = time.monotonic() + limits.wall_s
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                timed_out = proc.poll() is None
+                break
+            try:
+                proc.wait(timeout=min(DISK_POLL_S, left))
+                break
+            except subprocess.TimeoutExpired:
+                over_disk = disk_overuse(cwd, limits)
+                if over_disk:
+                    break
         _kill_group(proc.pid)
         proc.wait()
         if uid is not None:
@@ -194,7 +273,7 @@ def run_sandboxed(cmd: list[str], cwd: Path, env: dict[str, str], limits: Limits
         except ValueError:
             status = {"error": f"unreadable sandbox status {text[:200]!r}"}
     return SandboxResult(proc.returncode, output, timed_out, status,
-                         b"".join(chunks["outcomes"]))
+                         b"".join(chunks["outcomes"]), over_disk)
 
 
 def _reader(fd: int, sink: list[bytes]) -> threading.Thread:
@@ -283,7 +362,7 @@ def preflight(insecure: bool = False, hide: list[str] | None = None,
                                cover=[str(run_root)])
     finally:
         release_uid(uid)
-        shutil.rmtree(run_root, ignore_errors=True)
+        remove_tree(run_root)
     probe: dict[str, Any] = {}
     for line in result.output.splitlines():
         if line.startswith("AUTOGRADER-PROBE "):

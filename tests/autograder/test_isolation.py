@@ -26,7 +26,7 @@ from conftest import copy, variant
 
 from autograder.cases import load_grader
 from autograder.cli import main
-from autograder.sandbox import is_root, preflight
+from autograder.sandbox import is_root, preflight, remove_tree
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -118,6 +118,15 @@ os.makedirs("trusted/exports", exist_ok=True)
 os.symlink("/", "trusted/root")
 open("trusted/exports/add_hidden.npy", "w").write("not an array")
 """
+# Folders nested past PATH_MAX (the grader's walk cannot follow them, shutil.rmtree dies of
+# RecursionError on them), then files without end: the job is stopped and its folder deleted.
+DEEP = """
+import itertools, os
+for _ in range(1500):
+    os.mkdir("dd"); os.chdir("dd")
+for n in itertools.count():
+    open(f"f{n}", "w").write("x")
+"""
 
 
 @pytest.fixture(scope="module")
@@ -161,6 +170,7 @@ def graded(demo, world, tmp_path_factory):
         variant(sol, subs / "fifo.ipynb", insert={3: FIFO}),
         variant(sol, subs / "snoop.ipynb", insert={5: SNOOP.format(**fmt)}),
         variant(sol, subs / "trusted.ipynb", insert={2: TRUSTED}),
+        variant(sol, subs / "deep.ipynb", insert={5: DEEP}),
     ]
     out = tmp_path_factory.mktemp("out")
     rc = main(["grade", "--assignment", "demo_numpy", "--tests", str(demo["tests"]), "--out",
@@ -185,7 +195,15 @@ def test_solution_full_marks_blank_zero_and_no_aborted_run(graded):
     assert graded["rc"] == 0
     assert scores(graded, "solution") == (5.0, 2.0, 3.0, "ok")
     assert scores(graded, "blank")[0] == 0.0
-    assert len(graded["rows"]) == 8
+    assert len(graded["rows"]) == 9
+
+
+def test_a_notebook_filling_its_folder_is_stopped_and_its_folder_deleted(graded):
+    score, _, _, status = scores(graded, "deep")
+    assert status == "disk limit"
+    feedback = (graded["out"] / "deep" / "feedback.md").read_text()
+    assert "cannot look into" in feedback or "cannot look at" in feedback
+    assert not list(Path(tempfile.gettempdir()).glob("ag-deep-*"))  # the job's folder is gone
 
 
 def test_a_forged_cell_log_with_numpy_answers_gets_nothing(graded):
@@ -288,7 +306,7 @@ def test_again_as_an_ordinary_user():
         assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-3000:]
         assert " passed" in proc.stdout
     finally:
-        shutil.rmtree(home, ignore_errors=True)
+        remove_tree(home)  # shutil.rmtree dies of RecursionError on a deep folder
 
 
 def test_exports_are_only_regular_files_of_the_job(tmp_path):

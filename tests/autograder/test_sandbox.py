@@ -14,7 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from autograder.sandbox import Limits, acquire_uid, is_root, prepare_dir, release_uid, run_sandboxed
+from autograder.sandbox import (
+    Limits,
+    acquire_uid,
+    is_root,
+    prepare_dir,
+    release_uid,
+    remove_tree,
+    run_sandboxed,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -182,3 +190,59 @@ def test_grading_works_with_the_interpreter_under_a_private_home(tmp, demo):
         import shutil
 
         shutil.rmtree(private)
+
+
+@pytest.mark.parametrize("code, limits, reason", [
+    # a million small files: each under RLIMIT_FSIZE, together an exhausted disk
+    ("import itertools\nfor n in itertools.count():\n    open(f'f{n}', 'w').write('x')\n",
+     Limits(wall_s=60, disk_files=500), "more than 500 files"),
+    # big files side by side, each under the per-file cap
+    ("import itertools\nfor n in itertools.count():\n"
+     "    with open(f'big{n}', 'wb') as f:\n        f.write(bytes(1 << 20)); f.flush()\n",
+     Limits(wall_s=60, disk_bytes=8 << 20), "more than 8 MiB"),
+    # deep folders (each counts as an entry)
+    ("import os\nwhile True:\n    os.mkdir('d'); os.chdir('d')\n",
+     Limits(wall_s=60, disk_files=300), "more than 300 files"),
+])
+def test_a_job_filling_its_folder_is_stopped_with_the_reason(tmp, code, limits, reason):
+    box = tmp / "job"
+    box.mkdir()
+    uid = acquire_uid()
+    try:
+        prepare_dir(box, uid)
+        env = {"PATH": "/usr/bin:/bin", "HOME": str(box)}
+        result = run_sandboxed([sys.executable, "-s", "-c", code], box, env, limits, uid,
+                               cover=[str(tmp)])
+    finally:
+        release_uid(uid)
+    assert not result.timed_out, result.output
+    assert reason in result.over_disk
+
+
+def test_a_job_within_its_disk_limits_is_not_stopped(tmp):
+    rc, out, _ = run("for n in range(50):\n    open(f'f{n}', 'w').write('x' * 1000)\n"
+                     "print('wrote 50')", tmp)
+    assert rc == 0 and "wrote 50" in out
+
+
+def test_files_hidden_past_path_max_count_as_too_much():
+    """Folders nested past PATH_MAX cannot be walked by path; the watchdog must not be blind,
+    and the folder must still be deleted (``shutil.rmtree`` dies of RecursionError on it)."""
+    root = Path(tempfile.mkdtemp(prefix="ag-deep-"))
+    os.chmod(root, 0o700)
+    box = root / "job"
+    box.mkdir()
+    uid = acquire_uid()
+    code = ("import os\nfor _ in range(1500):\n    os.mkdir('dd'); os.chdir('dd')\n"
+            "import itertools\nfor n in itertools.count():\n    open(f'f{n}', 'w').write('x')\n")
+    try:
+        prepare_dir(box, uid)
+        result = run_sandboxed([sys.executable, "-s", "-c", code], box,
+                               {"PATH": "/usr/bin:/bin", "HOME": str(box)},
+                               Limits(wall_s=60, disk_files=100_000), uid, cover=[str(root)])
+    finally:
+        release_uid(uid)
+        remove_tree(root)
+    assert not root.exists()
+    assert not result.timed_out, result.output
+    assert "cannot look" in result.over_disk, result.over_disk
