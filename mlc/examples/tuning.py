@@ -25,14 +25,15 @@ def matmul(n: int, dtype: str) -> Any:
     k = te.reduce_axis((0, n), name="k")
     C = te.compute((n, n), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
     s = te.create_schedule(C.op)
-    y, x = C.op.axis
-    cfg = tune.get_config()
+    op: Any = C.op  # a ComputeOp: its axis and reduce_axis
+    y, x = op.axis
+    cfg: Any = tune.get_config()  # knob entities, typed loosely as in AutoTVM
     cfg.define_split("tile_y", y, num_outputs=2)
     cfg.define_split("tile_x", x, num_outputs=2)
     cfg.define_knob("vec", [0, 1])
     yo, yi = cfg["tile_y"].apply(s, C, y)
     xo, xi = cfg["tile_x"].apply(s, C, x)
-    (kk,) = C.op.reduce_axis
+    (kk,) = op.reduce_axis
     s[C].reorder(yo, xo, kk, yi, xi)
     if cfg["vec"].val:
         s[C].vectorize(xi)
