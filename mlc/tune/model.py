@@ -59,7 +59,9 @@ class XGBoostCostModel:
             "verbosity": 0,
             "objective": "rank:pairwise" if self.loss == "rank" else "reg:squarederror",
         }
-        dtrain = xgb.DMatrix(x, label=y)
+        # one thread, as for training: a DMatrix built on every core costs more than the few
+        # rows it holds when other processes (the measuring workers) share the machine
+        dtrain = xgb.DMatrix(x, label=y, nthread=1)
         if self.loss == "rank":
             dtrain.set_group([len(y)])
         self._booster = xgb.train(params, dtrain, num_boost_round=60)
@@ -70,7 +72,8 @@ class XGBoostCostModel:
             return np.zeros(len(indexes))
         import xgboost as xgb
 
-        return np.asarray(self._booster.predict(xgb.DMatrix(self.features(indexes))))
+        rows = xgb.DMatrix(self.features(indexes), nthread=1)
+        return np.asarray(self._booster.predict(rows))
 
 
 def rank_correlation(predicted: Sequence[float], measured: Sequence[float]) -> float:
