@@ -4,7 +4,8 @@
 
 mlc: ``topi.nn.conv2d`` (a padding stage and the direct convolution), tuned with
 ``mlc.tune.tune_tir`` in the default space, which tiles the convolution the BLAS way (the
-filters are the rows of the register tile, the output columns its vectors, the input
+filters are the rows of the register tile, its vectors 8 output columns of one or more
+output rows -- 56 columns hold one vector of 8 side by side, not two -- and the input
 channels the blocked reduction; see ``mlc/tune/tiling.py``). numpy: pad, im2col through a
 strided view copied to a (576, 3136) matrix, then one matmul with OpenBLAS. Both are timed
 in alternating rounds after a pause (so neither inherits the other's busy threads); the

@@ -158,19 +158,22 @@ KC_DEPTH = [64, 128, 256, 512, 1024]  # depth of a reduction slice (both panels)
 NC_PANELS = [1, 2, 4, 8, 16]  # register-tile widths in the packed panel of rhs
 
 
-def register_tiles(rows: int, cols: int, lanes: int, registers: int) -> list[tuple[int, int]]:
+def register_tiles(rows: int, cols: int, lanes: int, registers: int,
+                   stack: int = 1) -> list[tuple[int, int]]:
     """The ``(mr, nr)`` register tiles of the micro-kernel: ``mr x nr`` accumulators in
     ``mr * nr / lanes`` vector registers, plus ``nr / lanes`` for a row of rhs and one for the
     broadcast of lhs, all within ``registers``. For each width ``nr`` (whole vectors that
-    divide ``cols``): the tallest tile that fits (most independent FMAs in flight; when
-    ``mr`` does not divide ``rows`` the last tile is guarded, and ``unswitch_loops`` keeps
-    the guard out of the micro-kernel) and the tallest that divides ``rows``, if at least
-    half the registers accumulate. AVX2 (8 lanes, 16 registers) on 1024 x 1024:
-    ``[(14, 8), (8, 8), (6, 16), (4, 16), (2, 32)]``."""
+    divide ``cols``, or, when they do not, vectors stacked over ``stack``, another loop rhs
+    moves with: the output rows of a convolution): the tallest tile that fits (most
+    independent FMAs in flight; when ``mr`` does not divide ``rows`` the last tile is
+    guarded, and ``unswitch_loops`` keeps the guard out of the micro-kernel) and the
+    tallest that divides ``rows``, if at least half the registers accumulate. AVX2 (8
+    lanes, 16 registers) on 1024 x 1024: ``[(14, 8), (8, 8), (6, 16), (4, 16), (2, 32)]``;
+    a 56 x 56 convolution with 64 filters adds 16-wide tiles of two rows of 8."""
     tiles: list[tuple[int, int]] = []
     for vecs in range(1, 5):
         nr = vecs * lanes
-        if cols % nr:
+        if cols % nr and (cols % lanes or stack % vecs):
             continue
         tallest = (registers - vecs - 1) // vecs
         dividing = next((m for m in range(tallest, 0, -1) if rows % m == 0), 1)
@@ -267,7 +270,9 @@ def tile_gemm(sch: Schedule, block: BlockRV) -> bool:
     rows, cols = _extent(sch, row_rv), _extent(sch, col_rv)
     depth = _extent(sch, reduce[0])
     simd = host_simd()
-    tiles = register_tiles(rows, cols, simd.lanes, simd.registers)
+    stack_rv = _stack_loop(sch, block, outer, lhs_name, rhs_name)
+    stack = _extent(sch, stack_rv) if stack_rv is not None else 1
+    tiles = register_tiles(rows, cols, simd.lanes, simd.registers, stack)
 
     # --- the decisions (sampled first: every point of the space makes the same calls)
     tile = sch.sample_categorical(list(range(len(tiles))), [1.0] * len(tiles))
@@ -285,6 +290,12 @@ def tile_gemm(sch: Schedule, block: BlockRV) -> bool:
     else:
         mc = _largest_divisor(rows, int(mc_rows), multiple_of=mr)
     kc = _largest_divisor(depth, int(kc_depth))
+    stacked = []  # the tile's vectors over rows of stack_rv, when they do not fit side by side
+    if cols % nr:
+        assert stack_rv is not None
+        s_outer, s_inner = sch.split(stack_rv, factors=[None, nr // simd.lanes])
+        outer = [s_outer if rv is stack_rv else rv for rv in outer]
+        stacked, nr = [s_inner], simd.lanes
     nc = nr * _largest_divisor(cols // nr, int(nc_panels))
 
     # --- the loop nest
@@ -298,7 +309,7 @@ def tile_gemm(sch: Schedule, block: BlockRV) -> bool:
         inner_reduce[-1], k_unrolled = sch.split(inner_reduce[-1], factors=[None, ku])
     order = [*outer, jc, pc, ic, jr, ir, *inner_reduce]
     order += [k_unrolled] if k_unrolled is not None else []
-    sch.reorder(*order, i, j)
+    sch.reorder(*order, i, *stacked, j)
     task = sch.fuse(*outer, jc) if outer else jc
     init = sch.decompose_reduction(block, pc)
     if pack_b:
@@ -306,6 +317,8 @@ def tile_gemm(sch: Schedule, block: BlockRV) -> bool:
     if pack_a:
         _pack(sch, block, lhs_name, ic, simd.lanes)
     sch.unroll(i)
+    for rv in stacked:
+        sch.unroll(rv)
     if k_unrolled is not None:
         sch.unroll(k_unrolled)
     _vectorize_native(sch, j, simd.lanes)
@@ -344,6 +357,31 @@ def _row_loop(sch: Schedule, block: BlockRV, spatial: list[LoopRV], lhs: str) ->
         if cast(For, sch.get(rv)).loop_var in lhs_loops:
             return rv
     return spatial[-2]
+
+
+def _stack_loop(sch: Schedule, block: BlockRV, outer: list[LoopRV], lhs: str,
+                rhs: str) -> LoopRV | None:
+    """The innermost of ``outer`` that rhs moves with and lhs does not (the output row ``y``
+    of a convolution, whose input row ``y + ry`` is another vector for the same broadcast
+    weight); None if there is none (a matmul)."""
+    blk = cast(Block, sch.get(block))
+    realize = state.find_block(sch.mod, blk.name)
+    assert realize is not None and isinstance(realize.stmt, BlockRealize)
+    bound = dict(zip([iv.var for iv in blk.iter_vars], realize.stmt.iter_values))
+
+    def loops_of(name: str) -> set[Var]:
+        load = next(r for r in blk.reads if r.buffer.name == name)
+        used: set[Var] = set()
+        for rng in load.region:
+            used |= _vars_in(rng.min)
+        return set().union(*[_vars_in(bound[v]) for v in used if v in bound])
+
+    rhs_loops, lhs_loops = loops_of(rhs), loops_of(lhs)
+    for rv in reversed(outer):
+        var = cast(For, sch.get(rv)).loop_var
+        if var in rhs_loops and var not in lhs_loops:
+            return rv
+    return None
 
 
 def _pack(sch: Schedule, block: BlockRV, buffer: str, loop: LoopRV, lanes: int,

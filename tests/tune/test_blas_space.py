@@ -210,3 +210,35 @@ def test_a_guarded_register_tile_packs_lhs_per_block_and_no_block_lies_past_the_
             c = np.zeros((100, 64), "float32")
             mlc.build(sch.mod)(a, b, c)
             np.testing.assert_allclose(c, a @ b, rtol=1e-4, err_msg=f"tile {tiles[t]}, mc {mc}")
+
+
+def test_register_tiles_stack_vectors_over_another_loop_when_they_do_not_fit_side_by_side():
+    # 56 output columns take one vector of 8 side by side, not two; two output rows do
+    assert register_tiles(64, 56, 8, 16) == [(14, 8), (8, 8)]
+    assert register_tiles(64, 56, 8, 16, stack=56) == [(14, 8), (8, 8), (6, 16), (4, 16),
+                                                        (2, 32)]
+    assert register_tiles(64, 56, 8, 16, stack=3) == [(14, 8), (8, 8), (4, 24)]  # 3 rows
+
+
+def test_a_conv2d_tile_of_two_output_rows_computes_the_convolution():
+    # the conv's register tile: filters x (2 output rows x 8 columns), each input row a
+    # vector load shared by the filters' broadcast weights
+    simd = host_simd()
+    space = tune.SampledSpace(_conv2d(c=8, hw=8, f=16), tune.default_space)
+    tiles = register_tiles(16, 8, simd.lanes, simd.registers, stack=8)
+    stacked = [k for k, (_, nr) in enumerate(tiles) if nr > 8 and nr % simd.lanes == 0]
+    assert stacked or simd.lanes > 8, tiles
+    rng = np.random.default_rng(0)
+    d = rng.random((1, 8, 10, 10), dtype="float32")
+    w = rng.random((16, 8, 3, 3), dtype="float32")
+    want = _conv_reference(d, w)
+    for t in stacked:
+        for pack_a, pack_b in [(0, 0), (1, 1)]:
+            index = space.index_of_decisions([t, 0, 0, 0, pack_a, pack_b, 1])
+            sch = space.schedule(index)
+            rows = tiles[t][1] // simd.lanes
+            splits = [i.inputs["factors"] for i in sch.trace.insts if i.kind == "split"]
+            assert [None, rows] in splits  # the output rows, split into pairs (or more)
+            out = np.zeros((1, 16, 8, 8), "float32")
+            mlc.build(sch.mod)(d, w, out)
+            np.testing.assert_allclose(out, want, rtol=1e-4, err_msg=str(tiles[t]))
