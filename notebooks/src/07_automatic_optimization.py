@@ -302,9 +302,9 @@ fig
 #
 # A pair in the right order with a wide margin costs almost nothing, a pair in the wrong order
 # costs more than its margin. (xgboost's `rank:pairwise` objective, which `XGBoostCostModel`
-# uses, is this logistic loss on pairs.) Take three measured configurations, the sweep's fastest, the one
-# a quarter of the way down its ranking and the one three quarters down, with the scores of
-# the model trained above:
+# uses, is this logistic loss on pairs.) Take three measured configurations, the sweep's
+# fastest, the one a quarter of the way down its ranking and the one three quarters down,
+# with the scores of the model trained above:
 
 # %% tags=["nbval-ignore-output"]
 import itertools
@@ -398,7 +398,8 @@ print(f"8 random unmeasured picks would hold the best of them with probability "
 # %% [markdown]
 # ## Use the best configuration
 # The log of the first model-guided run (seed 0) holds every measurement it made;
-# `apply_history_best` makes the template pick the best configuration in it. Build it and check it against numpy.
+# `apply_history_best` makes the template pick the best configuration in it. Build it and
+# check it against numpy.
 
 # %%
 with tune.apply_history_best(LOG):
