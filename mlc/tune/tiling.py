@@ -155,7 +155,7 @@ def default_space(sch: Schedule) -> None:
 
 MC_ROWS = [32, 64, 128, 256]  # rows of the packed block of lhs (L2)
 KC_DEPTH = [64, 128, 256, 512, 1024]  # depth of a reduction slice (both panels)
-NC_PANELS = [1, 2, 4, 8, 16]  # register-tile widths in the packed panel of rhs
+NC_PANELS = [1, 2, 4, 8, 16, 32]  # register-tile widths in the packed panel of rhs
 
 
 def register_tiles(rows: int, cols: int, lanes: int, registers: int,
