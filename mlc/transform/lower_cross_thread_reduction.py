@@ -262,7 +262,8 @@ class _Lowerer(IRMutator):
         spatial_values = [v for iv, v in zip(b.iter_vars, br.iter_values)
                           if iv.kind is IterKind.SPATIAL]
         for g in inner:
-            if g.kind is ForKind.THREAD_BINDING or _uses_any(spatial_values, [g]):
+            spatial = any(_uses(v, g.loop_var) for v in spatial_values)
+            if g.kind is ForKind.THREAD_BINDING or spatial:
                 raise LoweringError(
                     f"{where}, but loop {g.loop_var.name!r} inside it "
                     + ("is bound to a thread axis too" if g.kind is ForKind.THREAD_BINDING

@@ -501,3 +501,63 @@ def test_a_reduction_on_threadidx_y(x: int, shuffles: bool) -> None:
     for got in run_both(f, a, "float32"):
         np.testing.assert_allclose(got, a.sum(1), rtol=1e-5, atol=1e-6)
     assert ("__shfl_down_sync" in f.get_source("cuda")) == shuffles
+
+
+@pytest.mark.parametrize(("threads", "rows_per_block", "shuffles", "barriers"), [
+    (8, 3, 3, 0),     # 24 threads: three rows of 8 lanes in one partial warp
+    (16, 5, 4, 0),    # 80 threads: the third warp has one row, 16 lanes
+    (64, 2, 6, 2),    # two warps per row, two rows: B_red_shared[2, 2]
+    (48, 2, 0, 9),    # rows of 48 straddle warps: the shared-memory tree
+])
+def test_rows_per_block_and_partial_warps(threads, rows_per_block, shuffles, barriers) -> None:
+    rows, cols = 3 * rows_per_block, 100
+    A = te.placeholder((rows, cols), name="A")
+    k = te.reduce_axis((0, cols), "k")
+    B = te.compute((rows,), lambda i: te.sum(A[i, k], axis=k), name="B")
+    sch = tir.Schedule(te.create_prim_func([A, B]))
+    i, kk = sch.get_loops(sch.get_block("B"))
+    io, ii = sch.split(i, [None, rows_per_block])
+    ko, ki = sch.split(kk, [None, threads])
+    sch.reorder(io, ii, ko, ki)
+    sch.bind(io, "blockIdx.x")
+    sch.bind(ii, "threadIdx.y")
+    sch.bind(ki, "threadIdx.x")
+    f = mlc.build(sch.mod, target="cuda-sim")
+    a = rng.standard_normal((rows, cols)).astype("float32")
+    for got in run_both(f, a, "float32"):
+        np.testing.assert_allclose(got, a.sum(1), rtol=1e-5, atol=1e-5)
+    src = f.get_source("cuda")
+    assert (src.count("__shfl_down_sync("), src.count("__syncthreads();")) == (shuffles, barriers)
+
+
+def test_a_serial_reduce_loop_inside_the_thread_loop() -> None:
+    """``k`` split in three, the middle part on threads: each thread first folds its 4
+    consecutive elements (this crashed the lowering before)."""
+    s, args = row_reduction(5, 300, 32)
+    sch = tir.Schedule(te.create_prim_func(args))
+    i, kk = sch.get_loops(sch.get_block("B"))
+    _, k1, _ = sch.split(kk, [None, 32, 4])
+    sch.bind(i, "blockIdx.x")
+    sch.bind(k1, "threadIdx.x")
+    f = mlc.build(sch.mod, target="cuda-sim")
+    a = rng.standard_normal((5, 300)).astype("float32")
+    for got in run_both(f, a, "float32"):
+        np.testing.assert_allclose(got, a.sum(1), rtol=1e-5, atol=1e-5)
+    assert "__syncthreads" not in f.get_source("cuda")
+
+
+def test_rfactor_with_a_split_that_does_not_divide() -> None:
+    A = te.placeholder((7, 99), name="A")
+    k = te.reduce_axis((0, 99), "k")
+    B = te.compute((7,), lambda i: te.sum(A[i, k], axis=k), name="B")
+    s = te.create_schedule(B.op)
+    _, ki = s[B].split(k, factor=40)  # 40 threads: a full warp and one of 8 lanes
+    BF = s.rfactor(B, ki)
+    s[B].bind(s[B].op.axis[0], te.thread_axis("blockIdx.x"))
+    s[B].bind(s[B].op.reduce_axis[0], te.thread_axis("threadIdx.x"))
+    s[BF].compute_at(s[B], s[B].op.reduce_axis[0])
+    f = mlc.build(s, [A, B], target="cuda-sim")
+    a = rng.standard_normal((7, 99)).astype("float32")
+    for got in run_both(f, a, "float32"):
+        np.testing.assert_allclose(got, a.sum(1), rtol=1e-5, atol=1e-5)
+    assert "((k_1_1 < 32) ? 0xffffffffu : 0xffu)" in f.get_source("cuda")
