@@ -213,12 +213,23 @@ class BlockRealize(Stmt):
 @_node
 class PrimFunc(_Printable):
     """A tensor program: buffers in, buffers out, a body. Symbolic sizes are variables in
-    the parameters' shapes and bind from the arrays at call time."""
+    the parameters' shapes and bind from the arrays at call time.
+
+    ``scalars`` are the parameters passed by value (TVM's ``te.var("bias", "float32")`` in
+    the argument list, TVMScript's ``alpha: T.float32``): ``(position, var)`` pairs, where
+    ``position`` is the place of the argument in the call, counting buffers and scalars
+    together. ``params`` stays the buffers alone, so a pass that walks the buffers never
+    meets a scalar; :attr:`arguments` is the call's order::
+
+        f = mlc.build(s, [A, B, D, bias])    # params (A, B, D), scalars ((3, bias),)
+        f(a, b, d, 10.0)
+    """
 
     params: tuple[Buffer, ...]
     body: Stmt
     name: str = "main"
     attrs: tuple[tuple[str, Any], ...] = ()
+    scalars: tuple[tuple[int, Var], ...] = ()
 
     def _repr_html_(self) -> str:
         from mlc.tir.printer import to_html
@@ -236,7 +247,24 @@ class PrimFunc(_Printable):
         return to_str(self, script=True)
 
     def with_body(self, body: Stmt) -> PrimFunc:
-        return PrimFunc(self.params, body, self.name, self.attrs)
+        return PrimFunc(self.params, body, self.name, self.attrs, self.scalars)
+
+    @property
+    def arguments(self) -> tuple[Buffer | Var, ...]:
+        """The parameters in the order of the call: buffers and scalar variables."""
+        args: list[Buffer | Var] = list(self.params)
+        for position, var in sorted(self.scalars, key=lambda pv: pv[0]):
+            args.insert(position, var)
+        return tuple(args)
+
+    @property
+    def scalar_args(self) -> tuple[Var, ...]:
+        """The scalar parameters the native function takes after the sizes, each with its
+        own type: ``name(A_ptr, ..., n, alpha)``. A scalar that is also a symbolic size
+        (``n`` in a shape and in the argument list) is passed once, as the size."""
+        sizes = {id(v) for v in self.size_vars}
+        return tuple(v for _, v in sorted(self.scalars, key=lambda pv: pv[0])
+                     if id(v) not in sizes)
 
     def attr(self, key: str, default: Any = None) -> Any:
         return dict(self.attrs).get(key, default)

@@ -1,9 +1,10 @@
 """The LLVM backend: a lowered ``PrimFunc`` becomes an LLVM module (text IR).
 
 The native function takes one pointer per parameter buffer, then one ``int64`` per symbolic
-size (``PrimFunc.size_vars``)::
+size (``PrimFunc.size_vars``), then the scalar parameters by value
+(``PrimFunc.scalar_args``, a bool as a byte)::
 
-    void matmul(float* noalias A, float* noalias B, float* noalias C, i64 n)
+    void matmul(float* noalias A, float* noalias B, float* noalias C, i64 n, float alpha)
 
 Statements map to control flow the way a C compiler would do it:
 
@@ -98,7 +99,9 @@ class CodeGenLLVM(ParallelEmitter, ExprEmitter):
         self.entry_name = name
         self.checked_by_dimension = checked_by_dimension(func)
         sizes = func.size_vars
-        fnty = ir.FunctionType(ty.VOID, [ty.I8P] * len(func.params) + [ty.I64] * len(sizes))
+        scalars = func.scalar_args  # by value, each its own type (a bool as a byte)
+        fnty = ir.FunctionType(ty.VOID, [ty.I8P] * len(func.params) + [ty.I64] * len(sizes)
+                               + [ty.memory_type(v.dtype) for v in scalars])
         fn = ir.Function(self.module, fnty, name=name)
         fn.attributes.add("nounwind")
         for arg, buf in zip(fn.args, func.params):
@@ -109,6 +112,12 @@ class CodeGenLLVM(ParallelEmitter, ExprEmitter):
         for arg, var in zip(fn.args[len(func.params):], sizes):
             arg.name = var.name
             self.vars[var] = self.cast(arg, "int64", var.dtype)
+        for arg, var in zip(fn.args[len(func.params) + len(sizes):], scalars):
+            arg.name = var.name
+            if var.dtype == "bool":
+                self.vars[var] = self.b.icmp_unsigned("!=", arg, ir.Constant(ty.I8, 0))
+            else:
+                self.vars[var] = arg
         self.emit_stmt(func.body)
         self.b.ret_void()
 
