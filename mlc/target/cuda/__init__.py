@@ -1,7 +1,9 @@
 """The ``"cuda"`` target: GPU kernels as CUDA C, compiled by NVRTC, run through the CUDA driver.
 
-Its passes split the lowered program into kernels and put barriers between shared-memory
-writes and reads (:mod:`mlc.target.gpu`); codegen prints CUDA C
+Its common passes reduce across threads with warp shuffles (``COMMON_PASSES``: the
+``lower_cross_thread_reduction`` pass with ``warp_size=32``); its own passes split the lowered
+program into kernels and put barriers between shared-memory writes and reads
+(:mod:`mlc.target.gpu`); codegen prints CUDA C
 (:mod:`mlc.target.cuda.codegen`); the Module copies arrays to the GPU and launches the kernels
 (:mod:`mlc.target.cuda.module`).
 """

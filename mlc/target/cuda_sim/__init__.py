@@ -3,8 +3,9 @@ semantics (every block and thread, shared memory per block, barriers), so studen
 GPU see what their GPU schedule computes. See :mod:`mlc.target.cuda_sim.simulate`.
 
 Beside the fast simulation, an interpreter (:mod:`~mlc.target.cuda_sim.interp`) runs the same
-kernels watching every access: :func:`check` finds races, reads of uninitialised shared
-memory, out-of-range indices and divergent barriers (:mod:`~mlc.target.cuda_sim.checks`);
+kernels watching every access and running warp shuffles lane by lane: :func:`check` finds
+races, reads of uninitialised shared memory, out-of-range indices, divergent barriers and
+misused shuffles (:mod:`~mlc.target.cuda_sim.checks`);
 :func:`predict` estimates the time on a real GPU from counted memory transactions, bank
 conflicts and FLOPs (:mod:`~mlc.target.cuda_sim.model`)."""
 

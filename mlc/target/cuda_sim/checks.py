@@ -20,7 +20,10 @@ threads, one of them a write, are a **race** (:class:`~mlc.errors.RaceError`) wh
 A read of shared memory that no thread of the block wrote since the kernel began is an
 :class:`~mlc.errors.UninitializedReadError`; an index outside its buffer a
 :class:`~mlc.errors.GPUIndexError`; a barrier that some threads of a block reach and others
-skip a :class:`~mlc.errors.BarrierDivergenceError`. Each names the kernel, the buffer, the
+skip a :class:`~mlc.errors.BarrierDivergenceError`; a warp shuffle that a lane its mask
+names never reaches (or whose lanes pass different masks) a
+:class:`~mlc.errors.ShuffleDivergenceError`. Shuffles move registers, not memory: they need
+no barrier and the race check does not see them. Each names the kernel, the buffer, the
 element, the two threads and the lines of the loop IR (``mlc.lower(..., target="cuda-sim")``
 prints the same program).
 """
