@@ -66,7 +66,7 @@ def _layout(node: Any) -> list[tuple[str, Any, str]]:
     elif isinstance(node, Reduce):
         order, defs = ["combiner", "axis", "source", "condition", "dtype"], set()
     elif isinstance(node, PrimFunc):
-        order, defs = ["params", "name", "attrs", "body"], {"params"}
+        order, defs = ["params", "scalars", "name", "attrs", "body"], {"params", "scalars"}
     else:
         order, defs = [f.name for f in dataclasses.fields(node)], set()
     return [(name, getattr(node, name), DEF if name in defs else USE) for name in order]
