@@ -596,6 +596,53 @@ def check_rank_loss_grad(rank_loss_grad):
     expect(np.allclose(g, numeric, atol=1e-5), f"on scores {np.round(s, 2)} and speeds {y} "
            f"the gradient is {np.round(numeric, 4)} (by finite differences), not {np.round(g, 4)}")
 
+@exercise("3. a knob of your own",
+          hint="after the vectorize lines: cfg.define_knob(\"unroll\", [0, 1]) and, when "
+               "cfg[\"unroll\"].val is 1, s[C].unroll(yi); the knob must change the loop "
+               "program for every choice")
+def check_knob(template_name):
+    n = 64
+    task7 = tune.create_task(template_name, args=(n, "float32"))
+    knobs = list(task7.config_space.knobs)
+    for name in ("tile_y", "tile_x", "vec"):
+        expect(name in knobs, f"keep the chapter's knob {name!r}; the space has {knobs}")
+    mine = [k for k in knobs if k not in ("tile_y", "tile_x", "vec")]
+    expect(mine, "the space has only the chapter's knobs tile_y, tile_x and vec: define one "
+           "of your own with cfg.define_knob")
+    knob = mine[0]
+    dims7 = task7.config_space.dims
+    expect(dims7[knobs.index(knob)] >= 2,
+           f"knob {knob!r} has one choice: a knob needs at least two to choose from")
+    rng = np.random.default_rng(0)
+    a7 = rng.random((n, n), dtype="float32")
+    b7 = rng.random((n, n), dtype="float32")
+    def choices_with(value):  # inner factors 4 and 16, vectorized, the knob at `value`
+        return [{"tile_y": 2, "tile_x": 4, "vec": 1}.get(k, 0) if k != knob else value
+                for k in knobs]
+    programs, gflops = {}, {}
+    for value in range(dims7[knobs.index(knob)]):
+        config = task7.config_space.get(task7.config_space.index_of(choices_with(value)))
+        s7, tensors = task7.instantiate(config)
+        programs[value] = str(s7.to_prim_func(tensors))
+        f7 = mlc.build(s7, tensors)
+        c7 = np.zeros((n, n), "float32")
+        f7(a7, b7, c7)
+        expect(np.allclose(c7, a7 @ b7, rtol=1e-3, atol=1e-3),
+               f"with {config} the result is not A @ B")
+        gflops[value] = 2 * n**3 / viz.seconds_per_call(lambda: f7(a7, b7, c7)) / 1e9
+    expect(len(set(programs.values())) == len(programs),
+           f"some choices of {knob!r} give the same loop program: the knob changes nothing")
+    for index in rng.choice(len(task7.config_space), 4, replace=False):
+        s7, tensors = task7.instantiate(int(index))
+        c7 = np.zeros((n, n), "float32")
+        mlc.build(s7, tensors)(a7, b7, c7)
+        expect(np.allclose(c7, a7 @ b7, rtol=1e-3, atol=1e-3),
+               f"with {task7.config_space.get(int(index))} the result is not A @ B")
+    entities = task7.config_space.knobs[knob].entities
+    print(f"{knob}: " + ", ".join(f"{getattr(entities[v], 'val', entities[v])!r} "
+                                  f"{g:.1f} GFLOPS" for v, g in gflops.items())
+          + " (tile 4 x 16, vectorized, n = 64)")
+
 # %% [markdown]
 # **1. A move for simulated annealing.** `neighbour(index, dims, rng)` returns config `index`
 # with exactly one knob changed to another of its choices (`dims[k]` choices for knob `k`;
@@ -650,59 +697,12 @@ check_rank_loss_grad(rank_loss_grad)
 # `s[C]` (unroll a loop, another loop order, `parallel` on an outer loop, ...). The check
 # builds your template at n = 64: the space must hold your knob beside the three of the
 # chapter, every choice of it must change the loop program and compute `A @ B`. It then
-# prints the GFLOPS of each choice at one good tiling, for you to judge whether it helps:
-# on a shared machine that is a measurement to read, not a verdict the check makes. To let a
-# tuner find out, run `tune.XGBTuner(tune.create_task("nb07_my_knob", args=(128,
-# "float32"))).tune(16)`.
+# prints the GFLOPS of each choice at one tiling (4 x 16, vectorized), for you to judge
+# whether it helps: on a shared machine that is a measurement to read, not a verdict the
+# check makes. To let a tuner find out, run `tune.XGBTuner(tune.create_task("nb07_my_knob",
+# args=(128, "float32"))).tune(16)`.
 
 # %% tags=["nbval-ignore-output"]
-@exercise("3. a knob of your own",
-          hint="after the vectorize lines: cfg.define_knob(\"unroll\", [0, 1]) and, when "
-               "cfg[\"unroll\"].val is 1, s[C].unroll(yi); the knob must change the loop "
-               "program for every choice")
-def check_knob(template_name):
-    n = 64
-    task7 = tune.create_task(template_name, args=(n, "float32"))
-    knobs = list(task7.config_space.knobs)
-    for name in ("tile_y", "tile_x", "vec"):
-        expect(name in knobs, f"keep the chapter's knob {name!r}; the space has {knobs}")
-    mine = [k for k in knobs if k not in ("tile_y", "tile_x", "vec")]
-    expect(mine, "the space has only the chapter's knobs tile_y, tile_x and vec: define one "
-           "of your own with cfg.define_knob")
-    knob = mine[0]
-    dims7 = task7.config_space.dims
-    expect(dims7[knobs.index(knob)] >= 2,
-           f"knob {knob!r} has one choice: a knob needs at least two to choose from")
-    rng = np.random.default_rng(0)
-    a7 = rng.random((n, n), dtype="float32")
-    b7 = rng.random((n, n), dtype="float32")
-    def choices_with(value):  # inner factors 4 and 16, vectorized, the knob at `value`
-        return [{"tile_y": 2, "tile_x": 4, "vec": 1}.get(k, 0) if k != knob else value
-                for k in knobs]
-    programs, gflops = {}, {}
-    for value in range(dims7[knobs.index(knob)]):
-        config = task7.config_space.get(task7.config_space.index_of(choices_with(value)))
-        s7, tensors = task7.instantiate(config)
-        programs[value] = str(s7.to_prim_func(tensors))
-        f7 = mlc.build(s7, tensors)
-        c7 = np.zeros((n, n), "float32")
-        f7(a7, b7, c7)
-        expect(np.allclose(c7, a7 @ b7, rtol=1e-3, atol=1e-3),
-               f"with {config} the result is not A @ B")
-        gflops[value] = 2 * n**3 / viz.seconds_per_call(lambda: f7(a7, b7, c7)) / 1e9
-    expect(len(set(programs.values())) == len(programs),
-           f"some choices of {knob!r} give the same loop program: the knob changes nothing")
-    for index in rng.choice(len(task7.config_space), 4, replace=False):
-        s7, tensors = task7.instantiate(int(index))
-        c7 = np.zeros((n, n), "float32")
-        mlc.build(s7, tensors)(a7, b7, c7)
-        expect(np.allclose(c7, a7 @ b7, rtol=1e-3, atol=1e-3),
-               f"with {task7.config_space.get(int(index))} the result is not A @ B")
-    entities = task7.config_space.knobs[knob].entities
-    print(f"{knob}: " + ", ".join(f"{getattr(entities[v], 'val', entities[v])!r} "
-                                  f"{g:.1f} GFLOPS" for v, g in gflops.items())
-          + " (tile 4 x 16, vectorized, n = 64)")
-
 @tune.template("nb07_my_knob")
 def matmul_my_knob(n, dtype):
     A = te.placeholder((n, n), name="A", dtype=dtype)
@@ -721,6 +721,7 @@ def matmul_my_knob(n, dtype):
     s[C].reorder(yo, xo, kk, yi, xi)
     if cfg["vec"].val:
         s[C].vectorize(xi)
+    # your knob: cfg.define_knob(...), then change s[C] according to its value
     ### BEGIN SOLUTION
     cfg.define_knob("unroll", [0, 1])
     if cfg["unroll"].val:
