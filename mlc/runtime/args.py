@@ -13,6 +13,7 @@ The check on the hot path is lean (it only detects that something is wrong); whe
 from __future__ import annotations
 
 import ctypes
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -24,6 +25,7 @@ from mlc.tir.arith import evaluate_known
 from mlc.tir.expr import (
     IntImm,
     PrimExpr,
+    SizeVar,
     Var,
 )
 from mlc.tir.functor import IRVisitor
@@ -78,6 +80,14 @@ class ArgumentChecker:
         self.params = func.params
         self.size_vars = func.size_vars
         slot = {id(v): k for k, v in enumerate(self.size_vars)}
+        arguments = func.arguments
+        self.buffer_positions = [k for k, a in enumerate(arguments) if isinstance(a, Buffer)]
+        """Where each parameter buffer is in the call's arguments (scalars may sit between)."""
+        self.scalars: list[tuple[int, Var, Scalar]] = [
+            (k, a, Scalar(a, func.name)) for k, a in enumerate(arguments) if isinstance(a, Var)
+        ]
+        """The scalar parameters: (position in the call, variable, its conversion)."""
+        self.scalar_args = func.scalar_args
         writes = written_params(func)
         self._specs: list[tuple[np.dtype, int, tuple[tuple[int, int, Any], ...], bool]] = []
         self._exprs: list[tuple[int, int, PrimExpr]] = []  # (param, axis, expr) checked last
@@ -95,9 +105,12 @@ class ArgumentChecker:
                 else:
                     self._exprs.append((k, axis, extent))
             self._specs.append((_np_dtype(buf), len(buf.shape), tuple(dims), k in writes))
-        self._unbound = [v for v in self.size_vars if id(v) not in bound]
+        # the sizes no shape gives but a scalar argument does (n in A: float32[n * 2], n)
+        self._by_scalar = {id(v) for _, v, _ in self.scalars if id(v) in slot} - bound
+        self._unbound = [v for v in self.size_vars
+                         if id(v) not in bound and id(v) not in self._by_scalar]
         self._outputs = sorted(writes) if len(self.params) > 1 else []
-        self._nargs = len(self.params)
+        self._nargs = len(arguments)
         self.source = self._generate()
         self._fast = self._compile()
 
@@ -123,13 +136,22 @@ class ArgumentChecker:
                 p0 = read(id(a0) + 16).value
                 return [p0, z0]
         """
-        n = self._nargs
-        out = ["def native_args(args):", f"    if len(args) != {n}: explain(args)"]
+        n = len(self.params)
+        out = ["def native_args(args):", f"    if len(args) != {self._nargs}: explain(args)"]
         if self._unbound:
             out.append("    explain(args)")
-        if n:
-            out.append(f"    {', '.join(f'a{k}' for k in range(n))}, = args")
+        names = [f"a{k}" for k in range(n)]
+        for j, (position, _, _) in enumerate(self.scalars):
+            names.insert(position, f"v{j}")
+        if names:
+            out.append(f"    {', '.join(names)}, = args")
+        slot = {id(v): k for k, v in enumerate(self.size_vars)}
         bound: set[int] = set()
+        for j, (_, var, scalar) in enumerate(self.scalars):
+            out.append(f"    x{j} = {scalar.fast_path(f'v{j}', f'c{j}')}")
+            if id(var) in self._by_scalar:  # a size no shape gives: the scalar does
+                out.append(f"    z{slot[id(var)]} = x{j}")
+                bound.add(slot[id(var)])
         for k, (_, ndim, dims, writes) in enumerate(self._specs):
             a = f"a{k}"
             out.append(
@@ -153,12 +175,18 @@ class ArgumentChecker:
             read = f"read(id({a}) + {_OFFSET}).value" if _OFFSET else f"{a}.ctypes.data"
             out.append(f"    p{k} = {read}")
         sizes = [f"z{j}" for j in range(len(self.size_vars))]
+        for j, (_, var, _) in enumerate(self.scalars):
+            if id(var) in slot and id(var) not in self._by_scalar:  # also read from a shape
+                z = f"z{slot[id(var)]}"
+                out.append(f"    if x{j} != {z}: c{j}.differs(x{j}, {z})")
         if self._exprs:
             out.append(f"    if not check_exprs(args, [{', '.join(sizes)}]): explain(args)")
         for k in self._outputs:
             others = ", ".join(f"p{j}" for j in range(n) if j != k)
             out.append(f"    if p{k} in ({others},): explain(args)")
-        out.append(f"    return [{', '.join([f'p{k}' for k in range(n)] + sizes)}]")
+        by_value = {id(v) for v in self.scalar_args}
+        values = [f"x{j}" for j, (_, v, _) in enumerate(self.scalars) if id(v) in by_value]
+        out.append(f"    return [{', '.join([f'p{k}' for k in range(n)] + sizes + values)}]")
         return "\n".join(out) + "\n"
 
     def _compile(self) -> Callable[[Sequence[Any]], list[int]]:
@@ -169,13 +197,14 @@ class ArgumentChecker:
             "read": _read_pointer,
         }
         namespace.update({f"d{k}": spec[0] for k, spec in enumerate(self._specs)})
+        namespace.update({f"c{j}": scalar for j, (_, _, scalar) in enumerate(self.scalars)})
         exec(compile(self.source, f"<argument check of {self.func.name}>", "exec"), namespace)
         return namespace["native_args"]  # type: ignore[no-any-return]
 
     def _check_exprs(self, args: Sequence[Any], sizes: list[int | None]) -> bool:
         env = {id(v): s for v, s in zip(self.size_vars, sizes) if s is not None}
         for k, axis, e in self._exprs:
-            if evaluate_known(e, env) != args[k].shape[axis]:
+            if evaluate_known(e, env) != args[self.buffer_positions[k]].shape[axis]:
                 return False
         return True
 
@@ -187,17 +216,24 @@ class ArgumentChecker:
             raise ArgumentError(
                 f"the size(s) {names} cannot be read from the arrays' shapes (they appear "
                 "only inside expressions like n*2); give each symbolic size a dimension of "
-                "its own in some parameter"
+                "its own in some parameter, or pass it as an argument"
             )
         if len(args) != self._nargs:
+            what = "arrays" if not self.scalars else "arguments"
             raise ArgumentTypeError(
-                f"{self.func.name}() takes {self._nargs} arrays ({self.signature()}) but "
+                f"{self.func.name}() takes {self._nargs} {what} ({self.signature()}) but "
                 f"got {len(args)}"
             )
         env: dict[int, int] = {}
         origin: dict[int, str] = {}
-        for k, (buf, a) in enumerate(zip(self.params, args)):
-            what = f"argument {k} {buf.name!r}"
+        for position, var, scalar in self.scalars:
+            value = scalar(args[position])
+            if id(var) in self._by_scalar:
+                env[id(var)] = value
+                origin[id(var)] = f"argument {position} {var.name!r}"
+        for k, buf in enumerate(self.params):
+            a = args[self.buffer_positions[k]]
+            what = f"argument {self.buffer_positions[k]} {buf.name!r}"
             dtype, ndim, dims, writes = self._specs[k]
             if not isinstance(a, np.ndarray):
                 raise ArgumentTypeError(
@@ -237,13 +273,17 @@ class ArgumentChecker:
                     f"{what} is written by the function but the array is read-only; pass a "
                     "writeable array (e.g. np.empty(...))"
                 )
+        for position, var, scalar in self.scalars:
+            if id(var) in env and id(var) not in self._by_scalar:
+                scalar.differs(scalar(args[position]), env[id(var)])
+        pos = self.buffer_positions
         for k in self._outputs:
-            for j, other in enumerate(args):
-                if j != k and _shares_start(args[k], other):
+            for j in range(len(self.params)):
+                if j != k and _shares_start(args[pos[k]], args[pos[j]]):
                     raise ArgumentError(
-                        f"argument {k} {self.params[k].name!r} is written by the function and "
-                        f"is the same memory as argument {j} {self.params[j].name!r}; the "
-                        "compiled code assumes its arrays do not overlap, so pass a copy"
+                        f"argument {pos[k]} {self.params[k].name!r} is written by the function "
+                        f"and is the same memory as argument {pos[j]} {self.params[j].name!r}; "
+                        "the compiled code assumes its arrays do not overlap, so pass a copy"
                     )
         raise ArgumentError(f"the arguments do not fit {self.signature()}")  # pragma: no cover
 
@@ -257,10 +297,107 @@ class ArgumentChecker:
     def signature(self) -> str:
         """``A: float32[n, 4], B: float32[n, 4]``."""
         parts = []
-        for buf in self.params:
-            dims = ", ".join(_expr_text(e) for e in buf.shape)
-            parts.append(f"{buf.name}: {buf.dtype}[{dims}]")
+        for a in self.func.arguments:
+            if isinstance(a, Var):
+                parts.append(f"{a.name}: {a.dtype}")
+                continue
+            dims = ", ".join(_expr_text(e) for e in a.shape)
+            parts.append(f"{a.name}: {a.dtype}[{dims}]")
         return ", ".join(parts)
+
+
+class Scalar:
+    """The check and conversion of one scalar parameter's argument: ``scalar(value)`` is the
+    value the native function gets (a Python int or float), or an :class:`ArgumentError`
+    naming the parameter. Integers must fit the dtype (a ``te.var``, a size, must also be
+    >= 0); a float parameter takes ints and floats (NaN and infinities included) that fit;
+    a bool parameter takes True/False. numpy scalars (and 0-d arrays) of those kinds work."""
+
+    def __init__(self, var: Var, func_name: str) -> None:
+        self.var = var
+        self.dtype = var.dtype
+        self.what = f"{func_name}: the scalar parameter {var.name!r} ({var.dtype})"
+        self.lo, self.hi = _int_range(self.dtype) if dt.is_int(self.dtype) else (0, 0)
+        if isinstance(var, SizeVar):
+            self.lo = max(self.lo, 0)
+
+    def fast_path(self, arg: str, me: str) -> str:
+        """A Python expression that takes the common case without a call."""
+        if dt.is_int(self.dtype):
+            return f"{arg} if type({arg}) is int and {self.lo} <= {arg} <= {self.hi} else {me}({arg})"
+        if self.dtype == "float64":
+            return f"{arg} if type({arg}) is float else {me}({arg})"
+        if self.dtype == "float32":
+            big = repr(float(np.finfo(np.float32).max))
+            return f"{arg} if type({arg}) is float and -{big} <= {arg} <= {big} else {me}({arg})"
+        return f"{me}({arg})"
+
+    def __call__(self, value: Any) -> int | float:
+        if isinstance(value, np.ndarray) and value.ndim == 0:
+            value = value[()]
+        if self.dtype == "bool":
+            if isinstance(value, (bool, np.bool_)):
+                return int(value)
+            raise ArgumentTypeError(f"{self.what} takes True or False, got {_show(value)}")
+        if dt.is_int(self.dtype):
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+                raise ArgumentTypeError(
+                    f"{self.what} takes an integer, got {_show(value)}"
+                    + ("; pass int(x) if you mean to drop the fraction"
+                       if isinstance(value, (float, np.floating)) else "")
+                )
+            n = int(value)
+            if not self.lo <= n <= self.hi:
+                why = (" (it is a te.var, a size: mlc knows it is >= 0)"
+                       if isinstance(self.var, SizeVar) and n < 0 else "")
+                raise ArgumentError(
+                    f"{self.what} must be in [{self.lo}, {self.hi}]{why}; got {n}"
+                )
+            return n
+        # a float parameter
+        if isinstance(value, (bool, np.bool_)) or not isinstance(
+            value, (int, float, np.integer, np.floating)
+        ):
+            raise ArgumentTypeError(f"{self.what} takes a number, got {_show(value)}")
+        try:
+            x = float(value)
+        except OverflowError:
+            raise ArgumentError(f"{self.what}: {value} is too large for a float") from None
+        if self.dtype == "float32" and math.isfinite(x) and abs(x) > _FLOAT32_MAX:
+            raise ArgumentError(f"{self.what}: {x} is too large for float32 (max {_FLOAT32_MAX:g})")
+        return x
+
+    def differs(self, given: int | float, from_shape: int) -> None:
+        """A scalar that is also a size must agree with the arrays' shapes."""
+        if given != from_shape:
+            raise ArgumentError(
+                f"{self.what} is {given} but the arrays' shapes say {self.var.name} = "
+                f"{from_shape}; a size passed as an argument must match the arrays"
+            )
+
+
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def _int_range(dtype: str) -> tuple[int, int]:
+    info = np.iinfo(np.dtype(dtype))
+    return int(info.min), int(info.max)
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    if len(text) > 40:
+        text = text[:37] + "..."
+    return f"{text} ({type(value).__name__})"
+
+
+SCALAR_CTYPES: dict[str, Any] = {
+    "bool": ctypes.c_uint8, "int8": ctypes.c_int8, "int16": ctypes.c_int16,
+    "int32": ctypes.c_int32, "int64": ctypes.c_int64, "uint8": ctypes.c_uint8,
+    "uint16": ctypes.c_uint16, "uint32": ctypes.c_uint32, "uint64": ctypes.c_uint64,
+    "float32": ctypes.c_float, "float64": ctypes.c_double,
+}
+"""The C type of a scalar parameter in the native signature (a bool as a byte)."""
 
 
 def _shares_start(a: np.ndarray, b: np.ndarray) -> bool:

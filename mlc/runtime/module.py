@@ -18,7 +18,7 @@ from typing import Any
 
 from mlc.errors import ArgumentError
 from mlc.runtime import checks, jit
-from mlc.runtime.args import ArgumentChecker
+from mlc.runtime.args import SCALAR_CTYPES, ArgumentChecker
 from mlc.runtime.timer import TimeResult, measure
 from mlc.tir.expr import Call
 from mlc.tir.functor import contains
@@ -33,7 +33,8 @@ def calls_packed(func: PrimFunc) -> bool:
 
 
 class Module:
-    """A function compiled for the CPU. Call it with one numpy array per parameter."""
+    """A function compiled for the CPU. Call it with one numpy array per parameter buffer
+    and a number per scalar parameter, in the order of the build's argument list."""
 
     def __init__(
         self,
@@ -53,8 +54,10 @@ class Module:
         self._c_source = c_source
         self._asm: str | None = None
         self._checker = ArgumentChecker(func)
-        native_types = [ctypes.c_void_p] * len(func.params) + [ctypes.c_int64] * len(
-            self._checker.size_vars
+        native_types = (
+            [ctypes.c_void_p] * len(func.params)
+            + [ctypes.c_int64] * len(self._checker.size_vars)
+            + [SCALAR_CTYPES[v.dtype] for v in func.scalar_args]
         )
         self._cfunc = ctypes.CFUNCTYPE(None, *native_types)(compiled.address)
         self._native_args = self._checker._fast

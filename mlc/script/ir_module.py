@@ -18,6 +18,7 @@ methods are the functions (the class itself is never instantiated)::
 from __future__ import annotations
 
 import ast
+import dataclasses
 from collections.abc import Iterator
 from typing import Any
 
@@ -114,7 +115,7 @@ class IRModule:
 
 
 def _named(f: PrimFunc, name: str) -> PrimFunc:
-    return f if f.name == name else PrimFunc(f.params, f.body, name, f.attrs)
+    return f if f.name == name else dataclasses.replace(f, name=name)
 
 
 # ---------------------------------------------------------------------------------------------

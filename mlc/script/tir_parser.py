@@ -40,6 +40,7 @@ from mlc.script.tir_syntax import (
 from mlc.tir import dtype as dt
 from mlc.tir.expr import (
     SizeVar,
+    Var,
     const,
 )
 from mlc.tir.stmt import (
@@ -87,27 +88,34 @@ class TIRParser(_BlockParser):
             if self._function_header(s, root_allocs if has_blocks else None):
                 continue
             rest.append(s)
-        buffers = self._bind_handles(fdef, params)
+        arguments = self._bind_handles(fdef, params)
         body = self.stmts(rest)
         if has_blocks and not _is_explicit_root(body, root_allocs):
             body = BlockRealize((), const(True), Block("root", (), (), (), body,
                                                        alloc_buffers=tuple(root_allocs)))
-        return PrimFunc(tuple(buffers), body, fdef.name, tuple(self.f.attrs))
+        buffers = tuple(a for a in arguments if isinstance(a, Buffer))
+        scalars = tuple((k, a) for k, a in enumerate(arguments) if isinstance(a, Var))
+        return PrimFunc(buffers, body, fdef.name, tuple(self.f.attrs), scalars)
 
     def _params(self, fdef: ast.FunctionDef) -> list[Buffer | str]:
         args = fdef.args
         if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
             raise self.error(fdef, "a prim_func takes plain parameters, each annotated with "
                                    'T.Buffer((shape), "dtype") or T.handle')
-        params: list[Buffer | str] = []
+        params: list[Buffer | str | Var] = []
+        scalars = self._scalar_params(fdef)
         for a in args.args:
             if a.arg == "self":
                 continue
             if a.annotation is None:
                 raise self.error(a, f"parameter {a.arg!r} needs a type: "
-                                    f'{a.arg}: T.Buffer((128, 128), "float32")')
+                                    f'{a.arg}: T.Buffer((128, 128), "float32") or '
+                                    f"{a.arg}: T.float32")
             ann = a.annotation
             name = dotted(ann)
+            if a.arg in scalars:
+                params.append(scalars[a.arg])
+                continue
             if name is not None and normalize_name(name) in ("handle", "Ptr"):
                 self.f.handles[a.arg] = None
                 params.append(a.arg)
@@ -117,10 +125,38 @@ class TIRParser(_BlockParser):
             params.append(buf)
         return params
 
-    def _bind_handles(self, fdef: ast.FunctionDef, params: list[Buffer | str]) -> list[Buffer]:
-        out = []
+    def _scalar_params(self, fdef: ast.FunctionDef) -> dict[str, Var]:
+        """``alpha: T.float32``, ``n: T.int32``: parameters passed by value. Defined before
+        the buffers, whose shapes may use them (``A: T.Buffer((n,), "float32"), n: T.int32``:
+        a size passed as an argument too, a SizeVar like the other sizes)."""
+        in_shapes = {
+            n.id for a in fdef.args.args if a.annotation is not None
+            for n in ast.walk(a.annotation) if isinstance(n, ast.Name)
+        }
+        out: dict[str, Var] = {}
+        for a in fdef.args.args:
+            name = dotted(a.annotation) if a.annotation is not None else None
+            dtype = normalize_name(name) if name is not None else ""
+            if not _is_dtype(dtype) or dt.lanes(dtype) != 1:
+                continue
+            if a.arg in out:
+                raise self.error(a, f"parameter {a.arg!r} is declared twice")
+            if dtype == "float16":
+                raise self.error(a, f"scalar parameter {a.arg!r}: a float16 scalar is not "
+                                    "supported; take a T.float32 and T.Cast it")
+            var = (SizeVar(a.arg, dtype) if dt.is_int(dtype) and a.arg in in_shapes
+                   else Var(a.arg, dtype))
+            self.f.define(a.arg, var)
+            out[a.arg] = var
+        return out
+
+    def _bind_handles(self, fdef: ast.FunctionDef,
+                      params: list[Buffer | str | Var]) -> list[Buffer | Var]:
+        out: list[Buffer | Var] = []
         for p in params:
-            if isinstance(p, str):
+            if isinstance(p, Var):
+                out.append(p)
+            elif isinstance(p, str):
                 buf = self.f.handles.get(p)
                 if buf is None:
                     raise self.error(fdef, f"parameter {p!r} is a T.handle but no "

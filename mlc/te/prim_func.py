@@ -28,6 +28,7 @@ variables ``vi, vj, vk`` bound to the loops.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from mlc.errors import TEError
 from mlc.te.external import describe
@@ -41,10 +42,12 @@ from mlc.tir.expr import (
     PrimExpr,
     Range,
     Reduce,
+    SizeVar,
     Var,
     const,
 )
-from mlc.tir.functor import IRMutator, substitute
+from mlc.tir import dtype as dt
+from mlc.tir.functor import IRMutator, collect, substitute
 from mlc.tir.stmt import (
     Block,
     BlockRealize,
@@ -203,17 +206,22 @@ def _extern_block(op: ExternOp, block_name: str) -> Stmt:
     return BlockRealize((), const(True), block)
 
 
-def create_prim_func(tensors: Sequence[Tensor], name: str = "main") -> PrimFunc:
+def create_prim_func(tensors: Sequence[Tensor | Var], name: str = "main") -> PrimFunc:
     """A PrimFunc computing ``tensors``: its parameters are their buffers in this order
     (inputs and outputs alike); tensors that are computed on the way but not listed become
-    intermediate buffers of the root block."""
-    tensors = list(tensors)
-    for t in tensors:
-        if not isinstance(t, Tensor):
-            raise TEError(
-                f"te.create_prim_func takes a list of tensors (placeholders and outputs), "
-                f"got {t!r}"
-            )
+    intermediate buffers of the root block. A variable in the list (``te.var("bias",
+    "float32")``) is a scalar parameter, passed by value at its place in the call."""
+    found, scalars = split_arguments(tensors, "te.create_prim_func")
+    func = prim_func_of(found, name, scalars)
+    check_free_vars(func, "te.create_prim_func")
+    return func
+
+
+def prim_func_of(
+    tensors: Sequence[Tensor], name: str = "main", scalars: tuple[tuple[int, Var], ...] = ()
+) -> PrimFunc:
+    """:func:`create_prim_func` without the check that every variable has a value (a te
+    schedule starts from this and learns its scalar parameters from ``mlc.build``)."""
     param_ids = {id(t.op) for t in tensors}
     param_bufs = {id(t.buffer) for t in tensors}
     names = _UniqueNames()
@@ -243,4 +251,50 @@ def create_prim_func(tensors: Sequence[Tensor], name: str = "main") -> PrimFunc:
         else:  # pragma: no cover - only te's own ops exist
             raise TEError(f"te.create_prim_func: cannot handle {type(op).__name__}")
     root = Block("root", (), (), (), seq(*stmts), alloc_buffers=tuple(allocs))
-    return PrimFunc(tuple(t.buffer for t in tensors), BlockRealize((), const(True), root), name)
+    return PrimFunc(tuple(t.buffer for t in tensors), BlockRealize((), const(True), root), name,
+                    scalars=scalars)
+
+
+SCALAR_PARAM_DTYPES = tuple(d for d in dt.SCALAR_DTYPES if d != "float16")
+
+
+def split_arguments(
+    args: Sequence[Any], where: str
+) -> tuple[list[Tensor], tuple[tuple[int, Var], ...]]:
+    """The tensors of an argument list, and its scalar variables with their positions:
+    ``[A, B, D, bias]`` -> ``([A, B, D], ((3, bias),))``."""
+    tensors: list[Tensor] = []
+    scalars: list[tuple[int, Var]] = []
+    for k, a in enumerate(args):
+        if isinstance(a, Tensor):
+            tensors.append(a)
+        elif isinstance(a, Var):
+            if any(v is a for _, v in scalars):
+                raise TEError(f"{where}: the variable {a.name!r} is in the argument list twice")
+            if a.dtype not in SCALAR_PARAM_DTYPES:
+                raise TEError(
+                    f"{where}: the scalar parameter {a.name!r} has dtype {a.dtype}; a scalar "
+                    f"parameter is one of {', '.join(SCALAR_PARAM_DTYPES)} (for float16, "
+                    "pass a float32 and te.cast it)"
+                )
+            scalars.append((k, a))
+        else:
+            raise TEError(
+                f"{where} takes a list of tensors (placeholders and outputs) and scalar "
+                f"variables (te.var(\"alpha\", \"float32\")), got {a!r}"
+            )
+    return tensors, tuple(scalars)
+
+
+def check_free_vars(func: PrimFunc, where: str) -> None:
+    """Refuse a program that uses a ``te.var`` that is neither a size of a parameter (in a
+    shape) nor a scalar parameter: nothing would give it a value."""
+    known = {id(v) for v in func.size_vars} | {id(v) for _, v in func.scalars}
+    free = collect(func.body, lambda n: isinstance(n, SizeVar) and id(n) not in known)
+    if free:
+        names = ", ".join(sorted({v.name for v in free}))
+        raise TEError(
+            f"{where}: the computation uses the variable(s) {names}, which are neither a "
+            "size in some argument's shape nor in the argument list; pass each as an "
+            f"argument (mlc.build(s, [A, ..., {free[0].name}])) so the call gives it a value"
+        )

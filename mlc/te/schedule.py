@@ -22,7 +22,7 @@ from typing import Any, cast
 from mlc.errors import ScheduleError
 from mlc.te.external import describe
 from mlc.te.operation import ComputeOp, ExternOp, Operation, PlaceholderOp, ScanOp, Tensor
-from mlc.te.prim_func import create_prim_func
+from mlc.te.prim_func import check_free_vars, prim_func_of, split_arguments
 from mlc.tir.expr import IterKind, IterVar, Range, Var
 from mlc.tir.schedule import state
 from mlc.tir.schedule.schedule import Schedule as TirSchedule
@@ -265,7 +265,7 @@ class Schedule:
         self._args = self._placeholders + [
             t for op in self.outputs for t in getattr(op, "outputs", [op.output(0)])
         ]
-        self.func = create_prim_func(self._args)
+        self.func = prim_func_of(self._args)
         self._tir = TirSchedule(self.func)
         self._loops: dict[int, LoopRV] = {}
         self._keep: list[IterVar] = []  # axes made here, kept alive (ids are table keys)
@@ -530,11 +530,14 @@ class Schedule:
         return out
 
     # -- the program --------------------------------------------------------------------------
-    def to_prim_func(self, args: Sequence[Tensor], name: str = "main") -> PrimFunc:
-        """The scheduled program with parameters in the order of ``args``."""
+    def to_prim_func(self, args: Sequence[Tensor | Var], name: str = "main") -> PrimFunc:
+        """The scheduled program with parameters in the order of ``args``; a variable in
+        ``args`` (``te.var("bias", "float32")``) is a scalar parameter."""
         func = self.sch.mod
         params = []
         for t in args:
+            if isinstance(t, Var):
+                continue  # a scalar: split_arguments below
             buf = getattr(t, "buffer", None)
             if buf is not None and not any(buf is p for p in func.params):
                 func = _intermediate_as_param(func, buf)
@@ -542,13 +545,17 @@ class Schedule:
                 have = [p.name for p in func.params]
                 raise ScheduleError(
                     f"{getattr(t, 'name', t)!r} is not an input or output of this schedule "
-                    f"(those are {have}); intermediate tensors cannot be arguments"
+                    f"(those are {have}); intermediate tensors cannot be arguments (a "
+                    "scalar parameter is a te.var)"
                 )
             params.append(buf)
         missing = [p.name for p in func.params if all(p is not b for b in params)]
         if missing:
             raise ScheduleError(f"the arguments leave out {missing}; list every input and output")
-        return PrimFunc(tuple(params), func.body, name, func.attrs)  # type: ignore[arg-type]
+        _, scalars = split_arguments(list(args), "mlc.build")
+        out = PrimFunc(tuple(params), func.body, name, func.attrs, scalars)  # type: ignore[arg-type]
+        check_free_vars(out, "mlc.build")
+        return out
 
     def __repr__(self) -> str:
         return repr(self.sch.mod)

@@ -316,11 +316,16 @@ class _Printer:
         self.lines.append(line)
 
     def func(self, f: PrimFunc) -> None:
-        params = ", ".join(f"{self.name_of(b)}: {self.buffer_decl(b)}" for b in f.params)
+        params = ", ".join(
+            f"{self.name_of(a)}: {self.t(a.dtype)}" if isinstance(a, Var)  # a scalar
+            else f"{self.name_of(a)}: {self.buffer_decl(a)}"
+            for a in f.arguments
+        )
         self.emit(0, "@" + self.t("prim_func"))
         self.emit(0, f"def {f.name}({params}):", f)
+        scalars = {id(v) for _, v in f.scalars}
         for v in f.size_vars:  # sizes that are not int32 say so: `n = T.int64()`
-            if v.dtype != "int32":
+            if v.dtype != "int32" and id(v) not in scalars:
                 self.emit(1, f"{self.name_of(v)} = {self.t(v.dtype)}()")
         if f.attrs:
             attrs = ", ".join(f"{_quote(k)}: {self.expr(v)}" for k, v in f.attrs)

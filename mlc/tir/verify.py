@@ -99,6 +99,9 @@ class _Checker:
             for e in (*b.shape, *b.strides):
                 if isinstance(e, Var) and all(e is not s for s in size_vars):
                     size_vars.append(e)
+        for _, v in self.func.scalars:  # scalar parameters: bound by the call
+            if all(v is not s for s in size_vars):
+                size_vars.append(v)
         self.ever.update(id(v) for v in size_vars)
         with self.scope(tuple(size_vars), self.func.params):
             for b in self.func.params:

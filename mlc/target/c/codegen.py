@@ -131,6 +131,7 @@ class CodeGenC:
     def function(self, func: PrimFunc, name: str) -> str:
         params = [f"{c_type(b.dtype)}* restrict {self.name_of(b.data)}" for b in func.params]
         params += [f"int64_t {self.name_of(v)}" for v in func.size_vars]
+        params += [f"{c_type(v.dtype)} {self.name_of(v)}" for v in func.scalar_args]
         self.line(f"void {name}({', '.join(params)}) {{")
         self.indent += 1
         self.stmt(func.body)

@@ -24,7 +24,7 @@ import numpy as np
 
 from mlc.errors import ArgumentError
 from mlc.runtime import cuda_driver
-from mlc.runtime.args import ArgumentChecker
+from mlc.runtime.args import SCALAR_CTYPES, ArgumentChecker
 from mlc.runtime.module import Module
 from mlc.runtime.timer import TimeResult, measure
 from mlc.target.common import c_name
@@ -168,8 +168,9 @@ class CUDAModule(Module):
         return f"CUDAModule({self.entry_name}({self.signature()}), target={str(self.target)!r})"
 
 
-def _c_scalar(dtype: str, value: int) -> Any:
-    return ctypes.c_int64(value) if dt.bits(dtype) == 64 else ctypes.c_int32(value)
+def _c_scalar(dtype: str, value: int | float) -> Any:
+    """A kernel's scalar argument as the C type its parameter has."""
+    return SCALAR_CTYPES[dt.element(dtype)](value)
 
 
 def evaluate(e: PrimExpr | int, env: dict[int, int]) -> int:
@@ -188,10 +189,14 @@ class _DeviceCall:
     def __init__(self, module: CUDAModule, args: Any) -> None:
         self.module = module
         self.ctx = cuda_driver.context()
-        native = module._checker.native_args(args)
+        checker = module._checker
+        native = checker.native_args(args)
         func = module.func
-        self.env = {id(v): int(x) for v, x in zip(func.size_vars, native[len(func.params):])}
-        self.arrays = [np.asarray(a) for a in args[:len(func.params)]]
+        values = native[len(func.params):]  # the sizes, then the scalars passed by value
+        self.env: dict[int, Any] = {
+            id(v): x for v, x in zip((*func.size_vars, *func.scalar_args), values)
+        }
+        self.arrays = [np.asarray(args[k]) for k in checker.buffer_positions]
         self.device: dict[int, Any] = {}
 
     def __enter__(self) -> _DeviceCall:

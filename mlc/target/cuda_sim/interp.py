@@ -29,6 +29,7 @@ from mlc.errors import (
     BarrierDivergenceError,
     CodegenError,
 )
+from mlc.runtime.args import Scalar
 from mlc.target.cuda_sim.evaluate import _Evaluator, _scope, _tdiv, _tmod  # noqa: F401
 from mlc.target.cuda_sim.lanes import (  # noqa: F401  (re-exported: the old import path)
     WARP_SIZE,
@@ -88,16 +89,25 @@ class Interpreter(_Evaluator):
         self._count_flops = any(type(o).flops is not Observer.flops for o in self.observers)
 
     # -- entry ----------------------------------------------------------------------------
-    def run(self, *arrays: np.ndarray) -> None:
+    def run(self, *args: Any) -> None:
+        """Run on the call's arguments: an array per buffer, a number per scalar parameter
+        (checked and converted as the compiled function does)."""
         func = self.func
-        if len(arrays) != len(func.params):
+        arguments = func.arguments
+        if len(args) != len(arguments):
             raise ArgumentError(
-                f"{func.name} takes {len(func.params)} arrays "
-                f"({', '.join(p.name for p in func.params)}), got {len(arrays)}"
+                f"{func.name} takes {len(arguments)} arguments "
+                f"({', '.join(p.name for p in arguments)}), got {len(args)}"
             )
         self.env: dict[int, Any] = {}
         self.mem: dict[int, np.ndarray] = {}
         self.buffers: dict[int, S.Buffer] = {}
+        arrays = []
+        for a, value in zip(arguments, args):
+            if isinstance(a, E.Var):  # a scalar parameter, as the numpy scalar of its dtype
+                self.env[id(a)] = np_dtype(a.dtype).type(Scalar(a, func.name)(value))
+            else:
+                arrays.append(value)
         for buf, arr in zip(func.params, arrays):
             if not isinstance(arr, np.ndarray):
                 raise ArgumentError(f"argument {buf.name} must be a numpy array")

@@ -36,6 +36,8 @@ each phase then tests it again.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from mlc.errors import CodegenError
 from mlc.target.gpu.split_host_device import (
     BLOCK_AXES,
@@ -345,4 +347,4 @@ def simulate(func: PrimFunc) -> PrimFunc:
         def visit_KernelLaunch(self, k: KernelLaunch) -> Stmt:
             return simulate_kernel(k)
 
-    return PrimFunc(func.params, _Launches().visit(func.body), func.name + "_sim", func.attrs)
+    return replace(func, body=_Launches().visit(func.body), name=func.name + "_sim")

@@ -299,8 +299,10 @@ def _make_kernel(
         if id(buf.data) in used_data and all(buf.data is not p for p in pointers):
             pointers.append(buf.data)
             dtypes.append(dt.element(buf.dtype))
-    # scalar arguments: the sizes it reads and the variables of host loops around it
-    sizes = tuple(v for v in (*func.size_vars, *host_loops) if id(v) in used_vars)
+    # scalar arguments: the sizes it reads, the scalar parameters it reads and the variables
+    # of host loops around it
+    sizes = tuple(v for v in (*func.size_vars, *func.scalar_args, *host_loops)
+                  if id(v) in used_vars)
     return KernelLaunch(name, body, tuple(grid.items()), tuple(threads.items()),
                         tuple(index_vars.items()), tuple(pointers), tuple(dtypes), sizes,
                         tuple(shared))
