@@ -66,8 +66,9 @@ print(matmul_t)
 
 # %% [markdown]
 # The block now has a **reduce** variable `vk` and an `init()` that zeroes `C[vi, vj]`
-# before the first step of the sum. The loop nest as a tree: loops (boxes), the block, and
-# the buffers it reads (blue) and writes (red).
+# before the first step of the sum. The loop nest as a tree: loops (blue boxes), the block
+# (grey), and the buffers (yellow): a blue arrow from each buffer the block reads, a red
+# arrow to each buffer it writes.
 
 # %% tags=["nbval-ignore-output"]
 viz.loop_tree(matmul_t)
@@ -125,7 +126,10 @@ np.testing.assert_allclose(out, ref, rtol=1e-5)
 print("conv matches numpy")
 
 # %% [markdown]
-# `te.if_then_else` picks between values: zero padding without a padded copy.
+# `te.if_then_else(cond, a, b)` picks one of two values per element: here zero padding as a
+# formula, with no zero-filled buffer to fill first and no copy of `X` into it. (Inlined into
+# its consumer, as notebook 02's `compute_inline` does, the padded array is never stored at
+# all.)
 
 # %%
 nn_ = 8
@@ -189,11 +193,17 @@ te.create_prim_func([A, B, bias, D])
 
 # %% [markdown]
 # The extern stage is one block with no loops: it reads `A` and `B` whole and writes `C`
-# whole. Nothing can split or move it (a schedule primitive on it raises a `ScheduleError`
-# saying it is opaque), but the stages around it schedule as usual.
+# whole. It cannot be moved into another stage's loop (`compute_at` on it raises a
+# `ScheduleError` saying it is opaque), but the stages around it schedule as usual: here
+# `D`'s columns are split by 8 and vectorized.
 
 # %%
 s = te.create_schedule(D.op)
+try:
+    s[C].compute_at(s[D], D.op.axis[0])
+except mlc.errors.ScheduleError as err:
+    print("ScheduleError:", str(err).split(" and ")[0])
+s[D].vectorize(s[D].split(D.op.axis[1], factor=8)[1])
 f_mm = mlc.build(s, [A, B, bias, D])
 a, b, bb = (np.random.rand(*shape).astype("float32") for shape in ((n, l), (l, m), (m,)))
 d = np.zeros((n, m), "float32")
@@ -227,6 +237,19 @@ y = np.zeros(8, "float32")
 f_add(x, y)
 np.testing.assert_allclose(y, x + 1)
 y
+
+# %%
+@mlc.register_func("tvm.contrib.my_broken")
+def my_broken(x, y):
+    raise ValueError("this function always fails")
+
+
+B2 = te.extern(A1.shape, [A1], lambda ins, outs: tir.call_packed("tvm.contrib.my_broken",
+                                                                 ins[0], outs[0]), name="B")
+try:
+    mlc.build(te.create_schedule(B2.op), [A1, B2])(x, y)
+except mlc.errors.PackedFuncError as err:
+    print("PackedFuncError:", err)
 
 # %% [markdown]
 # A C function is called by its symbol: `tir.call_pure_extern(dtype, "expf", x)` calls
@@ -318,7 +341,8 @@ check_row_max(row_max)
 
 # %% [markdown]
 # **3.** `pad2d(X, p)` returns `X` (of shape `(H, W)`) surrounded by a border of `p` zeros
-# on every side, without copying: one `te.if_then_else`, as in the padding example above.
+# on every side, with one `te.if_then_else` (no zero-filled buffer), as in the padding
+# example above.
 
 # %%
 def pad2d(X, p):
