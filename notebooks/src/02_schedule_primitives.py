@@ -16,11 +16,14 @@
 # %%
 import matplotlib
 import numpy as np
+from IPython import get_ipython
 
 import mlc
 from mlc import te, tir, viz
 from mlc.testing.exercises import exercise, expect
 
+if get_ipython() is not None:  # in Jupyter, draw figures as pictures: %matplotlib inline
+    get_ipython().run_line_magic("matplotlib", "inline")
 matplotlib.rcParams["figure.dpi"] = 80
 
 np.random.seed(0)
@@ -101,7 +104,8 @@ fig
 
 # %% [markdown]
 # Which elements of each buffer one tile touches (`i_0 = 1, j_0 = 2` pinned; the inner
-# loops run). 16 outputs use 4 rows of `A` and 4 columns of `B`, each element many times.
+# loops run). 16 outputs use 4 rows of `A` and 4 columns of `B`, each element 4 times (an
+# element of `A` by the tile's 4 columns, one of `B` by its 4 rows).
 
 # %%
 viz.tile_footprint(sch, "C", {"i_0": 1, "j_0": 2})
@@ -188,7 +192,9 @@ print(at.mod)
 #   needs, so every `blurx` value is computed three times (once for each output row that
 #   reads it), and no intermediate image is stored at all.
 # * `compute_at(s[out], yo)`: for each tile of 8 output rows, compute the 10 rows of `blurx`
-#   it reads, just before it reads them, while they are in cache. Neighbouring tiles both
+#   it reads, just before it reads them: 10 rows rather than a whole image pass between
+#   a value's write and its reads, so they are likely still in cache (the timing cell
+#   below compares them with this CPU's cache). Neighbouring tiles both
 #   compute the 2 rows they share: 10 rows of work for 8, a quarter extra.
 #
 # Halide has a fourth knob, `store_at`: where the intermediate's *storage* lives, chosen
@@ -245,8 +251,8 @@ print(at_lines[alloc_line - 1].strip(), "->", at_lines[alloc_line].strip())
 assert "for y_0" in at_lines[alloc_line - 1] and f"(({(TILE + 2) * W},)" in at_lines[alloc_line]
 
 # %% [markdown]
-# What each schedule costs, counted from the programs (`blurx` evaluations per output
-# value, and the bytes allocated for `blurx`):
+# What each schedule costs: `blurx` evaluations per output value, worked out from the loop
+# bounds above, and the bytes allocated for `blurx`, read from each lowered program:
 
 # %%
 work = {"compute_root": (H + 2) / H, "compute_inline": 3.0, "compute_at": (TILE + 2) / TILE}
@@ -262,6 +268,8 @@ assert not allocations(programs["compute_inline"])
 # from machine to machine; the sentence under the table is written from them):
 
 # %% tags=["nbval-ignore-output"]
+from mlc.target.llvm.cpu import cache_bytes
+
 img = np.random.rand(H + 2, W + 2).astype("float32")
 bx = (img[:, :-2] + img[:, 1:-1] + img[:, 2:]) / 3
 expected = (bx[:-2] + bx[1:-1] + bx[2:]) / 3
@@ -276,11 +284,16 @@ for where in programs:
 best = min(times, key=times.get)
 worst = max(times, key=times.get)
 print(f"fastest here: {best}, {times[worst] / times[best]:.2f}x faster than {worst}")
+tile_bytes, l2 = (TILE + 2) * W * 4, cache_bytes(2)
+print(f"compute_at's blurx: {tile_bytes // 1024} KiB per tile; this CPU's L2 cache: "
+      f"{l2 // 1024} KiB per core ({'fits' if tile_bytes <= l2 else 'does not fit'}); "
+      f"compute_root's blurx: {(H + 2) * W * 4 // 2**20} MiB")
 
 # %% [markdown]
 # ## cache_read and cache_write: staging data in a faster scope
-# `cache_write` makes the block compute into a new buffer `C_local` in the "local" scope and
-# adds a block that copies it to `C`. With `reverse_compute_at` the copy runs once per
+# `cache_write(block, 0, "local")` makes the block compute into a new buffer `C_local` in the
+# "local" scope (`0`: the first buffer the block writes) and adds a block that copies it to
+# `C`. With `reverse_compute_at` the copy runs once per
 # `j_0` tile, right after the tile is computed. In the schedule `C_local` is allocated as
 # big as `C`: the printout below says `(16, 16)`.
 
@@ -298,13 +311,20 @@ print(cw.mod)
 # %% [markdown]
 # It becomes small when lowered: the pass `compact_buffers` sees that one iteration of
 # `j_0` touches only a 4 × 4 corner of `C_local`, so it moves the allocation inside `j_0` and
-# shrinks it to those 16 floats, few enough for LLVM to keep in registers:
+# shrinks it to those 16 floats, few enough that LLVM may keep them in registers:
 
 # %%
 before, after = allocations(cw.mod), allocations(mlc.lower(cw.mod))
 print("scheduled:", before)
 print("lowered:  ", after)
 assert "(16, 16)" in before[0] and "(16,)" in after[0]
+
+# %% [markdown]
+# `cache_read(block, 0, "local")` stages an input the same way: `A` (the block's read number
+# 0) is copied into `A_local`, and `C` reads the copy. On its own, as here, it only adds a
+# copy of all of `A`; it pays once `compute_at` moves the copy into a tile loop, so that each
+# tile copies just the part it reads into the faster scope (notebook 10 does that for an
+# accelerator's on-chip buffers).
 
 # %%
 cr = tir.Schedule(matmul(8))
