@@ -1,6 +1,6 @@
 """conv2d 1 x 64 x 56 x 56, 64 filters 3 x 3, padding 1, fp32: tuned mlc against numpy.
 
-    python benchmarks/conv2d.py [--trials 64] [--rounds 7] [--seed 0]
+    python benchmarks/conv2d.py [--trials 64] [--rounds 7] [--seed 0] [--clock wall|cpu]
 
 mlc: ``topi.nn.conv2d`` (a padding stage and the direct convolution), tuned with
 ``mlc.tune.tune_tir`` in the default space, which tiles the convolution the BLAS way (the
@@ -48,7 +48,8 @@ def numpy_conv2d(x: np.ndarray, w: np.ndarray) -> np.ndarray:
     return (w.reshape(f, c * k * k) @ cols).reshape(1, f, h, wd)
 
 
-def interleaved(fns, rounds: int, settle_s: float = 0.2) -> list[list[float]]:
+def interleaved(fns, rounds: int, settle_s: float = 0.2,
+                clock=time.perf_counter) -> list[list[float]]:
     """Seconds per call of each of ``fns`` in every round (each round times each once)."""
     times: list[list[float]] = [[] for _ in fns]
     for fn in fns:
@@ -57,10 +58,10 @@ def interleaved(fns, rounds: int, settle_s: float = 0.2) -> list[list[float]]:
         for fn, ts in zip(fns, times):
             time.sleep(settle_s)
             number = 10
-            t0 = time.perf_counter()
+            t0 = clock()
             for _ in range(number):
                 fn()
-            ts.append((time.perf_counter() - t0) / number)
+            ts.append((clock() - t0) / number)
     return times
 
 
@@ -69,7 +70,16 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=64)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--clock", choices=["wall", "cpu"], default="wall",
+                        help="cpu: one thread each, timed by this thread's CPU time "
+                        "(see tune_gemm.single_thread_cpu_clock)")
     args = parser.parse_args()
+    if args.clock == "cpu":
+        from tune_gemm import single_thread_cpu_clock
+
+        clock = single_thread_cpu_clock()
+    else:
+        clock = time.perf_counter
     c, hw, f, k = (SHAPE[x] for x in ("channels", "size", "filters", "kernel"))
     rng = np.random.default_rng(0)
     x = rng.random((1, c, hw, hw), dtype="float32")
@@ -83,11 +93,12 @@ def main() -> None:
     out = np.zeros_like(want)
     mod(x, w, out)
     np.testing.assert_allclose(out, want, rtol=1e-3, atol=1e-3)
-    t_mlc, t_np = interleaved([lambda: mod(x, w, out), lambda: numpy_conv2d(x, w)], args.rounds)
+    t_mlc, t_np = interleaved([lambda: mod(x, w, out), lambda: numpy_conv2d(x, w)], args.rounds,
+                              clock=clock)
     flop = 2.0 * f * c * k * k * hw * hw
     ratios = [n / m for m, n in zip(t_mlc, t_np)]
     print(f"conv2d 1x{c}x{hw}x{hw}, {f} filters {k}x{k}, pad {k // 2}: {args.trials} trials "
-          f"in {wall:.0f} s")
+          f"in {wall:.0f} s" + ("; one thread each, CPU time" if args.clock == "cpu" else ""))
     print(f"  mlc (tuned)         {flop / statistics.median(t_mlc) / 1e9:7.1f} GFLOPS")
     print(f"  numpy im2col+matmul {flop / statistics.median(t_np) / 1e9:7.1f} GFLOPS")
     print(f"  mlc / numpy: median {statistics.median(ratios):.2f} over {args.rounds} rounds "
