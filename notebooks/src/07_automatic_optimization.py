@@ -152,10 +152,9 @@ for vec, ax in enumerate(fig.subplots(1, 2, sharey=True)):
     ax.set_xticks(range(DIMS[0]), INNER, fontsize=7)
     ax.set_yticks(range(DIMS[1]), INNER, fontsize=7)
     ax.set_xlabel("tile_y inner factor")
-    ax.set_title(f"vec={vec}")
+    ax.set_title(f"measured landscape, vec={vec}")
 fig.axes[0].set_ylabel("tile_x inner factor")
 fig.colorbar(im, ax=fig.axes, label="measured GFLOPS")
-fig.suptitle("the measured landscape")
 fig
 
 # %% [markdown]
