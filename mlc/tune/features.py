@@ -10,8 +10,10 @@ For each loop of the program's deepest nest we record, log-scaled:
 * for each buffer the innermost block touches: the stride of the access along this loop,
   the bytes the loop touches, and the reuse (iterations per distinct element).
 
-``itervar_features(func)`` returns a fixed-length list of floats, so programs with different
-nests can feed one xgboost model.
+``loop_context(func)`` returns these per-loop rows (the TVM paper's "loop context vectors")
+as dataclasses, innermost loop first; ``itervar_features(func)`` flattens them, log-scaled,
+into a fixed-length list of floats, so programs with different nests can feed one xgboost
+model.
 """
 
 from __future__ import annotations
