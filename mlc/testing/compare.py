@@ -9,6 +9,7 @@ lowering test ("does the transformed program still compute the same thing?").
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -20,13 +21,26 @@ from mlc.tir.stmt import PrimFunc
 
 
 def random_arrays(
-    func: PrimFunc, sizes: Mapping[str, int] | None = None, seed: int = 0
-) -> list[np.ndarray]:
+    func: PrimFunc, sizes: Mapping[str, int | float] | None = None, seed: int = 0
+) -> list[Any]:
     """One random array per parameter of ``func`` (floats in [-1, 1), small integers,
-    random bools). Symbolic sizes come from ``sizes``, by name."""
+    random bools), in the order of the call. Symbolic sizes come from ``sizes``, by name;
+    so do the values of scalar parameters (random where ``sizes`` leaves one out)."""
     rng = np.random.default_rng(seed)
     env: dict[Var, int] = {}
     by_name = dict(sizes or {})
+    scalars: dict[int, Any] = {}
+    for position, v in func.scalars:
+        if v.name in by_name:
+            value: Any = by_name[v.name]
+        elif dt.is_float(v.dtype):
+            value = float(rng.uniform(-1, 1))
+        elif dt.is_bool(v.dtype):
+            value = bool(rng.integers(0, 2))
+        else:
+            value = int(rng.integers(0, 8))
+        scalars[position] = value
+        by_name.setdefault(v.name, value)
     for v in func.size_vars:
         if v.name not in by_name:
             raise InterpreterError(
@@ -44,13 +58,15 @@ def random_arrays(
         else:
             arr = rng.integers(0, 8, shape).astype(dtype)
         out.append(arr)
+    for position in sorted(scalars):
+        out.insert(position, scalars[position])
     return out
 
 
 def assert_same_result(
     expected: PrimFunc,
     actual: PrimFunc,
-    sizes: Mapping[str, int] | None = None,
+    sizes: Mapping[str, int | float] | None = None,
     rtol: float = 1e-5,
     atol: float = 1e-5,
     seed: int = 0,
@@ -58,11 +74,13 @@ def assert_same_result(
     """Run both functions with the interpreter on the same random arguments and check every
     argument array afterwards (outputs are written in place)."""
     args = random_arrays(expected, sizes, seed)
-    want = [a.copy() for a in args]
-    got = [a.copy() for a in args]
+    want = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    got = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
     eval_prim_func(expected, *want)
     eval_prim_func(actual, *got)
-    for b, w, g in zip(expected.params, want, got):
+    buffers = [k for k, a in enumerate(expected.arguments) if not isinstance(a, Var)]
+    for b, k in zip(expected.params, buffers):
+        w, g = want[k], got[k]
         np.testing.assert_allclose(
             g, w, rtol=rtol, atol=atol, err_msg=f"buffer {b.name!r} differs"
         )

@@ -512,7 +512,12 @@ class _Gen:
         self.collect_buffers()
         f = self.func
         args = [self.name(b.data, "a_" + b.name) for b in f.params]
-        self.emit(0, f"def _mlc_main({', '.join(args)}):")
+        names = [self.var(a) if isinstance(a, E.Var) else self.name(a.data, "")
+                 for a in f.arguments]
+        self.emit(0, f"def _mlc_main({', '.join(names)}):")
+        for _, v in f.scalars:  # a scalar parameter: the numpy scalar of its dtype
+            self.emit(1, f"{self.var(v)} = {self.const(np.dtype(dt.element(v.dtype)).type)}"
+                         f"({self.var(v)})")
         # Bind symbolic sizes from the arrays' shapes, then check every dimension.
         for b, a in zip(f.params, args):
             for d, s in enumerate(b.shape):
@@ -538,16 +543,24 @@ def source(func: S.PrimFunc) -> str:
     return _Gen(func).generate()
 
 
-def eval_prim_func(func: S.PrimFunc, *arrays: np.ndarray) -> None:
-    """Run ``func`` on numpy arrays, one per parameter in order; outputs are written in place.
+def eval_prim_func(func: S.PrimFunc, *args: Any) -> None:
+    """Run ``func`` on numpy arrays, one per parameter in order (and a number per scalar
+    parameter, at its place); outputs are written in place.
 
     Symbolic sizes bind from the arrays' shapes. Arrays must be C-contiguous numpy arrays of
     the parameters' dtypes (checked)."""
-    if len(arrays) != len(func.params):
-        names = ", ".join(b.name for b in func.params)
+    arguments = func.arguments
+    if len(args) != len(arguments):
+        names = ", ".join(a.name for a in arguments)
+        what = "arguments" if func.scalars else "arrays"
         raise InterpreterError(
-            f"{func.name} takes {len(func.params)} arrays ({names}), got {len(arrays)}"
+            f"{func.name} takes {len(arguments)} {what} ({names}), got {len(args)}"
         )
+    arrays = [a for p, a in zip(arguments, args) if isinstance(p, S.Buffer)]
+    for position, v in func.scalars:
+        value = args[position]
+        if not isinstance(value, (int, float, np.integer, np.floating, np.bool_)):
+            raise InterpreterError(f"argument {v.name} must be a number, got {type(value)}")
     for b, a in zip(func.params, arrays):
         if not isinstance(a, np.ndarray):
             raise InterpreterError(f"argument {b.name} must be a numpy array, got {type(a)}")
@@ -563,4 +576,4 @@ def eval_prim_func(func: S.PrimFunc, *arrays: np.ndarray) -> None:
     exec(code, env)
     fn = env["_mlc_main"]
     with np.errstate(all="ignore"):
-        fn(*arrays)
+        fn(*args)

@@ -243,11 +243,13 @@ def _compute(op: ComputeOp, arrays: dict[int, np.ndarray], env: dict[Any, Any],
 
 
 def _bind_sizes(placeholders: Sequence[Tensor], given: dict[int, np.ndarray],
-                sizes: Mapping[Any, int] | None, env: dict[Any, Any]) -> None:
+                sizes: Mapping[Any, int | float] | None, env: dict[Any, Any]) -> None:
     by_name: dict[str, int] = {}
     for k, v in (sizes or {}).items():
-        if isinstance(k, E.Var):
-            env[id(k)] = int(v)
+        if isinstance(k, E.Var):  # a size, or the value of a scalar parameter (te.var)
+            env[id(k)] = _np_dtype(k.dtype).type(v) if not dt.is_int(k.dtype) else int(v)
+        elif isinstance(v, (float, np.floating)):  # a float scalar parameter, by name
+            env[("name", str(k))] = v
         else:
             by_name[str(k)] = int(v)
             env[("name", str(k))] = int(v)
@@ -276,13 +278,14 @@ def _bind_sizes(placeholders: Sequence[Tensor], given: dict[int, np.ndarray],
 def evaluate(
     tensors: Sequence[Tensor] | Tensor,
     inputs: Mapping[Tensor | str, np.ndarray],
-    sizes: Mapping[Any, int] | None = None,
+    sizes: Mapping[Any, int | float] | None = None,
 ) -> dict[str, np.ndarray]:
     """Compute ``tensors`` from ``inputs`` with numpy and return ``{name: array}``.
 
     ``inputs`` maps each placeholder (the Tensor or its name) to an array; symbolic sizes
-    bind from their shapes, or from ``sizes`` (keyed by name or by ``te.var``). Every tensor
-    computed on the way is returned as well, under its name."""
+    bind from their shapes, or from ``sizes`` (keyed by name or by ``te.var``), which also
+    gives the values of scalar parameters (``sizes={bias: 2.5}``). Every tensor computed on
+    the way is returned as well, under its name."""
     from mlc.te.prim_func import _topo_order
 
     outs = [tensors] if isinstance(tensors, Tensor) else list(tensors)
