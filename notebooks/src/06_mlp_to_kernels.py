@@ -12,11 +12,14 @@
 # %%
 import matplotlib
 import numpy as np
+from IPython import get_ipython
 
 from mlc import graph, viz
 from mlc.examples import mlp
 from mlc.testing.exercises import exercise, expect
 
+if get_ipython() is not None:  # in Jupyter, draw figures as pictures: %matplotlib inline
+    get_ipython().run_line_magic("matplotlib", "inline")
 matplotlib.rcParams["figure.dpi"] = 80
 
 # %% [markdown]
@@ -45,7 +48,7 @@ print(g2)
 # What changed (notebook 05 shows each pass on a smaller graph): every `nn.dense` became
 # `nn.dense_pack` with its weight stored as `w[j // 16, k, j % 16]`, packed once at compile
 # time, so that 16 output columns read 16 neighbouring floats (a `(64, 64)` weight became
-# `(4, 64, 16)`); each dense took its bias add (and relu) into its group (3 dense groups), and the
+# `(4, 64, 16)`; the last layer, with only 10 outputs, is packed by 10: `(1, 32, 10)`); each dense took its bias add (and relu) into its group (3 dense groups), and the
 # softmax is a group of its own. The memory plan, the last line, lets intermediates whose
 # lifetimes do not overlap share a buffer:
 
@@ -70,8 +73,8 @@ print(f"mlc accuracy {acc_mlc:.3f} (numpy {acc_numpy:.3f}); outputs agree to 1e-
 # %% [markdown]
 # How fast? The dense layers do `2 * batch * in * out` floating-point operations each; the
 # bias, relu and softmax add a few more per output (counted below). The chart shows
-# GFLOPS, operations per second, for both (higher is faster), with numpy's ratio over the
-# bar.
+# GFLOPS, operations per second, for both (higher is faster), each bar labelled with its
+# ratio to numpy.
 
 # %%
 dense_flops = sum(2 * batch * w.shape[0] * w.shape[1] for w, _ in params)
@@ -108,20 +111,29 @@ print(first.lowered)
 # Read it from the outside in:
 # * `parallel(90)`: the 360 rows in 90 blocks of 4, spread over the cores;
 # * `i1_0 in range(4)`: the 64 output columns in 4 tiles of 16;
-# * `dense_pack = alloc_buffer((64,))`: the accumulators of one 4 × 16 tile, small enough
-#   for LLVM to keep in registers (`decompose_reduction` split off the zeroing loop before
-#   them);
+# * `dense_pack = alloc_buffer((64,))`: the accumulators of one 4 × 16 tile, 64 floats that
+#   LLVM may keep in vector registers (the second cell below counts how many registers of
+#   this CPU they take); `decompose_reduction` split off the zeroing loop before them;
 # * in the `k` loop, 4 lines (the unrolled rows): `broadcast(x[...], 16)` copies one input
 #   value into 16 lanes, `w0[ramp(..., 1, 16)]` loads 16 neighbouring weights (neighbours
-#   thanks to the packed layout), and one vector multiply-add updates 16 accumulators;
+#   thanks to the packed layout), and one 16-lane multiply-add updates 16 accumulators (LLVM
+#   splits it into as many of this CPU's vectors as it takes);
 # * the last 4 lines are the fused epilogue: bias add and relu (`max(..., broadcast(0.0,
-#   16))`) on the accumulators, stored to `relu` 16 floats at a time. The dense output
-#   never goes to memory.
+#   16))`) on the accumulators, stored to `relu` 16 floats at a time. The dense output is
+#   never stored as a `(360, 64)` tensor: only this 64-float tile of it exists.
 
 # %%
 text = str(first.lowered)
 assert "parallel(90)" in text and "alloc_buffer((64,)" in text and "broadcast(0.0, 16)" in text
 assert len(mod.kernels) == len(g2.groups) and mod.num_native_calls == 1
+
+# %% tags=["nbval-ignore-output"]
+from mlc.target.llvm.cpu import host_simd
+
+simd = host_simd()
+print(f"this CPU ({simd.isa}): {simd.lanes} fp32 lanes per vector, {simd.registers} vector "
+      f"registers; a 16-lane multiply-add is {max(1, 16 // simd.lanes)} instruction(s), and the "
+      f"64 accumulators take {64 // simd.lanes} of the {simd.registers} registers")
 
 # %% [markdown]
 # ## From PyTorch
@@ -266,15 +278,17 @@ hits = 0
 for n in range(50):
     xn = x_test[n : n + 1]
     out = ex["main"](xn, w0, b0, w1, b1, w2, b2)
-    np.testing.assert_allclose(out, lnumpy_mlp(xn) if n == 0 else out, rtol=1e-4, atol=1e-5)
+    logits_n = np.maximum(np.maximum(xn @ w0.T + b0, 0) @ w1.T + b1, 0) @ w2.T + b2
+    np.testing.assert_allclose(out, logits_n, rtol=1e-4, atol=1e-4)
     hits += int(out.argmax() == ref[n].argmax())
 print(f"{hits}/50 predictions agree with numpy")
 
 # %% [markdown]
 # ### The fused result
 # Written with high-level ops instead (`R.nn.dense`, `R.add`, `R.nn.relu`), the module
-# converts to an mlc graph, so `graph.optimize` applies: constants fold, each dense fuses
-# with its bias add and relu, memory is planned. `relax.optimize` returns the result as an
+# converts to an mlc graph, so `graph.optimize` applies: each dense fuses with its bias add
+# and relu, memory is planned. (The weights are parameters here, not constants, so nothing
+# is folded or packed: the kernels read `nn.dense`'s layout.) `relax.optimize` returns the result as an
 # IRModule again: one prim_func per fused kernel, called with `call_tir`.
 
 # %%
@@ -372,7 +386,7 @@ check_mlp_graph(my_mlp_graph)
 # %% [markdown]
 # **2. Bytes between kernels.** Every kernel writes its output to memory, and the next
 # reads it back; the graph's own output excepted, those are the intermediates. Count their
-# bytes (`node.type.nbytes`) for an optimized graph: fused (level 2) the MLP passes far fewer
+# bytes (`node.type.nbytes`) for an optimized graph: fused (level 2) the MLP passes fewer
 # than unfused (level 0, one kernel per op). The check compares with what the memory plan
 # counted.
 
