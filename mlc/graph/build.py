@@ -17,6 +17,8 @@ group by group instead: native kernels and numpy functions called in order from 
 """
 from __future__ import annotations
 
+import dataclasses
+
 from mlc.errors import GraphError
 from mlc.graph.ir import FusedGroup, Graph
 from mlc.graph.link import link_groups
@@ -33,14 +35,13 @@ def compile_group(group: FusedGroup, target: str) -> Kernel:
     target="numpy")."""
     if target == "numpy" or any(n.op.topi is None for n in group.nodes):
         return Kernel(group, group.inputs(), native=False, target=target)
-    from mlc.tir.stmt import PrimFunc
     from mlc.topi.schedule import schedule_group
     from mlc.transform.pipeline import lower
 
     lowered = lower_group(group)
     sch = schedule_group(lowered)
     func = sch.mod
-    func = PrimFunc(func.params, func.body, _c_name(group), func.attrs)
+    func = dataclasses.replace(func, name=_c_name(group))
     return Kernel(group, lowered.inputs, native=True, target=target, prim_func=sch.mod,
                   schedule=sch, lowered=lower(func))
 

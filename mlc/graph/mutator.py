@@ -30,6 +30,7 @@ and returns the ``call_tir`` that runs it (the course's ``map_dense``).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -146,9 +147,8 @@ class BlockBuilder:
             base = getattr(out.op, "name", "te_func")
         name = self._fresh_func(_ident(base, 0))
         prim = te.create_prim_func([ph for _, ph in placeholders] + [out])
-        from mlc.tir.stmt import PrimFunc
 
-        self.mod.functions[name] = PrimFunc(prim.params, prim.body, name, prim.attrs)
+        self.mod.functions[name] = dataclasses.replace(prim, name=name)
         out_type = _te_type(out)
         return call_tir(GlobalVar(name), [a for a, _ in placeholders], out_type)
 

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -136,7 +137,7 @@ def from_graph(g: Graph, name: str = "main", mod: IRModule | None = None) -> IRM
             lowered = lower_group(grp)
             fname = _fresh(out, "".join(c if c.isalnum() else "_" for c in grp.name))
             prim = te.create_prim_func([*lowered.params, lowered.output])
-            out.functions[fname] = PrimFunc(prim.params, prim.body, fname, prim.attrs)
+            out.functions[fname] = dataclasses.replace(prim, name=fname)
             bind(grp.root, call_tir(GlobalVar(fname), [arg(a) for a in lowered.inputs],
                                     grp.root.type))
     from mlc.graph.relax.expr import Binding
