@@ -3,7 +3,7 @@ measurement (TVM's AutoTVM and MetaSchedule, small enough to read)."""
 
 from mlc.tune import callback
 from mlc.tune.executor import DaskExecutor, Executor, LocalExecutor, timing_lock
-from mlc.tune.features import flop_count, itervar_features
+from mlc.tune.features import flop_count, itervar_features, loop_context
 from mlc.tune.measure import (
     DaskRunner,
     LocalBuilder,
@@ -12,7 +12,7 @@ from mlc.tune.measure import (
     Measurer,
     measure_option,
 )
-from mlc.tune.model import XGBoostCostModel, rank_correlation
+from mlc.tune.model import XGBoostCostModel, pairwise_accuracy, rank_correlation
 from mlc.tune.record import MeasureResult, apply_history_best, load
 from mlc.tune.sampled import SampledSpace, tune_tir
 from mlc.tune.space import ConfigEntity, ConfigSpace, TuneError
@@ -21,7 +21,8 @@ from mlc.tune.tiling import default_space
 from mlc.tune.tuner import GridSearchTuner, RandomTuner, Tuner, XGBTuner
 
 __all__ = [
-    "callback", "flop_count", "itervar_features", "MeasureOption", "Measurer", "measure_option",
+    "callback", "flop_count", "itervar_features", "loop_context", "pairwise_accuracy",
+    "MeasureOption", "Measurer", "measure_option",
     "XGBoostCostModel", "rank_correlation", "MeasureResult", "apply_history_best", "load",
     "ConfigEntity", "ConfigSpace", "TuneError", "Task", "create_task", "get_config", "template",
     "GridSearchTuner", "RandomTuner", "Tuner", "XGBTuner", "default_space", "SampledSpace",

@@ -24,6 +24,7 @@ from mlc.viz.perf import (
     tuning_curve,
 )
 from mlc.viz.steps import Step, print_steps, step_through, steps
+from mlc.viz.tuning import annealing_walk, loop_context_table
 from mlc.viz.widgets import Explorer, divisors, matmul_explorer
 
 __all__ = [
@@ -32,5 +33,5 @@ __all__ = [
     "matmul_intensity",
     "measure_bandwidth", "measure_gflops", "measure_peak", "roofline", "seconds_per_call",
     "tuning_curve", "Step", "print_steps", "step_through", "steps", "Explorer", "divisors",
-    "matmul_explorer",
+    "matmul_explorer", "annealing_walk", "loop_context_table",
 ]
