@@ -54,6 +54,12 @@ def check_program(case: TECase, text: str, seed: int | None = None) -> tuple[boo
     if calls:  # a library (or any C function) would compute the answer: not graded code
         return False, (f"the program calls code outside it ({calls[0]}); a graded program "
                        "computes its answer with its own loops")
+    if func.scalars:  # the case has arrays to give, no numbers: refuse rather than guess
+        names = ", ".join(f"{v.name}: {v.dtype}" for _, v in func.scalars)
+        return False, (f"the program takes scalar parameter(s) ({names}); this test passes "
+                       f"only arrays ({len(case.inputs)} inputs and one output), so write "
+                       "the value into the computation (a Python number in te.compute) "
+                       "instead of passing a te.var")
     seed = fresh_seed() if seed is None else seed
     arrays = random_inputs(case.inputs, seed ^ zlib.crc32(case.id.encode()))
     expected = np.asarray(case.reference(*arrays.values(), **case.params))

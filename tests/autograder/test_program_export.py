@@ -85,6 +85,9 @@ def _pick(row, j):
     ("@T.prim_func\ndef main(A: T.Buffer((2, 9), 'float32'), B: T.Buffer((2, 9), 'float32')):"
      "\n    T.call_packed('tvm.contrib.cblas.matmul', T.buffer_arg(A[0, 0], 2, 9))\n",
      "calls code outside it (call_packed)"),
+    ("@T.prim_func\ndef main(A: T.Buffer((2, 9), 'float32'), c: T.float32, "
+     "B: T.Buffer((2, 9), 'float32')):\n    for i, j in T.grid(2, 9):\n"
+     "        B[i, j] = A[i, j] + c\n", "scalar parameter(s) (c: float32)"),
 ])
 def test_what_is_not_the_right_program_gets_a_reason(text, words):
     ok, message = check_program(CASE, text, seed=3)
