@@ -53,7 +53,8 @@ for name, fn in PASSES:
 
 # %% [markdown]
 # Schedule the matmul a little (split, reorder, vectorize) and watch each pass:
-# `lower_blocks` turns blocks into loops (the `init` becomes an `if k == 0`),
+# `lower_blocks` removes the blocks, leaving plain statements in the loops (the `init`
+# becomes an `if k == 0`),
 # `flatten_buffers` makes `C[i, j]` into `C[i * 8 + j]`, `simplify` folds index arithmetic,
 # `vectorize_loops` replaces the vectorized loop by one statement over 4-lane vectors:
 # `ramp(base, 1, 4)` is the 4 consecutive indices from `base` (one vector load or store),
@@ -141,7 +142,9 @@ except LoweringError as err:
 # naming the access and the value. Integer division works the same way: a CPU would kill
 # the process on a division by zero, so the compiled code divides by one instead, and the
 # call raises `IntegerDivisionError` (also a `ZeroDivisionError`). Accesses that the loops
-# prove in range carry no check, so kernels over constant shapes pay nothing.
+# prove in range carry no check: a kernel whose indices are affine in its loops, over
+# constant shapes, pays nothing. (The gather below has constant shapes too, but its index
+# comes from data, so it keeps its check.)
 
 # %%
 
@@ -170,7 +173,7 @@ except IntegerDivisionError as err:
 doubled = te.compute((15,), lambda i: X[i + 1] * 2.0, name="doubled")
 f_const = mlc.build(te.create_schedule(doubled.op), [X, doubled])
 print("run-time checks in the gather:", f_gather.has_checks,
-      "| in the constant-shape kernel:", f_const.has_checks)
+      "| in the shifted kernel (affine indices):", f_const.has_checks)
 assert f_gather.has_checks and not f_const.has_checks
 
 # %% [markdown]
@@ -216,8 +219,8 @@ class MyModule:
                 C[vi, vj] = T.max(Y[vi, vj], T.float32(0))
 
 # %% [markdown]
-# Transform it with `tir.Schedule`, as in the course: split `j`, move the reduction out,
-# compute `C` under the outer `j` loop. `sch.mod.script()` prints TVMScript (with `T.`),
+# Transform it with `tir.Schedule`, as in the course: split `j`, move the reduction loop `k`
+# outside `j_1`, compute `C` under the outer `j` loop (`j_0`). `sch.mod.script()` prints TVMScript (with `T.`),
 # `print(sch.mod)` the same program without the prefix; `mlc.script.from_source` reads
 # either back.
 

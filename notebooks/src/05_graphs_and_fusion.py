@@ -76,7 +76,8 @@ viz.graph_drawing(g2, "after")
 # became a `(2, 64, 16)` one. `nn.dense` reads `W[j, k]`; vectorizing over the output
 # column `j` would load 16 floats that lie 64 apart. `alter_op_layout` stores the weight as
 # `wp[j // 16, k, j % 16]` (TVM's `dense_pack`), so the 16 outputs of one vector read 16
-# neighbouring floats, and `fold_constant` does that copy once, at compile time:
+# neighbouring floats, and `fold_constant` does that copy once, at compile time. (`W2`, with
+# only 10 outputs, is packed by 10: the `(1, 32, 10)` constant above.)
 
 # %%
 packed = [n for n in g2.topo() if isinstance(n, graph.Call) and n.op.name == "nn.dense_pack"]
@@ -253,15 +254,17 @@ graphs_mf = {
 macs = {"original": 16 * 16 * 16 * 8 * (1 + 9), "1: enlarged 1x1 -> 3x3": 16 * 16 * 16 * 8 * 18,
         "1 + 2: merged": 16 * 16 * 32 * 8 * 9}  # outputs x input channels x kernel taps
 x_mf = rng_mf.standard_normal((1, 8, 16, 16)).astype("float32")
-results_mf = {}
+results_mf, kernels_mf = {}, {}
 for label, g_mf in graphs_mf.items():
-    kernels = len(graph.optimize(g_mf).groups)
+    kernels = kernels_mf[label] = len(graph.optimize(g_mf).groups)
     results_mf[label] = graph.build(graph.optimize(g_mf))(x=x_mf)[0]
     print(f"{label:24} {kernels} kernel{'s' if kernels > 1 else ' '}, "
           f"{macs[label]:7,} multiply-adds")
 for out_mf in results_mf.values():
     np.testing.assert_allclose(out_mf, results_mf["original"], rtol=1e-4, atol=1e-4)
 print("all three compute the same block")
+assert list(kernels_mf.values()) == [3, 3, 1]
+assert macs["1: enlarged 1x1 -> 3x3"] / macs["original"] == 1.8  # step 1: 80% more
 
 # %% [markdown]
 # Step 1 alone costs 80% more multiply-adds (589,824 against 327,680) and saves no kernel;
@@ -275,7 +278,10 @@ print("all three compute the same block")
 # %% [markdown]
 # ## Your own rewrite
 # Fusion is one rewrite the compiler knows. You can write others, as the MLC course does,
-# with a mutator over the graph-level function: override `visit_call_`, visit the
+# with a mutator over the graph-level function. `mlc.graph.relax` keeps TVM Relax's API (the
+# MLC course's graph-level IR): a `@R.function` in an `@ir_module`, its ops bound to
+# variables inside a `R.dataflow()` block; `relax.to_graph`/`relax.from_graph` convert it to
+# and from the mlc graph above. The mutator: override `visit_call_`, visit the
 # arguments first (`visit_expr_post_order`), look at what made an argument
 # (`lookup_binding`), and return a new call. Here: `add(multiply(x, y), z)` becomes one
 # `ewise_fma(x, y, z)` op.
