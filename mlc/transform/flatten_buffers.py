@@ -73,7 +73,8 @@ def checked_by_dimension(func: PrimFunc) -> dict[int, Buffer]:
 
 def flatten_buffers(func: PrimFunc) -> PrimFunc:
     """Rewrite every load, store and allocation of ``func`` to use 1-D buffers."""
-    return func.with_body(_Flattener().visit(func.body))
+    free = {id(v) for v in func.size_vars} | {id(v) for _, v in func.scalars}
+    return func.with_body(_Flattener(free).visit(func.body))
 
 
 def buffer_strides(buf: Buffer) -> tuple[PrimExpr, ...]:
@@ -165,7 +166,8 @@ def _mul(a: PrimExpr | int, b: PrimExpr | int) -> PrimExpr:
 
 
 class _Flattener(IRMutator):
-    def __init__(self) -> None:
+    def __init__(self, free: set[int]) -> None:
+        self.free = free  # the function's sizes and scalar parameters: any value at the call
         self.flat: dict[Any, Buffer] = {}  # keyed by the data variable: one per memory
         self.analyzer = Analyzer()  # the enclosing loops' ranges, for checked_indices
         self.conditions: list[PrimExpr] = []  # the enclosing ifs' and selects' conditions
@@ -218,8 +220,9 @@ class _Flattener(IRMutator):
             data_dependent = _data_dependent(idx)
             if not data_dependent:
                 if (isinstance(extent, IntImm) and not self.conditions
-                        and not self._over_symbolic_loop(idx)):  # fmt: skip
-                    continue  # check_bounds proved it before lowering
+                        and not self._over_symbolic_loop(idx)
+                        and not contains(idx, lambda n: id(n) in self.free)):  # fmt: skip
+                    continue  # check_bounds proved it before lowering (A[i + k] it cannot)
                 if self._proved_inside(idx, extent):
                     continue
             shown = ", ".join(str(i) for i in indices)

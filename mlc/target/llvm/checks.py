@@ -59,6 +59,7 @@ class CheckEmitter:
     conditional: int
     loop_ranges: dict[Var, Range]
     checked_by_dimension: dict[int, Buffer]
+    free_vars: set[int]  # ids of the function's sizes and scalar parameters
 
     if TYPE_CHECKING:  # provided by ExprEmitter
         emit: Callable[[PrimExpr], ir.Value]
@@ -142,9 +143,11 @@ class CheckEmitter:
         """Does ``index`` use a loop variable whose range is symbolic (``for i in range(m)``)?
         check_bounds could not bound such an access before the run, even into an array of
         constant shape (``A[i * 3]`` with ``A`` of 10 elements)."""
-        ranges = self.loop_ranges
+        ranges, free = self.loop_ranges, self.free_vars
 
         def symbolic(n: Any) -> bool:
+            if id(n) in free:  # A[i + k] with k a size or a scalar parameter: any value
+                return True
             dom = ranges.get(n) if isinstance(n, Var) else None
             return dom is not None and not (
                 isinstance(dom.min, IntImm) and isinstance(dom.extent, IntImm))

@@ -83,6 +83,7 @@ class CodeGenLLVM(ParallelEmitter, ExprEmitter):
         self.conditional = 0  # depth of ifs and selects around the code being emitted
         self.loop_ranges: dict[Var, Range] = {}  # for proving indices in range
         self.checked_by_dimension: dict[int, Buffer] = {}  # see flatten_buffers
+        self.free_vars: set[int] = set()  # the sizes and scalar parameters, see checks
         self.check_sites: list[tuple[str, str, str]] = []  # see mlc.target.llvm.checks
         self.current_store = ""
         self.extern_symbols: set[str] = set()  # see mlc.target.llvm.extern
@@ -100,6 +101,7 @@ class CodeGenLLVM(ParallelEmitter, ExprEmitter):
         self.checked_by_dimension = checked_by_dimension(func)
         sizes = func.size_vars
         scalars = func.scalar_args  # by value, each its own type (a bool as a byte)
+        self.free_vars = {id(v) for v in (*sizes, *scalars)}
         fnty = ir.FunctionType(ty.VOID, [ty.I8P] * len(func.params) + [ty.I64] * len(sizes)
                                + [ty.memory_type(v.dtype) for v in scalars])
         fn = ir.Function(self.module, fnty, name=name)
