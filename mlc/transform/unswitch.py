@@ -12,18 +12,41 @@ versions of such a loop, chosen once, outside it::
         if i0 * 6 + 5 < 1024:                       for k in range(256):   (the loop as it was)
             C[...] = C[...] + ...
 
+The guarded version is itself versioned down the guards, in order, so the last tile runs a
+guard-free loop too: with guards ``g1 ... gn`` (the rows of the tile), version ``m`` runs
+where ``g1 ... gm`` hold and ``g(m+1)`` does not; it drops the first ``m`` guards and the
+statements under ``g(m+1)``::
+
+    if g4 and g5:  for k: rows 0-5            (every full tile)
+    elif g4:       for k: rows 0-4            (g5 fails: its statements are dropped)
+    else:          for k: rows 0-3, and row 5 still under g5
+
 Only innermost serial loops are versioned (no loop inside them), and only on the conditions
 that read no memory, call nothing and use none of the variables the loop defines (other
-``if``s stay in both versions). Runs after ``unroll_loops``, when the unrolled rows of a
-register tile are separate statements, each with its own guard.
+``if``s stay in every version). At most ``MAX_VERSIONS`` loops: a tile with more distinct
+guards gets the guard-free loop and the loop as it was. Runs after ``unroll_loops``, when
+the unrolled rows of a register tile are separate statements, each with its own guard.
 """
 
 from __future__ import annotations
 
-from mlc.tir.expr import And, BufferLoad, Call, PrimExpr, Var
+from mlc.tir.expr import And, BufferLoad, Call, PrimExpr, Var, const
 from mlc.tir.functor import IRMutator, contains, post_order_visit
-from mlc.tir.stmt import Allocate, For, ForKind, IfThenElse, LetStmt, PrimFunc, Stmt
+from mlc.tir.stmt import (
+    Allocate,
+    Evaluate,
+    For,
+    ForKind,
+    IfThenElse,
+    LetStmt,
+    PrimFunc,
+    SeqStmt,
+    Stmt,
+    seq,
+)
 from mlc.transform.unroll import fresh_copy
+
+MAX_VERSIONS = 8  # loops one innermost loop may become (each a copy of the unrolled tile)
 
 
 def unswitch_loops(func: PrimFunc) -> PrimFunc:
@@ -42,14 +65,29 @@ class _Unswitcher(IRMutator):
         if not guards:
             return loop
         distinct = _distinct(guards)
-        condition: PrimExpr = distinct[0]
-        for g in distinct[1:]:
-            condition = And(condition, g)
-        fast = _DropGuards(guards).visit(body)
-        fast_loop = For(op.loop_var, op.min, op.extent, op.kind, fast, op.thread_binding,
-                        op.annotations)
-        # the guarded version gets fresh variables: each variable is defined once
-        return IfThenElse(condition, fast_loop, fresh_copy(loop, {}))
+        keys = [str(g) for g in distinct]
+
+        def version(holds: int, fails: str | None) -> For:
+            inner = _Specialize(guards, set(keys[:holds]), fails).visit(body)
+            return For(op.loop_var, op.min, op.extent, op.kind, inner, op.thread_binding,
+                       op.annotations)
+
+        def all_of(conds: list[PrimExpr]) -> PrimExpr:
+            out = conds[0]
+            for g in conds[1:]:
+                out = And(out, g)
+            return out
+
+        n = len(distinct)
+        # the other versions get fresh variables: each variable is defined once
+        if n + 1 > MAX_VERSIONS:
+            return IfThenElse(all_of(distinct), version(n, None), fresh_copy(loop, {}))
+        chain: Stmt = fresh_copy(version(0, keys[0]), {})
+        for m in range(1, n + 1):
+            loop_m = version(m, keys[m] if m < n else None)
+            chain = IfThenElse(all_of(distinct[:m]), loop_m if m == n else
+                               fresh_copy(loop_m, {}), chain)
+        return chain
 
 
 def _defined_inside(body: Stmt) -> set[Var]:
@@ -94,11 +132,26 @@ def _distinct(guards: list[PrimExpr]) -> list[PrimExpr]:
     return list(out.values())
 
 
-class _DropGuards(IRMutator):
-    def __init__(self, guards: list[PrimExpr]) -> None:
-        self.guards = guards
+class _Specialize(IRMutator):
+    """The loop body where the guards whose text is in ``holds`` are true (their ``if``s
+    dropped) and the one whose text is ``fails`` is false (its statements dropped)."""
+
+    def __init__(self, guards: list[PrimExpr], holds: set[str], fails: str | None) -> None:
+        self.ids = {id(g) for g in guards}
+        self.holds, self.fails = holds, fails
 
     def visit_IfThenElse(self, op: IfThenElse) -> Stmt:
-        if any(op.condition is g for g in self.guards):
-            return self.visit(op.then_case)  # type: ignore[no-any-return]
+        if id(op.condition) in self.ids:
+            key = str(op.condition)
+            if key in self.holds:
+                return self.visit(op.then_case)  # type: ignore[no-any-return]
+            if key == self.fails:
+                return _NOTHING
         return self.generic_visit(op)  # type: ignore[no-any-return]
+
+    def visit_SeqStmt(self, op: SeqStmt) -> Stmt:
+        kept = [s for s in (self.visit(x) for x in op.seq) if s is not _NOTHING]
+        return seq(*kept) if kept else _NOTHING
+
+
+_NOTHING: Stmt = Evaluate(const(0))
