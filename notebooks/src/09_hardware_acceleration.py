@@ -16,7 +16,7 @@
 # 2. **`tensorize`** checks that the block's body computes what a registered
 #    **`TensorIntrin`** *describes*, and replaces it by the intrinsic's *implementation*.
 #
-# This machine has no tensor unit, so the implementations here are CPU micro-kernels (loops
+# mlc's CPU target uses no tensor unit, so the implementations here are CPU micro-kernels (loops
 # unrolled and vectorized); on an accelerator the implementation would be the instruction
 # call. The matching, the rewriting and the schedule around them are the same.
 #
@@ -136,7 +136,8 @@ fig
 # * the **description**: what it computes, on small buffers (here `C[i, j] += A[i, k] *
 #   B[j, k]` on `16 x 16` tiles, without init: the update part of a reduction);
 # * the **implementation**: how the hardware does it. On an accelerator, one instruction; here
-#   a CPU micro-kernel: `k` unrolled, `j` vectorized, each step a 16-wide multiply-add.
+#   a CPU micro-kernel: `k` unrolled, `j` vectorized, each step a 16-lane multiply-add (LLVM
+#   splits it into as many of this CPU's vectors as it takes).
 #
 # `register_cpu_gemm` registers a ready-made one (`transpose_b=True` for the lecture's `B[j, k]`
 # layout); `tir.TensorIntrin.register(name, desc, impl)` registers your own.
@@ -172,12 +173,15 @@ print(sch.trace)
 # %%
 name_nn = register_cpu_gemm(16, 16, 16)
 wrong, wrong_i1 = tiled(matmul_tb(N))
+before = wrong.mod
 try:
     wrong.tensorize(wrong_i1, name_nn)
     message = ""
 except ScheduleError as err:
     message = str(err)
 print("\n".join(message.splitlines()[:3]))
+tir.assert_structural_equal(wrong.mod, before)
+print("(the schedule is unchanged)")
 
 # %% [markdown]
 # ## The lecture's accelerator, in the te style
@@ -238,8 +242,9 @@ s[CL].tensorize(yc, gemm8x8)              # the lecture's line
 print(mlc.lower(s, [A, B, C]))
 
 # %% [markdown]
-# Read it against the lecture's pseudo-code: per `(yo, xo)` tile, zero the 64-float accumulator
-# (`fill_zero`), then for each `k_0` the unrolled, vectorized 8x8x8 update
+# Read it against the lecture's pseudo-code: per `(yo, xo)` tile (the loops `ax0_0`, `ax1_0`
+# of the printout), zero the 64-float accumulator `C_local` (`fill_zero`: the `if k_0 == 0`
+# part), then for each `k_0` the unrolled, vectorized 8x8x8 update
 # (`fused_gemm8x8_add`), then copy the tile out (`dma_copy2d`).
 
 # %%
@@ -301,7 +306,7 @@ print("here the hand-written micro-kernel", "gains little over the tiled loop ne
 
 # %% [markdown]
 # The tiling alone changes the order of the loops; the micro-kernel also fixes how the tile
-# is computed: `k` unrolled and `j` vectorized, each step a 16-wide multiply-add on a row of
+# is computed: `k` unrolled and `j` vectorized, each step a 16-lane multiply-add on a row of
 # `C`. How much that adds over the tiled loop nest depends on what LLVM makes of the tiled
 # loops by itself on this CPU (the cell above says it for this run). The lasting win of
 # tensorize is that the tile's computation becomes *one unit* the backend can replace, by a
@@ -313,8 +318,8 @@ print("here the hand-written micro-kernel", "gains little over the tiled loop ne
 # The lectures name fp16, int8 and "ultra low-precision operators" as what accelerators are
 # built for. A CPU has them too. A 512-bit register holds 16 float32 numbers or **64 int8**
 # numbers, so one instruction that multiplies and adds bytes does 4x the work of a float32
-# FMA, and the weights take 4x less memory and bandwidth. That is why int8 has 4x the fp32
-# peak.
+# FMA, and the weights take 4x less memory and bandwidth. That is why, on a CPU with such an
+# instruction, int8's peak is 4x float32's.
 #
 # **VNNI** (AVX-512 Vector Neural Network Instructions; AVX-VNNI is its 256-bit form) adds that
 # instruction: `vpdpbusd acc, a, b` takes, for each of 16 int32 lanes, 4 **unsigned** bytes
@@ -322,7 +327,8 @@ print("here the hand-written micro-kernel", "gains little over the tiled loop ne
 # multiply-adds in one instruction, accumulated exactly in int32. Without it (plain AVX2), the
 # classic sequence `vpmaddubsw` + `vpmaddwd` saturates its int16 pairs when the activations
 # use all 8 bits (`255 * -128 * 2` does not fit), so mlc's exact fallback widens the bytes to
-# int16 first (`vpmaddwd`): exact, but slower than float32 FMAs. With **7-bit activations**
+# int16 first (`vpmaddwd`): exact, but half the multiply-adds per instruction of a float32
+# FMA. With **7-bit activations**
 # the classic sequence is exact again (below). What does *this* CPU have? LLVM tells us:
 
 # %% tags=["nbval-ignore-output"]
@@ -517,7 +523,10 @@ for k, t in t_gemm.items():
 # and `qnn.dequantize` are elementwise, `qnn.dense` anchors a group like `nn.dense`, so
 # fusion makes each hidden layer ONE kernel: int8 dense, rescale, bias, relu, requantize. In
 # that kernel each `4 x 16` tile of int32 accumulators is rescaled, biased, relu'd and
-# requantized right after its reduction, while it is still in registers.
+# requantized right after its reduction. (Unlike notebook 06's float kernel, whose
+# accumulators shrink to one tile, here they are a whole `(360, 64)` int32 buffer inside
+# the kernel: mlc's `compact_buffers` does not shrink the buffer that the tensorized `dp4a`
+# block writes.)
 
 # %% tags=["nbval-ignore-output"]
 from mlc import graph
@@ -567,9 +576,11 @@ why = ("vpdpbusd does 4x the multiply-adds of an fp32 FMA" if has_vnni else
        "vpmaddubsw does about 1.33x the multiply-adds of an fp32 FMA, exactly for 7-bit "
        "activations, while the 8-bit build runs on the exact fallback" if has_pmadd else
        "this CPU has neither instruction, so int8 runs on the portable fallback")
+verdict = (f"faster at both batch sizes: {why}" if min(speedups) > 1 else
+           f"slower at some batch size, although {why}")
 print(f"7-bit int8 is {min(speedups):.2f}x to {max(speedups):.2f}x the speed of fp32 here "
-      f"({'faster' if min(speedups) > 1 else 'not faster everywhere'}): {why}; the softmax "
-      "costs the same in every build, and the int8 builds add the input's quantize")
+      f"({verdict}); the softmax costs the same in every build, and the int8 builds add the "
+      "input's quantize")
 
 # %% [markdown]
 # Accuracy stays within a point of float32 (the cell above checks it): 8 bits keep about 2
