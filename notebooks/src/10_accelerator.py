@@ -227,6 +227,8 @@ for threads, (st, prog) in runs.items():
 print("ridge of the roofline:", cfg.peak_ops_per_cycle / cfg.dram_bytes_per_cycle, "ops/byte")
 saved = 1 - runs[2][0].cycles / runs[1][0].cycles
 print(f"two virtual threads take {saved:.0%} fewer cycles")
+ridge = cfg.peak_ops_per_cycle / cfg.dram_bytes_per_cycle
+assert all(st.intensity < ridge for st, _ in runs.values())  # both left of the ridge
 
 # %%
 vdla_latency_hiding(runs, until=12000)
@@ -330,6 +332,10 @@ saved_mlp = 1 - nets[2].cycles / nets[1].cycles
 print(f"two virtual threads: {saved_mlp:.1%} fewer cycles;",
       f"a 512-byte DMA costs {cfg.dram_cycles(512)} cycles,",
       f"{cfg.dram_latency} of them latency")
+busiest = [max(vdla.Module, key=lambda m, st=st: st.busy[m]).name for st in nets[1].stats]
+print("busiest module per layer (1 thread):", busiest)
+assert busiest == ["COMPUTE", "LOAD", "STORE"]  # the sentence below names them
+assert nets[1].stats[0].alu_cycles > 0.8 * nets[1].stats[0].gemm_cycles
 
 # %% [markdown]
 # Unlike the GEMM above, a second virtual thread saves little here. Virtual threads overlap
