@@ -228,8 +228,8 @@ class ArgumentChecker:
         origin: dict[int, str] = {}
         for position, var, scalar in self.scalars:
             value = scalar(args[position])
-            if id(var) in self._by_scalar:
-                env[id(var)] = value
+            if id(var) in self._by_scalar:  # an integer: a size
+                env[id(var)] = int(value)
                 origin[id(var)] = f"argument {position} {var.name!r}"
         for k, buf in enumerate(self.params):
             a = args[self.buffer_positions[k]]
@@ -324,7 +324,8 @@ class Scalar:
     def fast_path(self, arg: str, me: str) -> str:
         """A Python expression that takes the common case without a call."""
         if dt.is_int(self.dtype):
-            return f"{arg} if type({arg}) is int and {self.lo} <= {arg} <= {self.hi} else {me}({arg})"
+            fits = f"type({arg}) is int and {self.lo} <= {arg} <= {self.hi}"
+            return f"{arg} if {fits} else {me}({arg})"
         if self.dtype == "float64":
             return f"{arg} if type({arg}) is float else {me}({arg})"
         if self.dtype == "float32":

@@ -97,7 +97,7 @@ class TIRParser(_BlockParser):
         scalars = tuple((k, a) for k, a in enumerate(arguments) if isinstance(a, Var))
         return PrimFunc(buffers, body, fdef.name, tuple(self.f.attrs), scalars)
 
-    def _params(self, fdef: ast.FunctionDef) -> list[Buffer | str]:
+    def _params(self, fdef: ast.FunctionDef) -> list[Buffer | str | Var]:
         args = fdef.args
         if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
             raise self.error(fdef, "a prim_func takes plain parameters, each annotated with "

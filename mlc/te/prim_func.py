@@ -34,6 +34,7 @@ from mlc.errors import TEError
 from mlc.te.external import describe
 from mlc.te.operation import ComputeOp, ExternOp, PlaceholderOp, ScanOp, Tensor
 from mlc.te.region import collect_regions
+from mlc.tir import dtype as dt
 from mlc.tir.expr import (
     BufferLoad,
     IntImm,
@@ -46,7 +47,6 @@ from mlc.tir.expr import (
     Var,
     const,
 )
-from mlc.tir import dtype as dt
 from mlc.tir.functor import IRMutator, collect, substitute
 from mlc.tir.stmt import (
     Block,

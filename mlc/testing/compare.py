@@ -46,7 +46,7 @@ def random_arrays(
             raise InterpreterError(
                 f"{func.name} has the symbolic size {v.name!r}: pass sizes={{'{v.name}': ...}}"
             )
-        env[v] = by_name[v.name]
+        env[v] = int(by_name[v.name])
     out = []
     for b in func.params:
         shape = tuple(int(evaluate_int(s, env)) for s in b.shape)

@@ -13,6 +13,7 @@ import pytest
 
 import mlc
 from mlc import te, tir
+from mlc.driver import to_prim_func
 from mlc.errors import (
     ArgumentError,
     ArgumentTypeError,
@@ -20,13 +21,12 @@ from mlc.errors import (
     ScheduleError,
     TEError,
 )
+from mlc.target.cuda.build import GPU_PASSES
+from mlc.target.cuda_sim.simulate import simulate
 from mlc.testing import reference
 from mlc.testing.compare import assert_same_result, random_arrays
 from mlc.testing.interpreter import eval_prim_func
 from mlc.tir.verify import verify_well_formed
-from mlc.driver import to_prim_func
-from mlc.target.cuda.build import GPU_PASSES
-from mlc.target.cuda_sim.simulate import simulate
 from mlc.transform import lower, run_passes
 
 RNG = np.random.default_rng(0)
