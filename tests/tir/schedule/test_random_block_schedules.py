@@ -34,8 +34,11 @@ EXPECTED = (A_IN * 2) @ W_IN + 1
 STEPS = [
     "split", "reorder", "compute_at", "reverse_compute_at", "compute_inline",
     "reverse_compute_inline", "cache_read", "cache_write", "decompose_reduction", "rfactor",
-    "set_scope", "storage_align",
+    "set_scope", "storage_align", "transform_layout",
 ]
+
+LAYOUTS = ["lambda a, b: (b, a)", "lambda a, b: (b // 2, a, b % 2)",
+           "lambda a, b: (a // 2, b, a % 2)", "lambda a, b: (a * 1000 + b,)"]
 
 
 def _live_blocks(sch: tir.Schedule) -> list[str]:
@@ -82,6 +85,9 @@ def _apply(sch: tir.Schedule, step: str, data: st.DataObject) -> None:
         sch.set_scope(block, 0, "local")
     elif step == "storage_align":
         sch.storage_align(block, 0, 0, data.draw(st.integers(1, 4)), 0)
+    elif step == "transform_layout":
+        written = sch.get(block).writes[0].buffer.name  # type: ignore[union-attr]
+        sch.transform_layout(block, written, data.draw(st.sampled_from(LAYOUTS)))
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
