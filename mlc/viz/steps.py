@@ -169,6 +169,15 @@ def step_through(obj: Any, func: PrimFunc | None = None) -> Any:
     slider.observe(show, names="value")
     prev_b.on_click(lambda _: move(-1))
     next_b.on_click(lambda _: move(1))
-    box = w.VBox([w.HBox([prev_b, slider, next_b]), view])
+    from mlc.viz.widgets import with_fallback
+
+    fallback = (f"<p><i>step 1 of {len(all_steps)} (the buttons and the slider move through "
+                "the steps in JupyterLab)</i></p>" + all_steps[0].to_html())
+
+    class StepThrough(w.VBox):  # type: ignore[misc]
+        def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+            return with_fallback(super()._repr_mimebundle_(**kwargs), fallback)
+
+    box = StepThrough([w.HBox([prev_b, slider, next_b]), view])
     box.add_class("mlc-step-through")
     return box

@@ -133,7 +133,20 @@ class Explorer:
             self.code.value = _error_html(err)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        return self.widget._repr_mimebundle_(**kwargs)
+        """The live widget, and for viewers without a widget manager (GitHub, nbviewer, a
+        notebook opened without ipywidgets) the current state as HTML rather than
+        ``VBox(children=...)``."""
+        note = "<p><i>(the knobs move in JupyterLab; this is the first setting)</i></p>"
+        return with_fallback(self.widget._repr_mimebundle_(**kwargs),
+                             note + self.status.value + self.code.value)
+
+
+def with_fallback(bundle: Any, html_text: str) -> Any:
+    """A widget's mime bundle with a ``text/html`` picture of its state added: front ends that
+    render widgets show the widget, the others (static viewers) the HTML."""
+    data, meta = (bundle if isinstance(bundle, tuple) else (bundle, None))
+    data = {**(data or {}), "text/html": html_text}
+    return (data, meta) if meta is not None else data
 
 
 def divisors(n: int, limit: int | None = None) -> list[int]:

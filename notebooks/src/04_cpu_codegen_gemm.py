@@ -535,10 +535,8 @@ def register_tile(simd):
     return best[1]
     ### END SOLUTION
 
-check_register_tile(register_tile)
-
 # %% [markdown]
-# Your tile against one row taller, which needs more vector registers than the CPU has, so
+# Before the check, your tile against one row taller, which needs more vector registers than the CPU has, so
 # LLVM must keep some accumulators in memory (how much that costs varies by CPU):
 
 # %% tags=["nbval-ignore-output"]
@@ -559,3 +557,9 @@ try:
               f"{viz.measure_gflops(f, [a, b, c], 2.0 * n ** 3, number=3, repeat=3):5.1f} GFLOPS")
 except NotImplementedError:
     print("write register_tile first")
+
+# %% [markdown]
+# The check of exercise 3:
+
+# %%
+check_register_tile(register_tile)

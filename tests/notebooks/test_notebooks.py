@@ -46,3 +46,22 @@ def test_notebook_runs_and_matches_its_outputs(path: Path, tmp_path: Path) -> No
         capture_output=True, text=True, cwd=NOTEBOOKS, timeout=600,
     )
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
+
+
+@pytest.mark.parametrize("path", PATHS, ids=[p.stem for p in PATHS])
+def test_no_figure_is_committed_as_its_text(path: Path) -> None:
+    """A matplotlib figure shown without ``%matplotlib inline`` (or a widget without its
+    fallback) is committed as the text ``<Figure size 400x300 with 1 Axes>`` and no picture:
+    chapters 02 and 06 once showed none of their charts, and nbval compared the text happily."""
+    nb = nbformat.read(path, as_version=4)
+    bad = []
+    for k, cell in enumerate(nb.cells):
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            text = data.get("text/plain", "") or out.get("text", "")
+            if isinstance(text, list):
+                text = "".join(text)
+            shown = {"image/png", "image/svg+xml", "text/html"} & set(data)
+            if ("<Figure size" in text or text.strip().startswith("VBox(")) and not shown:
+                bad.append(f"cell {k}: {text.strip()[:60]}")
+    assert not bad, f"{path.name} shows a figure as text only: {bad}"
