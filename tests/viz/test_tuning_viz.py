@@ -51,3 +51,19 @@ def test_annealing_walk_refuses_wrong_inputs():
            rng=random.Random(0), n_chains=2, n_iter=2, record=walk)
     with pytest.raises(ValueError, match="chains 0 to 1"):
         annealing_walk(walk, (2, 2), [0.0] * 4, chains=[5])
+
+
+def test_widgets_carry_an_html_picture_for_static_viewers():
+    """GitHub and nbviewer cannot run a widget; they showed ``VBox(children=...)``."""
+    from mlc import te, tir, viz
+
+    A = te.placeholder((8, 8), name="A")
+    B = te.compute((8, 8), lambda i, j: A[i, j] * 2, name="B")
+    sch = tir.Schedule(te.create_prim_func([A, B]))
+    sch.split(sch.get_loops(sch.get_block("B"))[0], [None, 4])
+    bundle = viz.step_through(sch)._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    assert "step 1 of 1" in bundle["text/html"] and "<" in bundle["text/html"]
+    bundle = viz.matmul_explorer(n=16)._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    assert "first setting" in bundle["text/html"]
