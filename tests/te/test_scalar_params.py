@@ -21,6 +21,7 @@ from mlc.errors import (
     ScheduleError,
     TEError,
 )
+from mlc.runtime import cuda_driver
 from mlc.target.cuda.build import GPU_PASSES
 from mlc.target.cuda_sim.simulate import simulate
 from mlc.testing import reference
@@ -490,3 +491,19 @@ def test_the_numpy_reference_and_the_interpreter_take_scalar_values() -> None:
     np.testing.assert_allclose(b, a + 4)
     args = random_arrays(func, {"c": 0.5})
     assert isinstance(args[0], np.ndarray) and args[2] == 0.5
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not cuda_driver.available(), reason="no NVIDIA GPU / CUDA driver here")
+def test_real_gpu_kernels_take_scalar_arguments() -> None:
+    from mlc.target.cuda import nvrtc as cuda_nvrtc
+
+    if not cuda_nvrtc.available():
+        pytest.skip("NVRTC not installed")
+    s, args = gpu_scale()
+    f = mlc.build(s, args, target="cuda")
+    a, d = rand(100), np.zeros(100, "float32")
+    f(a, 2.0, d, 3)
+    np.testing.assert_allclose(d, a * 2 + 3, rtol=1e-6)
+    assert f.time_evaluator(number=1, repeat=1)(a, -1.0, d, 0).mean > 0
+    np.testing.assert_allclose(d, -a, rtol=1e-6)
