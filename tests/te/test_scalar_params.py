@@ -18,6 +18,7 @@ from mlc.errors import (
     ArgumentError,
     ArgumentTypeError,
     IndexOutOfBoundsError,
+    IntegerDivisionError,
     ScheduleError,
     TEError,
 )
@@ -507,3 +508,21 @@ def test_real_gpu_kernels_take_scalar_arguments() -> None:
     np.testing.assert_allclose(d, a * 2 + 3, rtol=1e-6)
     assert f.time_evaluator(number=1, repeat=1)(a, -1.0, d, 0).mean > 0
     np.testing.assert_allclose(d, -a, rtol=1e-6)
+
+
+def test_scalars_named_like_a_buffer_or_a_c_keyword() -> None:
+    A = te.placeholder((8,), name="A")
+    c1 = te.var("A", "float32")
+    c2 = te.var("int", "int32")
+    B = te.compute((8,), lambda i: A[i] * c1 + A[i // c2], name="B")
+    s = te.create_schedule(B.op)
+    a = np.arange(8, dtype="float32")
+    for target in ("llvm", "c"):
+        f = mlc.build(s, [A, c1, B, c2], target=target)
+        b = np.zeros(8, "float32")
+        f(a, 2.0, b, 3)
+        np.testing.assert_allclose(b, a * 2 + a[np.arange(8) // 3])
+        with pytest.raises(IntegerDivisionError, match="i // int"):
+            f(a, 2.0, b, 0)
+    src = mlc.build(s, [A, c1, B, c2], target="c").get_source("c")
+    assert "void main(float* restrict A, float* restrict B, float A_1, int32_t int_1)" in src

@@ -92,6 +92,16 @@ static inline int64_t mlc_floormod(int64_t a, int64_t b) {
 _BINARY = {Add: "+", Sub: "-", Mul: "*", Div: "/", Mod: "%", And: "&&", Or: "||",
            LT: "<", LE: "<=", GT: ">", GE: ">=", EQ: "==", NE: "!="}
 
+RESERVED = frozenset("""
+    auto bool break case char const continue default do double else enum extern false float for
+    goto if inline int long register restrict return short signed sizeof static struct switch
+    true typedef union unsigned void volatile while int8_t int16_t int32_t int64_t uint8_t
+    uint16_t uint32_t uint64_t size_t blockIdx threadIdx blockDim gridDim warpSize
+    mlc_floordiv mlc_floormod
+""".split())
+"""Names a variable may not take in C or CUDA source (keywords, types, built-ins)."""
+
+
 def c_type(dtype: str) -> str:
     """``float32`` -> ``float``, ``int8`` -> ``int8_t``, ``float16`` -> ``_Float16``."""
     e = dt.element(dtype)
@@ -111,7 +121,7 @@ class CodeGenC:
         self.lines: list[str] = []
         self.indent = 0
         self.names: dict[int, str] = {}  # id(Var) -> its C name (made unique)
-        self.taken: set[str] = set()
+        self.taken: set[str] = set(RESERVED)  # a variable named ``int`` prints as int_1
 
     # -- names --------------------------------------------------------------------------------
     def name_of(self, v: Var) -> str:
