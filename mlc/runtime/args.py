@@ -4,7 +4,8 @@ A wrong call must never crash the Python process: a too-small array would let th
 write past its end. So every call checks, for each parameter buffer, that the argument is a
 numpy array of the right dtype and number of dimensions, that its shape matches the buffer's
 (constant sizes, and symbolic sizes bound from the arrays: ``n`` in two places must agree),
-that it is C-contiguous, and that an array the function writes is writeable.
+that it is C-contiguous, and that an array the function writes is writeable. A scalar
+parameter (``PrimFunc.scalars``) takes a number that fits its dtype (:class:`Scalar`).
 
 The check on the hot path is lean (it only detects that something is wrong); when it fails,
 :meth:`ArgumentChecker.explain` walks the arguments again to say exactly what and where.
@@ -73,7 +74,7 @@ def written_params(func: PrimFunc) -> set[int]:
 
 class ArgumentChecker:
     """Precomputed checks for one PrimFunc's parameters; ``native_args(args)`` -> the values
-    to pass to the native function (pointers, then symbolic sizes)."""
+    to pass to the native function (pointers, then symbolic sizes, then scalars)."""
 
     def __init__(self, func: PrimFunc) -> None:
         self.func = func
