@@ -585,7 +585,7 @@ def _intermediate_as_param(func: PrimFunc, buf: Any) -> PrimFunc:
         body.block, alloc_buffers=tuple(b for b in body.block.alloc_buffers if b is not buf)
     )
     new_body = dataclasses.replace(body, block=root)
-    return PrimFunc((*func.params, buf), new_body, func.name, func.attrs)
+    return dataclasses.replace(func, params=(*func.params, buf), body=new_body)
 
 
 def create_schedule(ops: Operation | Tensor | Sequence[Operation | Tensor]) -> Schedule:
