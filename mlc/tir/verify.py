@@ -99,8 +99,15 @@ class _Checker:
             for e in (*b.shape, *b.strides):
                 if isinstance(e, Var) and all(e is not s for s in size_vars):
                     size_vars.append(e)
+        positions = [p for p, _ in self.func.scalars]
+        count = len(self.func.params) + len(positions)
+        if sorted(set(positions)) != positions or any(not 0 <= p < count for p in positions):
+            self.problem(f"the scalar parameters' positions {positions} are not distinct, "
+                         f"increasing places among the {count} arguments")
         for _, v in self.func.scalars:  # scalar parameters: bound by the call
-            if all(v is not s for s in size_vars):
+            if not isinstance(v, Var) or dt.lanes(v.dtype) != 1:
+                self.problem(f"scalar parameter {v!r} is not a variable of one lane")
+            elif all(v is not s for s in size_vars):
                 size_vars.append(v)
         self.ever.update(id(v) for v in size_vars)
         with self.scope(tuple(size_vars), self.func.params):

@@ -526,3 +526,18 @@ def test_scalars_named_like_a_buffer_or_a_c_keyword() -> None:
             f(a, 2.0, b, 0)
     src = mlc.build(s, [A, c1, B, c2], target="c").get_source("c")
     assert "void main(float* restrict A, float* restrict B, float A_1, int32_t int_1)" in src
+
+
+def test_the_verifier_checks_the_scalar_positions() -> None:
+    import dataclasses
+
+    from mlc.errors import VerifyError
+
+    A, c, B = add_scalar(4)
+    func = te.create_prim_func([A, c, B])
+    verify_well_formed(func)
+    for bad in (((5, c),), ((1, c), (1, c)), ((-1, c),)):
+        with pytest.raises(VerifyError, match="positions .* are not distinct, increasing"):
+            verify_well_formed(dataclasses.replace(func, scalars=bad))
+    with pytest.raises(VerifyError, match="variable `c` is used but not defined"):
+        verify_well_formed(dataclasses.replace(func, scalars=()))
