@@ -20,9 +20,36 @@ everything that depends on it becomes a vector of ``L`` lanes::
             for ii in range(4):
                 if io*4 + ii < n: C[io*4 + ii] = ...
 
-When the body cannot become vector code (a loop or allocation inside it, a store to one
-location from every lane, an index that is not affine in the variable, a guard that is not a
-conjunction of comparisons) the loop is left as a ``serial`` loop: correct, only slower.
+A loop inside the vectorized loop (serial or unrolled, whose bounds do not depend on the
+vector variable) stays a scalar loop with a vector body, as in TVM::
+
+    for i in vectorized(range(8)):             for k in range(K):
+        for k in range(K):                ->       C[Ramp(i0, 1, 8)] = C[Ramp(i0, 1, 8)] +
+            C[i0 + i] = C[i0 + i] +                    A[Ramp(i0*K + k, K, 8)] *
+                A[(i0 + i)*K + k] * B[k]               Broadcast(B[k], 8)
+
+This runs the iterations in another order: ``k`` outside, all the lanes of ``i`` at once,
+where the loop ran all of ``k`` for one ``i`` and then the next ``i``; and even without an
+inner loop the statements of the body run one after the other over all lanes. The pass does
+it only when that order cannot change the result, that is when no lane touches an element
+another lane writes. It checks a sufficient condition (``_Vectorizer.check_lanes_own``):
+
+* every buffer stored in the body is accessed (every store and every load of it) at one and
+  the same vector index ``Ramp(base, stride, L)``;
+* that index gives different lanes different elements over the whole loop nest: the stride is
+  not zero and ``base`` does not depend on the inner loops, or ``base`` is affine in them
+  with constant coefficients and extents that, with the stride, form a mixed radix (each
+  coefficient larger than everything the smaller ones reach, like ``lane*16 + j*1`` for
+  ``j < 16``), so no two iterations write one element.
+
+So a lane only reads what it wrote itself, and buffers no lane writes are only read.
+
+When the body cannot become vector code (an allocation or a parallel/vectorized loop inside
+it, a loop whose bounds depend on the vector variable, a store to one location from every
+lane, lanes that read or write each other's elements such as a stencil ``B[i] = A[i] +
+A[i+1]`` that also writes ``A``, an index that is not affine in the variable, a guard that is
+not a conjunction of comparisons or that mentions an inner loop) the loop is left as a
+``serial`` loop: correct, only slower.
 """
 
 from __future__ import annotations
@@ -31,6 +58,7 @@ from typing import Any
 
 from mlc.tir import dtype as dt
 from mlc.tir.arith import simplify
+from mlc.tir.arith.linear import expr_key, to_linear
 from mlc.tir.expr import (
     GE,
     GT,
@@ -106,13 +134,16 @@ def vectorize_loop(var: Var, lo: PrimExpr, lanes: int, body: Stmt) -> Stmt | Non
     guards = _guards_on(var, body)
     try:
         if not guards:
-            return _Vectorizer(var, lo, lanes).stmt(body)
+            return _Vectorizer(var, lo, lanes).vectorize(body)
         full: PrimExpr | None = None
         for guard in guards:
             whole = _whole_vector_condition(guard.condition, var, lo, lanes)
             full = whole if full is None else full & whole
         assert full is not None
-        vector_body = _Vectorizer(var, lo, lanes).stmt(_drop_guards(body, guards))
+        inside = _bound_inside(body)
+        if uses_var(full, lambda v: id(v) in inside):
+            raise _CannotVectorize()  # a guard on an inner loop's variable: not one test
+        vector_body = _Vectorizer(var, lo, lanes).vectorize(_drop_guards(body, guards))
     except _CannotVectorize:
         return None
     tail = For(var, lo, const(lanes, var.dtype), ForKind.SERIAL, body)
@@ -125,6 +156,20 @@ def _guards_on(var: Var, body: Stmt) -> list[IfThenElse]:
     def visit(n: Any) -> None:
         if isinstance(n, IfThenElse) and uses_var(n.condition, lambda v: v is var):
             found.append(n)
+
+    post_order_visit(body, visit)
+    return found
+
+
+def _bound_inside(body: Stmt) -> set[int]:
+    """ids of the variables a loop or let inside ``body`` binds."""
+    found: set[int] = set()
+
+    def visit(n: Any) -> None:
+        if isinstance(n, For):
+            found.add(id(n.loop_var))
+        elif isinstance(n, (LetStmt, Let)):
+            found.add(id(n.var))
 
     post_order_visit(body, visit)
     return found
@@ -185,6 +230,10 @@ class _Vectorizer:
         self.lanes = lanes
         self.ramp = Ramp(lo, const(1, lo.dtype), lanes)
         self.lets: dict[Var, Var] = {}  # scalar let variables that became vectors
+        self.inner: dict[int, tuple[Var, int | None, int | None]] = {}  # loops inside: min, extent
+        self.bound: set[int] = set()  # variables bound inside the body (loops, lets)
+        self.stores: dict[Any, tuple[Any, Ramp]] = {}  # buffer -> (index key, index)
+        self.loads: list[tuple[Any, Any]] = []  # (buffer, index key) of every load
 
     # -- helpers ---------------------------------------------------------------------------
     def is_vec(self, e: PrimExpr) -> bool:
@@ -192,6 +241,47 @@ class _Vectorizer:
 
     def widen(self, e: PrimExpr) -> PrimExpr:
         return e if self.is_vec(e) else Broadcast(e, self.lanes)
+
+    def vectorize(self, body: Stmt) -> Stmt:
+        """The vector form of ``body``; raises ``_CannotVectorize`` when there is none or
+        when running the lanes at once could change the result."""
+        out = self.stmt(body)
+        self.check_lanes_own()
+        return out
+
+    def check_lanes_own(self) -> None:
+        """Refuse unless each lane only touches its own elements of the buffers the body
+        writes (see the module docstring): then running the lanes in any order, statement by
+        statement and inner iteration by inner iteration, gives the result of the loop."""
+        for buf, key in self.loads:
+            if buf in self.stores and self.stores[buf][0] != key:
+                raise _CannotVectorize()  # a lane could read what another lane writes
+        for _, index in self.stores.values():
+            self._check_disjoint(index)
+
+    def _check_disjoint(self, index: Ramp) -> None:
+        stride = as_int(simplify(index.stride))
+        if not uses_var(index.base, lambda v: id(v) in self.bound):
+            if stride == 0:
+                raise _CannotVectorize()  # every lane would write the same place
+            return  # lane l always writes base + l*stride: its own element
+        if stride is None or stride == 0:
+            raise _CannotVectorize()
+        # base = sum(c * k for the inner loops k) + rest, rest free of inner variables
+        digits = [(abs(stride), self.lanes - 1)]
+        for atom, coef in to_linear(simplify(index.base)).terms.values():
+            if not uses_var(atom, lambda v: id(v) in self.bound):
+                continue
+            found = self.inner.get(id(atom)) if isinstance(atom, Var) else None
+            if found is None or found[2] is None:
+                raise _CannotVectorize()  # not affine in an inner loop of constant extent
+            digits.append((abs(coef), found[2] - 1))
+        # a mixed radix: each coefficient exceeds what all the smaller ones reach together
+        reach = 0
+        for coef, top in sorted(digits):
+            if coef <= reach:
+                raise _CannotVectorize()  # two iterations could write one element
+            reach += coef * top
 
     # -- statements ------------------------------------------------------------------------
     def stmt(self, s: Stmt) -> Stmt:
@@ -201,7 +291,12 @@ class _Vectorizer:
             index = self.expr(s.indices[0])
             if not isinstance(index, Ramp) or as_int(index.stride) == 0:
                 raise _CannotVectorize()  # every lane would write the same place
+            buf, key = _buffer_key(s.buffer), expr_key(index)
+            if self.stores.setdefault(buf, (key, index))[0] != key:
+                raise _CannotVectorize()  # two stores to one buffer at different indices
             return BufferStore(s.buffer, self.widen(self.expr(s.value)), (index,))
+        if isinstance(s, For):
+            return self._inner_loop(s)
         if isinstance(s, SeqStmt):
             return SeqStmt(tuple(self.stmt(x) for x in s.seq))
         if isinstance(s, IfThenElse):
@@ -216,13 +311,28 @@ class _Vectorizer:
             return LetStmt(var, value, self.stmt(s.body))
         if isinstance(s, Evaluate):
             return Evaluate(self.expr(s.value))
-        raise _CannotVectorize()  # loops, allocations, blocks
+        raise _CannotVectorize()  # allocations, blocks
+
+    def _inner_loop(self, s: For) -> Stmt:
+        """A serial or unrolled loop inside the vectorized one stays a scalar loop around a
+        vector body; its bounds must be the same on every lane."""
+        if s.kind not in (ForKind.SERIAL, ForKind.UNROLLED) or s.thread_binding is not None:
+            raise _CannotVectorize()
+        lo, extent = self.expr(s.min), self.expr(s.extent)
+        if self.is_vec(lo) or self.is_vec(extent):
+            raise _CannotVectorize()  # the loop's bounds differ from lane to lane
+        var = Var(s.loop_var.name, s.loop_var.dtype)  # the tail keeps the old one
+        self.lets[s.loop_var] = var
+        self.bound.add(id(var))
+        self.inner[id(var)] = (var, as_int(lo), as_int(extent))
+        return For(var, lo, extent, s.kind, self.stmt(s.body), None, s.annotations)
 
     def _let_var(self, var: Var, value: PrimExpr) -> Var:
-        if not self.is_vec(value):
-            return var
+        # a new variable even for a scalar: the serial tail next to the vector body still
+        # defines the old one, and each variable is defined once
         new = Var(var.name, value.dtype)
         self.lets[var] = new
+        self.bound.add(id(new))
         return new
 
     # -- expressions -----------------------------------------------------------------------
@@ -277,6 +387,8 @@ class _Vectorizer:
 
     def _load(self, e: BufferLoad) -> PrimExpr:
         indices = tuple(self.expr(i) for i in e.indices)
+        self.loads.append((_buffer_key(e.buffer), expr_key(indices[0] if len(indices) == 1
+                                                            else indices)))
         if not any(self.is_vec(i) for i in indices):
             if all(a is b for a, b in zip(indices, e.indices)):
                 return e
@@ -298,6 +410,12 @@ class _Vectorizer:
             raise _CannotVectorize()
         t, f = self.widen(t), self.widen(f)
         return Select(cond, t, f, t.dtype)
+
+
+def _buffer_key(buf: Any) -> int:
+    """Buffers that share their data pointer are one array."""
+    data = getattr(buf, "data", None)
+    return id(buf if data is None else data)
 
 
 def _ramp_arith(e: BinaryOp, a: PrimExpr, b: PrimExpr) -> PrimExpr | None:

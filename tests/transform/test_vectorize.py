@@ -77,12 +77,17 @@ def test_math_calls_and_selects_without_loads_are_vectorized():
     np.testing.assert_allclose(b, np.exp(a) + np.where(np.arange(8) < 4, 1.0, 2.0), rtol=1e-6)
 
 
-@pytest.mark.parametrize("why", ["nested loop", "same location", "non-affine", "guarded load"])
+@pytest.mark.parametrize(
+    "why", ["reads another lane", "lanes' loops overlap", "same location", "non-affine",
+            "guarded load"]
+)
 def test_bodies_that_cannot_be_vectorized_stay_serial(why):
     A, B = buffer("A", (32,)), buffer("B", (8,))
     j, k = Var("j"), Var("k")
-    if why == "nested loop":
-        body = loop(k, 4, BufferStore(B, B[j] + A[j * 4 + k], (j,)))
+    if why == "reads another lane":  # lane j reads B[7 - j], which lane 7 - j writes
+        body = BufferStore(B, B[7 - j] + A[j], (j,))
+    elif why == "lanes' loops overlap":  # lanes j and j + 1 both write A[j + 1], ...
+        body = loop(k, 4, BufferStore(A, B[j] + 1.0, (j + k,)))
     elif why == "same location":
         body = BufferStore(B, B[0] + A[j * 4], (const(0),))
     elif why == "non-affine":

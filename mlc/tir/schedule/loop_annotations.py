@@ -57,8 +57,14 @@ class LoopAnnotationPrimitives(ScheduleBase):
 
     def vectorize(self, loop: LoopRV) -> None:
         """Run the iterations of ``loop`` as SIMD lanes. The loop needs a constant extent,
-        no loop inside it, and may bind only spatial block variables. ``for j in range(8)``
-        becomes ``for j in vectorized(8)``."""
+        may bind only spatial block variables, and may not contain a parallel or thread-bound
+        loop. ``for j in range(8)`` becomes ``for j in vectorized(8)``.
+
+        Loops inside it are allowed, as in TVM: lowering (``vectorize_loops``) keeps them as
+        scalar loops with a vector body, ``for k: C[ramp(i0, 1, 8)] += A[ramp(i0*K + k, K,
+        8)] * broadcast(B[k])``, when running the lanes side by side provably gives the same
+        result (each lane touches only its own elements of what the body writes); otherwise
+        it leaves the loop serial, which is correct, only slower (see the lowered program)."""
         for_, _ = self._loop_of(loop)
         name = for_.loop_var.name
         if as_int(for_.extent) is None:
@@ -69,11 +75,14 @@ class LoopAnnotationPrimitives(ScheduleBase):
                 for_,
             )
         for sub in state.walk(for_.body):
-            if isinstance(sub.stmt, For):
+            inner = sub.stmt
+            if isinstance(inner, For) and inner.kind in (ForKind.PARALLEL, ForKind.THREAD_BINDING):
+                what = "parallel" if inner.kind == ForKind.PARALLEL else "thread-bound"
                 raise self._error(
-                    f"vectorize: loop {name!r} contains the loop {sub.stmt.loop_var.name!r}; "
-                    "only an innermost loop can be vectorized (reorder it inwards first)",
-                    {for_: "vectorized", sub.stmt: "a loop inside it"},
+                    f"vectorize: loop {name!r} contains the {what} loop "
+                    f"{inner.loop_var.name!r}; the lanes of a vector cannot each run threads. "
+                    f"Vectorize a loop inside {inner.loop_var.name!r} instead",
+                    {for_: "vectorized", inner: f"{what} loop inside it"},
                 )
         self._check_data_parallel(for_, "vectorize")
         self._set_kind(for_, ForKind.VECTORIZED)

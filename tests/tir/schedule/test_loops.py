@@ -382,9 +382,17 @@ def test_vectorize_refusals() -> None:
     with pytest.raises(ScheduleError, match="symbolic extent n"):
         sch.vectorize(i)
     sch2 = tir.Schedule(_matmul())
-    i, _, _ = sch2.get_loops(sch2.get_block("C"))
-    with pytest.raises(ScheduleError, match="contains the loop 'j'; only an innermost loop"):
+    i, j, _ = sch2.get_loops(sch2.get_block("C"))
+    sch2.parallel(j)
+    with pytest.raises(ScheduleError, match="contains the parallel loop 'j'; the lanes"):
         sch2.vectorize(i)
+
+
+def test_vectorize_accepts_an_outer_loop() -> None:
+    sch = tir.Schedule(_matmul())
+    i, _, _ = sch.get_loops(sch.get_block("C"))
+    sch.vectorize(i)
+    assert "vectorized(" in _body(sch)
 
 
 def test_vectorize_split_symbolic_inner() -> None:
