@@ -541,3 +541,16 @@ def test_the_verifier_checks_the_scalar_positions() -> None:
             verify_well_formed(dataclasses.replace(func, scalars=bad))
     with pytest.raises(VerifyError, match="variable `c` is used but not defined"):
         verify_well_formed(dataclasses.replace(func, scalars=()))
+
+
+def test_array_errors_name_the_position_in_the_call() -> None:
+    A, c, B = add_scalar(4)
+    f = mlc.build(te.create_schedule(B.op), [A, c, B])
+    a = np.zeros(4, "float32")
+    with pytest.raises(ArgumentError, match="argument 2 'B' is written by the function and is "
+                                            "the same memory as argument 0 'A'"):
+        f(a, 1.0, a)
+    with pytest.raises(ArgumentTypeError, match="argument 2 'B' has dtype float64"):
+        f(a, 1.0, np.zeros(4))
+    with pytest.raises(ArgumentError, match=r"argument 0 'A' has shape \(5,\)"):
+        f(np.zeros(5, "float32"), 1.0, a)
