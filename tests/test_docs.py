@@ -1,4 +1,4 @@
-"""The README and the architecture doc name only what exists, and the course map lists every chapter."""
+"""The README and the architecture doc name only what exists; the course map lists every chapter."""
 
 from __future__ import annotations
 
