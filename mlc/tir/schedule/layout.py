@@ -80,7 +80,13 @@ class LayoutPrimitives(ScheduleBase):
                 f"transform_layout: {buffer!r} has shape {buf.shape}"
                 + (f" and strides {buf.strides}" if buf.strides else "")
                 + "; only compact buffers of constant shape can change layout", realize)
-        text = index_map if isinstance(index_map, str) else _lambda_text(index_map, len(shape))
+        try:
+            text = (index_map if isinstance(index_map, str)
+                    else _lambda_text(index_map, len(shape)))
+        except (TypeError, ValueError) as exc:
+            raise self._error(f"transform_layout: the index map {index_map!r} could not be "
+                              f"read ({exc}); write it as a lambda of the buffer's indices "
+                              "made of + - * // % and integers", realize) from None
         try:
             params, body = _parse(text)
         except ValueError as exc:
@@ -133,20 +139,37 @@ class _Sym:
         return self.text
 
     def _op(self, other: Any, sym: str, prec: int, right: bool = False) -> _Sym:
-        o = other if isinstance(other, _Sym) else _Sym(str(int(other)))
+        if not isinstance(other, (_Sym, int)) or isinstance(other, bool):
+            raise ValueError(f"uses {other!r}; only integers may appear")
+        o = other if isinstance(other, _Sym) else _Sym(str(other))
         a, b = (o, self) if right else (self, o)
         left = a.text if a.prec >= prec else f"({a.text})"
         rhs = b.text if b.prec > prec else f"({b.text})"
         return _Sym(f"{left} {sym} {rhs}", prec)
 
-    def __add__(self, o: Any) -> _Sym: return self._op(o, "+", 1)
-    def __radd__(self, o: Any) -> _Sym: return self._op(o, "+", 1, True)
-    def __sub__(self, o: Any) -> _Sym: return self._op(o, "-", 1)
-    def __rsub__(self, o: Any) -> _Sym: return self._op(o, "-", 1, True)
-    def __mul__(self, o: Any) -> _Sym: return self._op(o, "*", 2)
-    def __rmul__(self, o: Any) -> _Sym: return self._op(o, "*", 2, True)
-    def __floordiv__(self, o: Any) -> _Sym: return self._op(o, "//", 2)
-    def __mod__(self, o: Any) -> _Sym: return self._op(o, "%", 2)
+    def __add__(self, o: Any) -> _Sym:
+        return self._op(o, "+", 1)
+
+    def __radd__(self, o: Any) -> _Sym:
+        return self._op(o, "+", 1, True)
+
+    def __sub__(self, o: Any) -> _Sym:
+        return self._op(o, "-", 1)
+
+    def __rsub__(self, o: Any) -> _Sym:
+        return self._op(o, "-", 1, True)
+
+    def __mul__(self, o: Any) -> _Sym:
+        return self._op(o, "*", 2)
+
+    def __rmul__(self, o: Any) -> _Sym:
+        return self._op(o, "*", 2, True)
+
+    def __floordiv__(self, o: Any) -> _Sym:
+        return self._op(o, "//", 2)
+
+    def __mod__(self, o: Any) -> _Sym:
+        return self._op(o, "%", 2)
 
 
 _BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//", ast.Mod: "%"}
@@ -210,7 +233,7 @@ def _check_one_to_one(params: list[str], body: list[ast.expr], shape: list[int])
     size = int(np.prod(shape)) if shape else 1
     if size > _CHECKED_POINTS:
         return f"is checked on buffers of at most {_CHECKED_POINTS} elements; this one has {size}"
-    grids = np.indices(shape, dtype=np.int64).reshape(len(shape), -1) if shape else []
+    grids: Any = np.indices(shape, dtype=np.int64).reshape(len(shape), -1) if shape else []
     env = {p: grids[d] for d, p in enumerate(params)}
     outs = []
     with np.errstate(divide="raise"):

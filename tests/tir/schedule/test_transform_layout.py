@@ -134,3 +134,23 @@ def test_a_strided_buffer_is_refused() -> None:
     sch.storage_align(sch.get_block("B_global"), 0, axis=0, factor=8, offset=1)
     with pytest.raises(ScheduleError, match="only compact buffers of constant shape"):
         sch.transform_layout(sch.get_block("B_global"), "B_global", "lambda k, j: (j, k)")
+
+
+def test_callables_that_are_not_integer_maps_are_refused() -> None:
+    sch = _packed()
+    for fn, message in [(lambda k, j: (k * 0.5, j), "only integers"),
+                        (lambda k: (k,), "takes 1 indices"),
+                        (lambda k, j: (abs(k), j), "could not be read")]:
+        with pytest.raises(ScheduleError, match=message):
+            sch.transform_layout(sch.get_block("B_global"), "B_global", fn)
+
+
+def test_a_reversal_and_a_huge_buffer() -> None:
+    sch = _packed()
+    sch.transform_layout(sch.get_block("B_global"), "B_global", lambda k, j: (15 - k, 31 - j))
+    _run(sch.mod)
+    big = tir.Schedule(_matmul(n=8, m=8192, k=4096))
+    c = big.get_block("C")
+    big.cache_read(c, 1, "global")
+    with pytest.raises(ScheduleError, match="at most 16777216 elements"):
+        big.transform_layout(big.get_block("B_global"), "B_global", "lambda k, j: (j, k)")
