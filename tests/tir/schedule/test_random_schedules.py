@@ -188,8 +188,8 @@ def _step(sch: tir.Schedule, data: st.DataObject, kind: str) -> None:  # noqa: C
         if loops:
             sch.parallel(draw(st.sampled_from(loops), label="loop"))
     elif kind == "vectorize":
-        if loops:
-            sch.vectorize(loops[-1])
+        if loops:  # any loop: one with loops inside is vectorized or left serial by lowering
+            sch.vectorize(draw(st.sampled_from(loops), label="loop"))
     elif kind == "unroll":
         if loops and isinstance(_for(sch, loops[-1]).extent, tir.IntImm):
             sch.unroll(loops[-1])
