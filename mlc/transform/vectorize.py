@@ -29,10 +29,9 @@ vector variable) stays a scalar loop with a vector body, as in TVM::
                 A[(i0 + i)*K + k] * B[k]               Broadcast(B[k], 8)
 
 This runs the iterations in another order: ``k`` outside, all the lanes of ``i`` at once,
-where the loop ran all of ``k`` for one ``i`` and then the next ``i``; and even without an
-inner loop the statements of the body run one after the other over all lanes. The pass does
-it only when that order cannot change the result, that is when no lane touches an element
-another lane writes. It checks a sufficient condition (``_Vectorizer.check_lanes_own``):
+where the loop ran all of ``k`` for one ``i`` and then the next ``i``. The pass does it only
+when that order cannot change the result, that is when no lane touches an element another
+lane writes. It checks a sufficient condition (``_Vectorizer.check_lanes_own``):
 
 * every buffer stored in the body is accessed (every store and every load of it) at one and
   the same vector index ``Ramp(base, stride, L)``;
@@ -43,6 +42,11 @@ another lane writes. It checks a sufficient condition (``_Vectorizer.check_lanes
   ``j < 16``), so no two iterations write one element.
 
 So a lane only reads what it wrote itself, and buffers no lane writes are only read.
+
+A body without a loop inside is vectorized without that check, as before and as in TVM: it
+relies on the schedule, which vectorizes only loops over spatial (independent) block
+iterations (``Schedule.vectorize``). A scan's ``s[t, i] = s[t - 1, i] + x[t, i]`` is such a
+body: it reads another row than it writes, which the check above could not prove harmless.
 
 When the body cannot become vector code (an allocation or a parallel/vectorized loop inside
 it, a loop whose bounds depend on the vector variable, a store to one location from every
@@ -246,7 +250,8 @@ class _Vectorizer:
         """The vector form of ``body``; raises ``_CannotVectorize`` when there is none or
         when running the lanes at once could change the result."""
         out = self.stmt(body)
-        self.check_lanes_own()
+        if self.inner:
+            self.check_lanes_own()
         return out
 
     def check_lanes_own(self) -> None:

@@ -85,7 +85,7 @@ def test_bodies_that_cannot_be_vectorized_stay_serial(why):
     A, B = buffer("A", (32,)), buffer("B", (8,))
     j, k = Var("j"), Var("k")
     if why == "reads another lane":  # lane j reads B[7 - j], which lane 7 - j writes
-        body = BufferStore(B, B[7 - j] + A[j], (j,))
+        body = loop(k, 2, BufferStore(B, B[7 - j] + A[j * 4 + k], (j,)))
     elif why == "lanes' loops overlap":  # lanes j and j + 1 both write A[j + 1], ...
         body = loop(k, 4, BufferStore(A, B[j] + 1.0, (j + k,)))
     elif why == "same location":
