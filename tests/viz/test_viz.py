@@ -196,7 +196,7 @@ def test_explorer_rebuilds_and_shows_errors() -> None:
     def broken(**knobs: int) -> tir.Schedule:
         sch = tir.Schedule(matmul(8))
         i, j, k = sch.get_loops(sch.get_block("C"))
-        sch.vectorize(i)  # not innermost: a ScheduleError the widget must show
+        sch.vectorize(k)  # a reduction loop: a ScheduleError the widget must show
         return sch
 
     bad = viz.Explorer(broken, {"t": [1, 2]})
