@@ -10,7 +10,7 @@ import mlc
 from mlc import te
 from mlc.tir.expr import Ramp, Var
 from mlc.tir.functor import post_order_visit
-from mlc.tir.stmt import BufferStore, For, ForKind, PrimFunc
+from mlc.tir.stmt import BufferStore, For, ForKind, IfThenElse, PrimFunc
 from mlc.transform import simplify, vectorize_loops
 
 V = ForKind.VECTORIZED
@@ -36,15 +36,18 @@ def _matvec(rows=16, lanes=8, K=None):
 
 def test_matvec_lowers_to_a_scalar_k_loop_with_a_vector_body():
     s, args = _matvec()
-    expected = """\
-@prim_func
-def main(A: Buffer((16, K), "float32"), B: Buffer((K,), "float32"), C: Buffer((16,), "float32")):
-    for i_0 in range(2):
-        C[ramp(i_0 * 8, 1, 8)] = broadcast(0.0, 8)
-        for k in range(K):
-            C[ramp(i_0 * 8, 1, 8)] = C[ramp(i_0 * 8, 1, 8)] + A[ramp(int64(i_0) * int64(8) * int64(K) + int64(k), int64(K), 8)] * broadcast(B[int64(k)], 8)
-"""
-    assert str(mlc.lower(s, args)) == expected.rstrip("\n")
+    expected = "\n".join([
+        "@prim_func",
+        'def main(A: Buffer((16, K), "float32"), B: Buffer((K,), "float32"), '
+        'C: Buffer((16,), "float32")):',
+        "    for i_0 in range(2):",
+        "        C[ramp(i_0 * 8, 1, 8)] = broadcast(0.0, 8)",
+        "        for k in range(K):",
+        "            C[ramp(i_0 * 8, 1, 8)] = C[ramp(i_0 * 8, 1, 8)] + "
+        "A[ramp(int64(i_0) * int64(8) * int64(K) + int64(k), int64(K), 8)] * "
+        "broadcast(B[int64(k)], 8)",
+    ])
+    assert str(mlc.lower(s, args)) == expected
 
 
 @pytest.mark.parametrize("K", [0, 1, 5, 33])
@@ -163,3 +166,34 @@ def test_vectorize_refuses_a_parallel_loop_inside():
     with pytest.raises(mlc.errors.ScheduleError, match="contains the parallel loop 'j'"):
         s[B].vectorize(i)
         mlc.lower(s, [A, B])
+
+
+def test_guard_on_an_inner_loop_variable_stays_serial():
+    """for j in vectorized(8): for k in range(4): if j + k < 9: B[j] += A[j + k]: the guard
+    differs from one k to the next, so it is not one test in front of the vector body."""
+    A, B = buffer("A", (12,)), buffer("B", (8,))
+    j, k = Var("j"), Var("k")
+    body = IfThenElse(j + k < 9, BufferStore(B, B[j] + A[j + k], (j,)))
+    func = PrimFunc((A, B), loop(j, 8, loop(k, 4, body), V))
+    after = vectorize_loops(func)
+    assert not _nodes(after, Ramp)
+    a, b = np.random.rand(12).astype("float32"), np.zeros(8, "float32")
+    eval_prim_func(after, a, b)
+    want = [sum(a[x + y] for y in range(4) if x + y < 9) for x in range(8)]
+    np.testing.assert_allclose(b, want, rtol=1e-6)
+
+
+def test_guard_on_the_lane_only_gives_a_vector_body_with_its_loop_and_a_tail():
+    """for j in vectorized(8): for k in range(4): if i0 + j < n: B[i0 + j] += A[k]."""
+    n = Var("n")
+    A, B = buffer("A", (4,)), buffer("B", (n,))
+    j, k = Var("j"), Var("k")
+    body = IfThenElse(j < n, BufferStore(B, B[j] + A[k], (j,)))
+    func = PrimFunc((A, B), loop(j, 8, loop(k, 4, body), V))
+    after = simplify(vectorize_loops(func))
+    assert _nodes(after, Ramp)
+    a = np.random.rand(4).astype("float32")
+    for size in (8, 5):
+        b = np.zeros(size, "float32")
+        eval_prim_func(after, a, b)
+        np.testing.assert_allclose(b, np.full(size, a.sum()), rtol=1e-6)
