@@ -8,7 +8,7 @@ from lowering_helpers import buffer, eval_prim_func, loop
 
 import mlc
 from mlc import te
-from mlc.tir.expr import Ramp, Var
+from mlc.tir.expr import Cast, Ramp, Var
 from mlc.tir.functor import post_order_visit
 from mlc.tir.stmt import BufferStore, For, ForKind, IfThenElse, PrimFunc
 from mlc.transform import simplify, vectorize_loops
@@ -197,3 +197,16 @@ def test_guard_on_the_lane_only_gives_a_vector_body_with_its_loop_and_a_tail():
         b = np.zeros(size, "float32")
         eval_prim_func(after, a, b)
         np.testing.assert_allclose(b, np.full(size, a.sum()), rtol=1e-6)
+
+
+def test_widened_inner_loop_variable_in_the_store_index_vectorizes():
+    """B[int64(j)*4 + int64(k)]: a widened loop variable is still that loop's digit."""
+    A, B = buffer("A", (4,)), buffer("B", (32,))
+    j, k = Var("j"), Var("k")
+    index = Cast("int64", j) * 4 + Cast("int64", k)
+    func = PrimFunc((A, B), loop(j, 8, loop(k, 4, BufferStore(B, A[k] + 1.0, (index,))), V))
+    after = simplify(vectorize_loops(func))
+    assert _nodes(after, Ramp)
+    a, b = np.random.rand(4).astype("float32"), np.zeros(32, "float32")
+    eval_prim_func(after, a, b)
+    np.testing.assert_allclose(b, np.tile(a + 1.0, 8), rtol=1e-6)
