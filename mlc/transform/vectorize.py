@@ -277,8 +277,13 @@ class _Vectorizer:
         for atom, coef in to_linear(simplify(index.base)).terms.values():
             if not uses_var(atom, lambda v: id(v) in self.bound):
                 continue
-            if isinstance(atom, Cast) and dt.is_int(atom.dtype) and dt.is_int(atom.value.dtype):
-                atom = atom.value  # int64(k): the loop variable k, widened
+            if (
+                isinstance(atom, Cast)
+                and dt.is_int(atom.dtype)
+                and dt.is_int(atom.value.dtype)
+                and dt.bits(atom.dtype) >= dt.bits(atom.value.dtype)
+            ):
+                atom = atom.value  # int64(k): the loop variable k, widened (no wrap-around)
             found = self.inner.get(id(atom)) if isinstance(atom, Var) else None
             if found is None or found[2] is None:
                 raise _CannotVectorize()  # not affine in an inner loop of constant extent
