@@ -210,3 +210,29 @@ def test_widened_inner_loop_variable_in_the_store_index_vectorizes():
     a, b = np.random.rand(4).astype("float32"), np.zeros(32, "float32")
     eval_prim_func(after, a, b)
     np.testing.assert_allclose(b, np.tile(a + 1.0, 8), rtol=1e-6)
+
+
+@pytest.mark.parametrize("inner", ["vectorized", "unrolled"])
+def test_vectorized_loop_around_a_vectorized_or_unrolled_loop(inner):
+    """The inner vectorized loop becomes vector code first, so the outer one stays serial;
+    an unrolled loop inside stays a loop around vector code, copied by unroll_loops."""
+    A = te.placeholder((16, 16), name="A")
+    B = te.placeholder((16, 16), name="B")
+    k = te.reduce_axis((0, 16), name="k")
+    C = te.compute((16, 16), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+    s = te.create_schedule(C.op)
+    i, j = C.op.axis
+    io, ii = s[C].split(i, factor=4)
+    jo, ji = s[C].split(j, factor=4)
+    s[C].reorder(io, jo, ii, C.op.reduce_axis[0], ji)
+    if inner == "vectorized":
+        s[C].vectorize(ji)
+    else:
+        s[C].unroll(ji)
+    s[C].vectorize(ii)
+    assert _nodes(mlc.lower(s, [A, B, C]), Ramp)
+    f = mlc.build(s, [A, B, C])
+    a, b = np.random.rand(16, 16).astype("float32"), np.random.rand(16, 16).astype("float32")
+    c = np.zeros((16, 16), "float32")
+    f(a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-5)
