@@ -37,6 +37,7 @@ from mlc.tir.expr import (
     IterVar,
     Max,
     Min,
+    Mul,
     PrimExpr,
     Reduce,
     SizeVar,
@@ -167,6 +168,18 @@ def _identity_max(dtype: str) -> PrimExpr:
     from mlc.te.intrin import max_value
 
     return max_value(dtype)
+
+
+def reduction_identity(op: type, dtype: str) -> PrimExpr:
+    """The value a reduction with combiner ``op`` (Add, Mul, Max or Min) starts from: 0, 1,
+    and for max/min the identities of ``te.max``/``te.min`` (-inf/+inf for floats, so a row
+    of -inf has the maximum -inf as in numpy). Lowering passes that split a reduction (a
+    thread with no part, an inactive lane) start from the same value."""
+    if op is Max:
+        return _identity_min(dtype)
+    if op is Min:
+        return _identity_max(dtype)
+    return const(1 if op is Mul else 0, dtype)
 
 
 def _max2(x: PrimExpr, y: PrimExpr) -> PrimExpr:

@@ -40,40 +40,34 @@ The shuffle path needs the warps to line up with the reductions: the reduce loop
 fastest-varying thread axis and spans the kernel's whole axis, and ``n`` divides 32, is a
 multiple of 32, or is the only reduction of the block; otherwise (and for dtypes other than
 float32/64 and int32/64) the shared-memory tree is used.
+
+Layout: this module holds the pass, the search for reductions and the shared-memory tree;
+``cross_thread_warp`` the warp-shuffle half of the mutator; ``cross_thread_common`` the
+reduction record, its reducer and the helpers both use.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-from dataclasses import dataclass
 from typing import Any
 
 from mlc.errors import LoweringError
-from mlc.te.intrin import max_value, min_value
-from mlc.tir import dtype as dt
 from mlc.tir.expr import (
-    Add,
     BufferLoad,
-    Call,
     IntImm,
     IterKind,
     IterVar,
-    Max,
-    Min,
-    Mul,
     PrimExpr,
     Range,
-    Select,
     Var,
     const,
 )
-from mlc.tir.functor import IRMutator, post_order_visit, substitute, uses_var
+from mlc.tir.functor import IRMutator, substitute
 from mlc.tir.stmt import (
     Block,
     BlockRealize,
     Buffer,
-    BufferRegion,
     BufferStore,
     For,
     ForKind,
@@ -83,12 +77,17 @@ from mlc.tir.stmt import (
     Stmt,
     seq,
 )
-from mlc.tir.thread_tag import THREAD_AXES
-
-REDUCERS: tuple[type, ...] = (Add, Mul, Max, Min)
-SHUFFLE_DTYPES = ("float32", "float64", "int32", "int64")
-"""The dtypes a warp shuffle moves (``__shfl_down_sync`` overloads); others use shared memory."""
-SHUFFLE = "tvm_warp_shuffle_down"
+from mlc.transform.cross_thread_common import (
+    Reduction,
+    conjuncts,
+    identity,
+    is_true,
+    point,
+    reducer,
+    uses,
+    uses_any,
+)
+from mlc.transform.cross_thread_warp import WarpShuffles
 
 
 def lower_cross_thread_reduction(func: PrimFunc, warp_size: int | None = None) -> PrimFunc:
@@ -112,79 +111,7 @@ def with_warp_shuffles(warp_size: int) -> Any:
     return functools.partial(lower_cross_thread_reduction, warp_size=warp_size)
 
 
-def _uses(e: Any, var: Var) -> bool:
-    return uses_var(e, lambda v: v is var)
-
-
-def _uses_any(e: Any, loops: list[For]) -> bool:
-    ids = {id(f.loop_var) for f in loops}
-    return uses_var(e, lambda v: id(v) in ids)
-
-
-def _conjuncts(e: PrimExpr) -> list[PrimExpr]:
-    from mlc.tir.expr import And
-
-    if isinstance(e, And):
-        return _conjuncts(e.a) + _conjuncts(e.b)
-    return [e]
-
-
-def _identity(op: type, dtype: str) -> PrimExpr:
-    """The value that changes nothing: a thread with no part (a tail, an inactive lane)
-    holds it. For floats max/min that is -inf/+inf (a row of -inf has the maximum -inf, as
-    in numpy, not the most negative finite float)."""
-    if op is Add:
-        return const(0, dtype)
-    if op is Mul:
-        return const(1, dtype)
-    if dt.is_float(dtype):
-        return const(float("-inf") if op is Max else float("inf"), dtype)
-    return min_value(dtype) if op is Max else max_value(dtype)
-
-
-def _point(buf: Buffer, idx: tuple[PrimExpr, ...]) -> BufferRegion:
-    return BufferRegion(buf, tuple(Range(i, const(1, i.dtype)) for i in idx))
-
-
-def _is_true(e: PrimExpr) -> bool:
-    return isinstance(e, IntImm) and bool(e.value)
-
-
-@dataclass(frozen=True)
-class _WarpPlan:
-    """How one cross-thread reduction maps onto warps."""
-
-    warp_size: int
-    width: int                  # lanes per shuffle group: n when n divides the warp, else 32
-    warps: int                  # warps one reduction spans (1: no shared memory, no barrier)
-    axes: tuple[For, ...]       # the kernel's thread loops, fastest-varying (x) first
-    threads: int                # threads of the block that take part (lanes past them skip)
-
-
-@dataclass(frozen=True)
-class _Reduction:
-    """What the rewrites of one reduction share."""
-
-    f: For                      # the reduce loop bound to a thread axis
-    items: list[Stmt]           # f's body: the reduction last
-    inner: list[For]            # reduce loops between f and the block
-    br: BlockRealize
-    store: BufferStore          # C[...] = C[...] op value
-    cond: PrimExpr | None       # the `if` around the store, if any
-    op: type
-    value: PrimExpr
-    others: list[For]           # threadIdx loops around f
-
-    @property
-    def block(self) -> Block:
-        return self.br.block
-
-    @property
-    def dtype(self) -> str:
-        return self.store.buffer.dtype
-
-
-class _Lowerer(IRMutator):
+class _Lowerer(WarpShuffles, IRMutator):
     def __init__(self, warp_size: int | None = None) -> None:
         self.warp_size = warp_size
         self.stack: list[For] = []
@@ -205,7 +132,7 @@ class _Lowerer(IRMutator):
             self.stack.pop()
 
     def visit_BlockRealize(self, op: BlockRealize) -> Any:
-        guarded = not _is_true(op.predicate)
+        guarded = not is_true(op.predicate)
         self.guarded += guarded
         try:
             return self.generic_visit(op)
@@ -230,7 +157,7 @@ class _Lowerer(IRMutator):
             if b.init is None:
                 continue
             if any(
-                iv.kind is not IterKind.SPATIAL and _uses(v, f.loop_var)
+                iv.kind is not IterKind.SPATIAL and uses(v, f.loop_var)
                 for iv, v in zip(b.iter_vars, node.iter_values)
             ):
                 return pos, inner, node
@@ -258,11 +185,11 @@ class _Lowerer(IRMutator):
                 f"{where}; nothing may follow it inside {f.loop_var.name!r} (move the "
                 "statements after it out of the thread loop)"
             )
-        store, cond, op, value = _reducer(b, where)
+        store, cond, op, value = reducer(b, where)
         spatial_values = [v for iv, v in zip(b.iter_vars, br.iter_values)
                           if iv.kind is IterKind.SPATIAL]
         for g in inner:
-            spatial = any(_uses(v, g.loop_var) for v in spatial_values)
+            spatial = any(uses(v, g.loop_var) for v in spatial_values)
             if g.kind is ForKind.THREAD_BINDING or spatial:
                 raise LoweringError(
                     f"{where}, but loop {g.loop_var.name!r} inside it "
@@ -275,7 +202,7 @@ class _Lowerer(IRMutator):
         for g in others:
             if not isinstance(g.extent, IntImm):
                 raise LoweringError(f"{where}; loop {g.loop_var.name!r} needs a constant extent")
-        red = _Reduction(f, items, inner, br, store, cond, op, value, others)
+        red = Reduction(f, items, inner, br, store, cond, op, value, others)
         plan = self._warp_plan(red)
         if plan is not None:
             return self._rewrite_warp(red, plan)
@@ -289,7 +216,7 @@ class _Lowerer(IRMutator):
             for k, g in enumerate(loops)
         ]
 
-    def _fold(self, red: _Reduction, slot_buf: Buffer, ivs: list[IterVar],
+    def _fold(self, red: Reduction, slot_buf: Buffer, ivs: list[IterVar],
               slot: tuple[PrimExpr, ...], values: tuple[PrimExpr, ...]) -> Stmt:
         """Every thread folds its part of the reduction into ``slot_buf[slot]`` (the loops
         inside the thread loop around it)."""
@@ -300,8 +227,8 @@ class _Lowerer(IRMutator):
         fold_block = Block(
             self._fresh(f"{b.name}_red"),
             (*b.iter_vars, *ivs),
-            (*[r for r in b.reads if r.buffer is not red.store.buffer], _point(slot_buf, slot)),
-            (_point(slot_buf, slot),),
+            (*[r for r in b.reads if r.buffer is not red.store.buffer], point(slot_buf, slot)),
+            (point(slot_buf, slot),),
             update,
         )
         fold: Stmt = BlockRealize((*red.br.iter_values, *values), red.br.predicate, fold_block)
@@ -309,7 +236,7 @@ class _Lowerer(IRMutator):
             fold = dataclasses.replace(g, body=fold)
         return fold
 
-    def _final(self, red: _Reduction, total_buf: Buffer, ivs: list[IterVar],
+    def _final(self, red: Reduction, total_buf: Buffer, ivs: list[IterVar],
                total: tuple[PrimExpr, ...], values: tuple[PrimExpr, ...],
                thread: PrimExpr) -> BlockRealize:
         """The block where thread ``thread == f.min`` combines ``total_buf[total]`` into the
@@ -321,11 +248,11 @@ class _Lowerer(IRMutator):
         fin_vals: list[PrimExpr] = []
         outer_reduce: list[For] = []
         for iv, v in zip(b.iter_vars, br.iter_values):
-            if iv.kind is IterKind.SPATIAL or not _uses_any(v, dropped):
+            if iv.kind is IterKind.SPATIAL or not uses_any(v, dropped):
                 fin_ivs.append(iv)
                 fin_vals.append(v)
             else:
-                outer_reduce += [g for g in self.stack if _uses(v, g.loop_var)
+                outer_reduce += [g for g in self.stack if uses(v, g.loop_var)
                                  and all(g is not o for o in outer_reduce)]
         for g in outer_reduce:
             fin_ivs.append(IterVar(Var(f"v{g.loop_var.name}", g.loop_var.dtype),
@@ -337,8 +264,8 @@ class _Lowerer(IRMutator):
                                  BufferLoad(total_buf, total)),
             store.indices,
         )
-        keep = [p for p in _conjuncts(br.predicate)
-                if not isinstance(p, IntImm) and not _uses_any(p, dropped)]
+        keep = [p for p in conjuncts(br.predicate)
+                if not isinstance(p, IntImm) and not uses_any(p, dropped)]
         fin_pred: PrimExpr = thread == f.min
         for p in keep:
             fin_pred = fin_pred & p
@@ -349,14 +276,14 @@ class _Lowerer(IRMutator):
         writes = tuple(substitute(w, own) for w in b.writes)
         fin_block = Block(
             b.name, (*fin_ivs, *ivs),
-            (_point(total_buf, total), *writes), writes, substitute(fin_store, own),
+            (point(total_buf, total), *writes), writes, substitute(fin_store, own),
             substitute(b.init, own) if b.init is not None else None,
         )
         return BlockRealize((*fin_vals, *values), fin_pred, fin_block)
 
     # -- shared memory: a tree with barriers
 
-    def _rewrite_shared(self, red: _Reduction) -> Stmt:
+    def _rewrite_shared(self, red: Reduction) -> Stmt:
         f, b, others = red.f, red.block, red.others
         n = f.extent.value  # type: ignore[attr-defined]
         dtype = red.dtype
@@ -378,8 +305,8 @@ class _Lowerer(IRMutator):
         ivs = self._slot_vars("t", [*others, f])
         slot = shifted(ivs, ivs[-1].var)
         init_block = Block(
-            self._fresh(f"{b.name}_red_init"), tuple(ivs), (), (_point(buf, slot),),
-            BufferStore(buf, _identity(red.op, dtype), slot),
+            self._fresh(f"{b.name}_red_init"), tuple(ivs), (), (point(buf, slot),),
+            BufferStore(buf, identity(red.op, dtype), slot),
         )
         init = BlockRealize(slot_values(f.loop_var), const(True), init_block)
         ivs2 = self._slot_vars("u", [*others, f])
@@ -398,7 +325,7 @@ class _Lowerer(IRMutator):
             other = (*me[:-1], me[-1] + half)
             step_block = Block(
                 self._fresh(f"{b.name}_red_step{half}"), tuple(ivs3),
-                (_point(buf, me), _point(buf, other)), (_point(buf, me),),
+                (point(buf, me), point(buf, other)), (point(buf, me),),
                 BufferStore(buf, red.op(BufferLoad(buf, me), BufferLoad(buf, other)), me),
             )
             rel = tv - f.min
@@ -412,201 +339,3 @@ class _Lowerer(IRMutator):
         total = (*[iv.var for iv in ivs4], const(0, "int32"))
         fin = self._final(red, buf, ivs4, total, tuple(g.loop_var for g in others), tw)
         return seq(partial, *steps, dataclasses.replace(f, loop_var=tw, body=fin))
-
-    # -- warp shuffles
-
-    def _warp_plan(self, red: _Reduction) -> _WarpPlan | None:
-        """How the reduction maps onto warps, or None when the shuffle path does not apply
-        (no warps on this target, a dtype shuffles do not move, reductions that straddle
-        warps, lanes that would skip the shuffles): then shared memory does it."""
-        ws, f = self.warp_size, red.f
-        if ws is None or red.dtype not in SHUFFLE_DTYPES or self.guarded:
-            return None
-        if any(g.thread_binding == f.thread_binding for g in red.others):
-            return None
-        root = next((g for g in self.stack if g.kind is ForKind.THREAD_BINDING), f)
-        kernel = _kernel_threads(root)
-        if kernel is None:
-            return None
-        loops = {g.thread_binding: g for g in [*red.others, f]}
-        alone = all(e == 1 for t, e in kernel.items() if t != f.thread_binding)
-        axes: list[For] = []
-        for tag in THREAD_AXES:  # x, y, z: x varies fastest within a warp
-            if tag not in kernel:
-                continue
-            g = loops.get(tag)
-            if g is None or not isinstance(g.extent, IntImm):
-                return None
-            if g.extent.value != kernel[tag] and not (g is f and alone):
-                return None  # some rows' lanes skip the reduction (or run it for another row)
-            axes.append(g)  # (a lone row may leave the block's last threads out: not named)
-        faster = axes[: next(k for k, g in enumerate(axes) if g is f)]
-        if any(g.extent.value != 1 for g in faster):  # type: ignore[attr-defined]
-            return None  # the reduction's threads are not neighbouring lanes
-        n = f.extent.value  # type: ignore[attr-defined]
-        threads = 1
-        for g in axes:
-            threads *= g.extent.value  # type: ignore[attr-defined]
-        if n <= ws and ws % n == 0:
-            return _WarpPlan(ws, n, 1, tuple(axes), threads)
-        if threads == n or n % ws == 0:
-            return _WarpPlan(ws, ws, -(-n // ws), tuple(axes), threads)
-        return None  # a reduction of, say, 24 threads next to another: it straddles warps
-
-    def _local(self, base: str, dtype: str) -> Buffer:
-        buf = Buffer(self._fresh(base), (const(1, "int32"),), dtype, "local")
-        self.new_buffers.append(buf)
-        return buf
-
-    def _mask(self, plan: _WarpPlan, lane_of: dict[int, PrimExpr]) -> PrimExpr:
-        """The lanes of this thread's warp that take part (the block's first
-        ``plan.threads`` threads all run every shuffle): all of them but in a last, partial
-        warp."""
-        ws = plan.warp_size
-        dtype = "uint32" if ws <= 32 else "uint64"
-        full = const((1 << ws) - 1, dtype)
-        rest = plan.threads % ws
-        if rest == 0:
-            return full
-        part = const((1 << rest) - 1, dtype)
-        if plan.threads < ws:
-            return part
-        linear: PrimExpr = const(0, "int32")
-        for g in reversed(plan.axes):
-            linear = linear * g.extent + lane_of[id(g)]
-        return Select(linear < plan.threads - rest, full, part)
-
-    def _rewrite_warp(self, red: _Reduction, plan: _WarpPlan) -> Stmt:
-        f, b, others = red.f, red.block, red.others
-        n = f.extent.value  # type: ignore[attr-defined]
-        dtype, ws = red.dtype, plan.warp_size
-        zero = (const(0, "int32"),)
-        name = red.store.buffer.name
-
-        def steps(acc: Buffer, tv: Var, count: int, within_warp: bool) -> list[Stmt]:
-            """Shuffle-down steps after which the first lane of each group of ``count``
-            lanes (``plan.width`` apart) holds the group's combination of ``acc[0]``."""
-            if count <= 1:
-                return []
-            tmp = self._local(f"{name}_shfl", dtype)
-            rel = tv - f.min
-            out: list[Stmt] = []
-            half = 1
-            while half * 2 < count:
-                half *= 2
-            while half >= 1:
-                ivs = self._slot_vars("l", plan_loops)
-                lane_of = {id(g): iv.var - g.min for g, iv in zip(plan_loops, ivs)}
-                call = Call(dtype, SHUFFLE, (self._mask(plan, lane_of), BufferLoad(acc, zero),
-                                             const(half, "int32"),
-                                             const(plan.width, "int32")))
-                shfl = Block(self._fresh(f"{b.name}_red_shfl{half}"), tuple(ivs),
-                             (_point(acc, zero),), (_point(tmp, zero),),
-                             BufferStore(tmp, call, zero))
-                out.append(BlockRealize(values(tv), const(True), shfl))
-                step = Block(self._fresh(f"{b.name}_red_step{half}"), (),
-                             (_point(acc, zero), _point(tmp, zero)), (_point(acc, zero),),
-                             BufferStore(acc, red.op(BufferLoad(acc, zero),
-                                                     BufferLoad(tmp, zero)), zero))
-                if within_warp and plan.width == ws:  # the group is the warp's part of n
-                    pred: PrimExpr = rel % ws + half < ws
-                    if n % ws:
-                        pred = pred & (rel + half < n)
-                else:
-                    pred = rel + half < count
-                out.append(BlockRealize((), pred, step))
-                half //= 2
-            return out
-
-        plan_loops = list(plan.axes)
-
-        def values(tv: Var) -> tuple[PrimExpr, ...]:
-            return tuple(tv if g is f else g.loop_var for g in plan_loops)
-
-        # 1. every thread folds its part into a register, then each warp combines its lanes
-        acc = self._local(f"{name}_red", dtype)
-        init = BlockRealize((), const(True), Block(
-            self._fresh(f"{b.name}_red_init"), (), (), (_point(acc, zero),),
-            BufferStore(acc, _identity(red.op, dtype), zero)))
-        fold = self._fold(red, acc, [], zero, ())
-        first = [*[self.visit(s) for s in red.items[:-1]], init, fold,
-                 *steps(acc, f.loop_var, min(n, plan.width), True)]
-        if plan.warps == 1:
-            # 2. the first lane writes the total
-            first.append(self._final(red, acc, [], zero, (), f.loop_var))
-            return dataclasses.replace(f, body=seq(*first))
-        # 2. the first lane of each warp puts its warp's value in shared memory ...
-        slots = Buffer(self._fresh(f"{name}_red_shared"),
-                       (*[g.extent for g in others], const(plan.warps, "int32")), dtype,
-                       "shared")
-        self.new_buffers.append(slots)
-        ivs = self._slot_vars("p", [*others, f])
-        slot = (*[iv.var for iv in ivs[:-1]], (ivs[-1].var - f.min) // ws)
-        put = Block(self._fresh(f"{b.name}_red_put"), tuple(ivs), (_point(acc, zero),),
-                    (_point(slots, slot),), BufferStore(slots, BufferLoad(acc, zero), slot))
-        first.append(BlockRealize((*[g.loop_var for g in others], f.loop_var),
-                                  (f.loop_var - f.min) % ws == 0, put))
-        # 3. ... and after a barrier the first warp combines those the same way
-        tw = Var(self._fresh(f"{f.loop_var.name}_w"), f.loop_var.dtype)
-        acc2 = self._local(f"{name}_red", dtype)
-        init2 = BlockRealize((), const(True), Block(
-            self._fresh(f"{b.name}_red_init"), (), (), (_point(acc2, zero),),
-            BufferStore(acc2, _identity(red.op, dtype), zero)))
-        ivs = self._slot_vars("g", [*others, f])
-        slot = (*[iv.var for iv in ivs[:-1]], ivs[-1].var - f.min)
-        get = Block(self._fresh(f"{b.name}_red_get"), tuple(ivs), (_point(slots, slot),),
-                    (_point(acc2, zero),), BufferStore(acc2, BufferLoad(slots, slot), zero))
-        second: list[Stmt] = [
-            init2,
-            BlockRealize((*[g.loop_var for g in others], tw), tw - f.min < plan.warps, get),
-            *steps(acc2, tw, plan.warps, False),
-            self._final(red, acc2, [], zero, (), tw),
-        ]
-        return seq(dataclasses.replace(f, body=seq(*first)),
-                   dataclasses.replace(f, loop_var=tw, body=seq(*second)))
-
-
-def _kernel_threads(root: For) -> dict[str, int] | None:
-    """The threads per block of the kernel around ``root`` as split_host_device will launch
-    it (the largest extent bound to each threadIdx axis); None if one is not a constant."""
-    extents: dict[str, int] = {}
-    symbolic = False
-
-    def scan(n: object) -> None:
-        nonlocal symbolic
-        if isinstance(n, For) and n.kind is ForKind.THREAD_BINDING:
-            tag = n.thread_binding or ""
-            if tag.startswith("threadIdx."):
-                if not isinstance(n.extent, IntImm):
-                    symbolic = True
-                else:
-                    extents[tag] = max(extents.get(tag, 0), n.extent.value)
-
-    post_order_visit(root, scan)
-    return None if symbolic else extents
-
-
-def _reducer(b: Block, where: str) -> tuple[BufferStore, PrimExpr | None, type, PrimExpr]:
-    body = b.body
-    cond = None
-    if isinstance(body, IfThenElse) and body.else_case is None:
-        cond, body = body.condition, body.then_case
-    if isinstance(body, BufferStore) and isinstance(body.value, REDUCERS):
-        v = body.value
-        for mine, other in ((v.a, v.b), (v.b, v.a)):  # type: ignore[attr-defined]
-            if (
-                isinstance(mine, BufferLoad)
-                and mine.buffer is body.buffer
-                and all(_same(x, y) for x, y in zip(mine.indices, body.indices))
-            ):
-                return body, cond, type(v), other
-    raise LoweringError(
-        f"{where}, but it is not `C[...] = C[...] op value` with op one of +, *, max, min; "
-        "only those can be combined across threads"
-    )
-
-
-def _same(x: PrimExpr, y: PrimExpr) -> bool:
-    from mlc.tir.arith.linear import expr_key
-
-    return bool(expr_key([x]) == expr_key([y]))
