@@ -441,6 +441,7 @@ from mlc.tir.expr_ops import (  # noqa: E402, F401
     as_int,
     chain,
     check_divisor,
+    conjuncts,
     const,
     convert,
     is_const_int,

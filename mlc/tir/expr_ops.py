@@ -283,3 +283,17 @@ def as_int(e: PrimExpr) -> int | None:
 
 
 from mlc.tir.iter_var import IterVar  # noqa: E402  (iter_var builds on const/convert above)
+
+
+def conjuncts(e: PrimExpr) -> list[PrimExpr]:
+    """The terms of ``a && b && ...`` left to right (``[e]`` when ``e`` is no ``And``); a loop,
+    not a recursion, so a guard of thousands of terms cannot exhaust the stack."""
+    out: list[PrimExpr] = []
+    todo = [e]
+    while todo:
+        x = todo.pop()
+        if isinstance(x, And):
+            todo += [x.b, x.a]
+        else:
+            out.append(x)
+    return out

@@ -43,6 +43,7 @@ from mlc.tir.expr import (
     Range,
     Var,
     as_int,
+    conjuncts,
     const,
 )
 from mlc.tir.functor import IRMutator, IRVisitor, substitute, uses_var
@@ -235,15 +236,7 @@ def _union_region(
 
 
 def _conjuncts(guards: tuple[PrimExpr, ...]) -> list[PrimExpr]:
-    parts: list[PrimExpr] = []
-    todo = list(guards)
-    while todo:
-        g = todo.pop()
-        if isinstance(g, And):
-            todo += [g.a, g.b]
-        else:
-            parts.append(g)
-    return parts
+    return [part for g in guards for part in conjuncts(g)]
 
 
 def _guarded_ranges(
@@ -307,16 +300,8 @@ def _guarded_extent(
     """``extent``, or less where a guard ``e < c`` around the access bounds ``index`` from
     above (``index - e`` not varying with the relaxed loops): the tail of a non-dividing
     split touches nothing past the end."""
-    parts: list[PrimExpr] = []
-    todo = list(guards)
-    while todo:
-        g = todo.pop()
-        if isinstance(g, And):
-            todo += [g.a, g.b]
-        else:
-            parts.append(g)
     best = extent
-    for g in parts:
+    for g in _conjuncts(guards):
         if isinstance(g, LT):
             top = g.b - 1
         elif isinstance(g, LE):

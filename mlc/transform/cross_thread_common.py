@@ -9,7 +9,18 @@ from typing import Any
 
 from mlc.errors import LoweringError
 from mlc.te.reduce import reduction_identity
-from mlc.tir.expr import Add, And, BufferLoad, IntImm, Max, Min, Mul, PrimExpr, Range, Var, const
+from mlc.tir.expr import (
+    Add,
+    BufferLoad,
+    IntImm,
+    Max,
+    Min,
+    Mul,
+    PrimExpr,
+    Range,
+    Var,
+    const,
+)
 from mlc.tir.functor import uses_var
 from mlc.tir.stmt import (
     Block,
@@ -32,12 +43,6 @@ def uses(e: Any, var: Var) -> bool:
 def uses_any(e: Any, loops: list[For]) -> bool:
     ids = {id(f.loop_var) for f in loops}
     return uses_var(e, lambda v: id(v) in ids)
-
-
-def conjuncts(e: PrimExpr) -> list[PrimExpr]:
-    if isinstance(e, And):
-        return conjuncts(e.a) + conjuncts(e.b)
-    return [e]
 
 
 def identity(op: type, dtype: str) -> PrimExpr:

@@ -37,7 +37,6 @@ from mlc.tir.arith import Analyzer
 from mlc.tir.expr import (
     LT,
     Add,
-    And,
     BufferLoad,
     Call,
     Cast,
@@ -56,6 +55,7 @@ from mlc.tir.expr import (
     StringImm,
     Sub,
     Var,
+    conjuncts,
     const,
     convert,
 )
@@ -253,7 +253,7 @@ class _Flattener(IRMutator):
             return True  # ``for j in range(m)`` indexing a dimension of size m
         # a guard ``idx < e`` (a split that does not divide) with ``e <= extent``
         for cond in self.conditions:
-            for part in _conjuncts(cond):
+            for part in conjuncts(cond):
                 if (isinstance(part, LT) and ana.can_prove(idx <= part.a)
                         and ana.can_prove(part.b <= extent)):  # fmt: skip
                     return True
@@ -300,9 +300,27 @@ class _Flattener(IRMutator):
         return Allocate(self.flat_buffer(op.buffer), self.visit(op.body))
 
 
-def _conjuncts(cond: PrimExpr) -> Iterator[PrimExpr]:
-    if isinstance(cond, And):
-        yield from _conjuncts(cond.a)
-        yield from _conjuncts(cond.b)
-    else:
-        yield cond
+class _Unwiden(IRMutator):
+    def visit_Call(self, op: Call) -> PrimExpr:
+        if op.op == "check_index" and op.args:  # the index it checks
+            return self.visit(op.args[0])  # type: ignore[no-any-return]
+        return self.generic_visit(op)  # type: ignore[no-any-return]
+
+    def visit_Cast(self, op: Cast) -> PrimExpr:
+        value = self.visit(op.value)
+        if op.dtype == "int64" and dt.is_int(value.dtype):
+            return value  # type: ignore[no-any-return]
+        return Cast(op.dtype, value)
+
+    def visit_IntImm(self, op: IntImm) -> PrimExpr:
+        if op.dtype == "int64" and -(2**31) <= op.value < 2**31:
+            return IntImm(op.value, "int32")
+        return op
+
+
+def without_index_widening(index: PrimExpr) -> PrimExpr:
+    """``index`` as the student wrote it, undoing what this pass adds: the int64 casts on
+    offsets that may exceed int32 (``A[int64(i) * int64(4096)]`` reads ``i * 4096``) and the
+    ``check_index`` around indices. For messages and for comparing an offset with the int32
+    guards around it; binary nodes keep their old dtypes (rebuild them where that matters)."""
+    return _Unwiden().visit(index)  # type: ignore[no-any-return]

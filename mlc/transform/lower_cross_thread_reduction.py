@@ -61,6 +61,7 @@ from mlc.tir.expr import (
     PrimExpr,
     Range,
     Var,
+    conjuncts,
     const,
 )
 from mlc.tir.functor import IRMutator, substitute
@@ -79,7 +80,6 @@ from mlc.tir.stmt import (
 )
 from mlc.transform.cross_thread_common import (
     Reduction,
-    conjuncts,
     identity,
     is_true,
     point,

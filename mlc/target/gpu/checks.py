@@ -23,9 +23,6 @@ from mlc.tir.expr import (
     BinaryOp,
     Broadcast,
     BufferLoad,
-    Call,
-    Cast,
-    IntImm,
     Mul,
     Or,
     PrimExpr,
@@ -33,6 +30,7 @@ from mlc.tir.expr import (
     Range,
     Sub,
     Var,
+    conjuncts,
     const,
 )
 from mlc.tir.functor import (
@@ -52,6 +50,7 @@ from mlc.tir.stmt import (
     PrimFunc,
     Stmt,
 )
+from mlc.transform.flatten_buffers import without_index_widening
 
 MAX_THREADS_PER_BLOCK = 1024
 MAX_SHARED_BYTES = 48 * 1024
@@ -230,7 +229,7 @@ def _launch_span(
     hi = ana.simplify(r.min + r.extent - 1)
     relaxed = list(inner)
     for g in a.guards:
-        for part in _conjuncts(g):
+        for part in conjuncts(g):
             if not isinstance(part, LT):
                 continue
             shift = ana.simplify(a.index - part.a)
@@ -259,36 +258,13 @@ def _expand(e: PrimExpr) -> PrimExpr:
         return e
 
 
-def _conjuncts(cond: PrimExpr) -> list[PrimExpr]:
-    if isinstance(cond, And):
-        return _conjuncts(cond.a) + _conjuncts(cond.b)
-    return [cond]
-
-
 def _narrow(e: PrimExpr) -> PrimExpr:
     """``e`` without the int64 casts flatten_buffers puts on offsets (for comparing them with
     the int32 guards around them; the analysis assumes no overflow) and without the
     ``check_index`` around indices (an index out of range skips the access)."""
 
-    class _Narrow(IRMutator):
-        def visit_Call(self, op: Call) -> PrimExpr:
-            if op.op == "check_index" and op.args:  # its index, or the access is skipped
-                return self.visit(op.args[0])  # type: ignore[no-any-return]
-            return self.generic_visit(op)  # type: ignore[no-any-return]
-
-        def visit_Cast(self, op: Cast) -> PrimExpr:
-            value = self.visit(op.value)
-            if op.dtype == "int64" and dt.is_int(value.dtype):
-                return value  # type: ignore[no-any-return]
-            return Cast(op.dtype, value)
-
-        def visit_IntImm(self, op: IntImm) -> PrimExpr:
-            if op.dtype == "int64" and -(2**31) <= op.value < 2**31:
-                return IntImm(op.value, "int32")
-            return op
-
     try:
-        return _rebuild(_Narrow().visit(e))
+        return _rebuild(without_index_widening(e))
     except Exception:  # noqa: BLE001 - mixed types it cannot rebuild: keep the original
         return e
 

@@ -56,7 +56,6 @@ from mlc.target.gpu.checks import (  # noqa: F401  (re-exported: the old import 
     MAX_SHARED_BYTES,
     MAX_THREADS_PER_BLOCK,
     _apart,
-    _conjuncts,
     _contains_binding,
     _expand,
     _GlobalAccess,

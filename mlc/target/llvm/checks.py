@@ -27,9 +27,10 @@ from mlc.target.common import flat_index
 from mlc.target.llvm import types as ty
 from mlc.tir import dtype as dt
 from mlc.tir.arith import Analyzer
-from mlc.tir.expr import Broadcast, BufferLoad, Cast, IntImm, PrimExpr, Ramp, Range, Var, convert
-from mlc.tir.functor import IRMutator, contains
+from mlc.tir.expr import Broadcast, BufferLoad, IntImm, PrimExpr, Ramp, Range, Var, convert
+from mlc.tir.functor import contains
 from mlc.tir.stmt import Buffer
+from mlc.transform.flatten_buffers import without_index_widening
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -233,24 +234,7 @@ def _shown(index: PrimExpr) -> PrimExpr:
     """``index`` as the student wrote it: without the int64 casts that flatten_buffers adds
     to offsets that may exceed int32 (``A[int64(i) * int64(4096)]`` reads ``A[i * 4096]``)."""
 
-    class _Narrow(IRMutator):
-        def visit_Cast(self, op: Cast) -> PrimExpr:
-            value = self.visit(op.value)
-            if op.dtype == "int64" and dt.is_int(value.dtype):
-                return value  # type: ignore[no-any-return]
-            return Cast(op.dtype, value)
-
-        def visit_IntImm(self, op: IntImm) -> PrimExpr:
-            if op.dtype == "int64" and -(2**31) <= op.value < 2**31:
-                return IntImm(op.value, "int32")
-            return op
-
-        def visit_Call(self, op: Any) -> PrimExpr:
-            if op.op == "check_index":  # an inner index checked on its own: show the index
-                return self.visit(op.args[0])  # type: ignore[no-any-return]
-            return self.generic_visit(op)  # type: ignore[no-any-return]
-
     try:
-        return _Narrow().visit(index)  # type: ignore[no-any-return]
+        return without_index_widening(index)
     except Exception:  # noqa: BLE001 - a message must never fail to be written
         return index

@@ -26,13 +26,13 @@ from mlc.tir.expr import (
     GT,
     LE,
     LT,
-    And,
     CmpOp,
     IntImm,
     PrimExpr,
     Range,
     SizeVar,
     Var,
+    conjuncts,
     convert,
 )
 
@@ -80,7 +80,7 @@ class Analyzer:
         """Inside the ``with``, assume ``cond`` holds. Conditions of the form ``var < e``,
         ``var >= e`` (and ``and`` of them) with ``e`` bounded tighten ``var``'s bound."""
         tight: dict[int, Bound] = {}
-        for part in _conjuncts(self.simplify(cond)):
+        for part in conjuncts(self.simplify(cond)):
             self._learn(part, tight)
         self._constraints.append(tight)
         try:
@@ -174,12 +174,6 @@ class Analyzer:
 
 def _as_int(x: float) -> Any:
     return x if math.isinf(x) else int(x)
-
-
-def _conjuncts(e: PrimExpr) -> list[PrimExpr]:
-    if isinstance(e, And):
-        return _conjuncts(e.a) + _conjuncts(e.b)
-    return [e]
 
 
 def simplify(expr: PrimExpr | int, bounds: dict[Var, Range] | None = None) -> PrimExpr:

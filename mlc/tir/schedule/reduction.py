@@ -19,7 +19,6 @@ from mlc.tir.expr import (
     LE,
     LT,
     Add,
-    And,
     BufferLoad,
     IntImm,
     IterKind,
@@ -30,6 +29,7 @@ from mlc.tir.expr import (
     PrimExpr,
     Range,
     Var,
+    conjuncts,
     const,
 )
 from mlc.tir.functor import substitute
@@ -231,7 +231,7 @@ class ReductionPrimitives(ScheduleBase):
         # new reduction variables range over whole loops, the guard keeps reads in bounds
         guards = [
             substitute(part, loop_to_iv)
-            for part in _conjuncts(realize.predicate)
+            for part in conjuncts(realize.predicate)
             if not isinstance(part, IntImm)
             and R.mentions(part, list(loop_to_iv))
             and not R.mentions(part, [f.loop_var for f in loops if f.loop_var not in loop_to_iv])
@@ -332,7 +332,7 @@ class ReductionPrimitives(ScheduleBase):
         drop_vars = [f.loop_var for f in drop]
         first = {f.loop_var: f.min for f in drop}
         kept: PrimExpr = const(True)
-        for part in _conjuncts(realize.predicate):
+        for part in conjuncts(realize.predicate):
             if isinstance(part, IntImm):
                 continue
             if R.mentions(part, drop_vars):
@@ -364,12 +364,6 @@ def _weakest_at_min(part: PrimExpr, drop: list[Var], ana: Analyzer) -> bool:
         if not (isinstance(step, IntImm) and step.value >= 0):
             return False
     return True
-
-
-def _conjuncts(e: PrimExpr) -> list[PrimExpr]:
-    if isinstance(e, And):
-        return _conjuncts(e.a) + _conjuncts(e.b)
-    return [e]
 
 
 def _split_values(realize: BlockRealize) -> tuple[list[PrimExpr], list[PrimExpr]]:
