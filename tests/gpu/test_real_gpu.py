@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from gpu.test_warp_shuffle import rfactor_row_sum, row_reduction
 from gpu_schedules.test_course_programs import blocking_with_shared
 from gpu_schedules.test_random_gpu_schedules import A_NP, B_NP, gpu_schedules
 from gpu_schedules.test_scan_gpu import _cumsum_schedule
@@ -242,25 +243,13 @@ def test_launch_errors_are_typed() -> None:
 # -- cross-thread reductions with warp shuffles (tests/gpu/test_warp_shuffle.py on cuda-sim) --
 
 
-def _row_reduction(rows: int, cols: int, threads: int, reducer: str, dtype: str):
-    A = te.placeholder((rows, cols), name="A", dtype=dtype)
-    k = te.reduce_axis((0, cols), "k")
-    op = {"sum": te.sum, "max": te.max, "min": te.min}[reducer]
-    B = te.compute((rows,), lambda i: op(A[i, k], axis=k), name="B")
-    s = te.create_schedule(B.op)
-    _, ki = s[B].split(B.op.reduce_axis[0], factor=threads)
-    s[B].bind(B.op.axis[0], te.thread_axis("blockIdx.x"))
-    s[B].bind(ki, te.thread_axis("threadIdx.x"))
-    return s, [A, B]
-
-
 @pytest.mark.parametrize("threads", [1, 16, 31, 32, 33, 48, 64, 100, 1024])
 @pytest.mark.parametrize(("reducer", "dtype"), [("sum", "float32"), ("max", "float32"),
                                                 ("min", "float64"), ("sum", "int32"),
                                                 ("sum", "int64")])
 def test_warp_shuffle_reductions_on_the_gpu(threads: int, reducer: str, dtype: str) -> None:
     rows, cols = 7, 2000
-    s, args = _row_reduction(rows, cols, threads, reducer, dtype)
+    s, args = row_reduction(rows, cols, threads, reducer, dtype)
     if dtype.startswith("int"):
         info = np.iinfo(dtype)
         a = rng.integers(info.min, info.max, (rows, cols), dtype=dtype, endpoint=True)
@@ -287,19 +276,8 @@ def test_warp_shuffle_reductions_on_the_gpu(threads: int, reducer: str, dtype: s
 
 
 def test_tvm_reduction_tutorial_with_rfactor_on_the_gpu() -> None:
-    n, m = te.var("n"), te.var("m")
-    A = te.placeholder((n, m), name="A")
-    k = te.reduce_axis((0, m), "k")
-    B = te.compute((n,), lambda i: te.sum(A[i, k], axis=k), name="B")
-    s = te.create_schedule(B.op)
-    ko, ki = s[B].split(B.op.reduce_axis[0], factor=16)
-    BF = s.rfactor(B, ki)
-    xo, xi = s[B].split(s[B].op.axis[0], factor=32)
-    s[B].bind(xo, te.thread_axis("blockIdx.x"))
-    s[B].bind(xi, te.thread_axis("threadIdx.y"))
-    s[B].bind(s[B].op.reduce_axis[0], te.thread_axis("threadIdx.x"))
-    s[BF].compute_at(s[B], s[B].op.reduce_axis[0])
-    f = mlc.build(s, [A, B], target="cuda")
+    s, args = rfactor_row_sum(te.var("n"), te.var("m"))
+    f = mlc.build(s, args, target="cuda")
     assert "__shfl_down_sync(0xffffffffu, B_red[0], 8, 16);" in f.get_source("cuda")
     for rows, cols in [(1024, 1024), (70, 100), (3, 5), (33, 0)]:
         a = rng.random((rows, cols), dtype=np.float32)
@@ -309,7 +287,7 @@ def test_tvm_reduction_tutorial_with_rfactor_on_the_gpu() -> None:
 
 
 def test_shuffles_and_the_shared_tree_agree_on_the_gpu() -> None:
-    s, args = _row_reduction(64, 4096, 256, "sum", "int32")
+    s, args = row_reduction(64, 4096, 256, "sum", "int32")
     a = rng.integers(-(2**31), 2**31 - 1, (64, 4096), dtype=np.int32)
     shuffled, tree = np.zeros(64, "int32"), np.zeros(64, "int32")
     mlc.build(s, args, target="cuda")(a, shuffled)

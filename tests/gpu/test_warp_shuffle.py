@@ -56,6 +56,24 @@ def row_reduction(rows: int, cols: int, threads: int, reducer: str = "sum",
     return s, [A, B]
 
 
+def rfactor_row_sum(rows, cols, factor: int = 16, rows_per_block: int = 32):
+    """TVM's tutorial with rfactor: the reduction split by ``factor``, its inner part made a
+    stage of its own (``rfactor``) whose ``factor`` partial sums ``threadIdx.x`` combines,
+    ``rows_per_block`` rows per block along ``threadIdx.y``."""
+    A = te.placeholder((rows, cols), name="A")
+    k = te.reduce_axis((0, cols), "k")
+    B = te.compute((rows,), lambda i: te.sum(A[i, k], axis=k), name="B")
+    s = te.create_schedule(B.op)
+    ko, ki = s[B].split(B.op.reduce_axis[0], factor=factor)
+    BF = s.rfactor(B, ki)
+    xo, xi = s[B].split(s[B].op.axis[0], factor=rows_per_block)
+    s[B].bind(xo, te.thread_axis("blockIdx.x"))
+    s[B].bind(xi, te.thread_axis("threadIdx.y"))
+    s[B].bind(s[B].op.reduce_axis[0], te.thread_axis("threadIdx.x"))
+    s[BF].compute_at(s[B], s[B].op.reduce_axis[0])
+    return s, [A, B]
+
+
 def numpy_reduce(a: np.ndarray, reducer: str) -> np.ndarray:
     if reducer == "sum":
         return a.sum(1, dtype=a.dtype)
@@ -117,19 +135,8 @@ def test_the_tutorials_cuda_for_32_threads() -> None:
 
 
 def test_tvm_reduction_tutorial_with_rfactor() -> None:
-    n, m = te.var("n"), te.var("m")
-    A = te.placeholder((n, m), name="A")
-    k = te.reduce_axis((0, m), "k")
-    B = te.compute((n,), lambda i: te.sum(A[i, k], axis=k), name="B")
-    s = te.create_schedule(B.op)
-    ko, ki = s[B].split(B.op.reduce_axis[0], factor=16)
-    BF = s.rfactor(B, ki)
-    xo, xi = s[B].split(s[B].op.axis[0], factor=32)
-    s[B].bind(xo, te.thread_axis("blockIdx.x"))
-    s[B].bind(xi, te.thread_axis("threadIdx.y"))
-    s[B].bind(s[B].op.reduce_axis[0], te.thread_axis("threadIdx.x"))
-    s[BF].compute_at(s[B], s[B].op.reduce_axis[0])
-    f = mlc.build(s, [A, B], target="cuda-sim")
+    s, args = rfactor_row_sum(te.var("n"), te.var("m"))
+    f = mlc.build(s, args, target="cuda-sim")
     for rows, cols in [(64, 128), (70, 100), (3, 5), (1, 1), (33, 0)]:
         a = rng.random((rows, cols), dtype=np.float32)
         for got in run_both(f, a, "float32"):
@@ -144,18 +151,8 @@ def test_rfactor_over_two_warps_per_row() -> None:
     """64 threads per row, 4 rows per block: each warp reduces, one shared slot per warp and
     row (``B_red_shared[4, 2]``), then the first warp of each row."""
     rows, cols = 10, 300
-    A = te.placeholder((rows, cols), name="A")
-    k = te.reduce_axis((0, cols), "k")
-    B = te.compute((rows,), lambda i: te.sum(A[i, k], axis=k), name="B")
-    s = te.create_schedule(B.op)
-    ko, ki = s[B].split(B.op.reduce_axis[0], factor=64)
-    BF = s.rfactor(B, ki)
-    xo, xi = s[B].split(s[B].op.axis[0], factor=4)
-    s[B].bind(xo, te.thread_axis("blockIdx.x"))
-    s[B].bind(xi, te.thread_axis("threadIdx.y"))
-    s[B].bind(s[B].op.reduce_axis[0], te.thread_axis("threadIdx.x"))
-    s[BF].compute_at(s[B], s[B].op.reduce_axis[0])
-    f = mlc.build(s, [A, B], target="cuda-sim")
+    s, args = rfactor_row_sum(rows, cols, factor=64, rows_per_block=4)
+    f = mlc.build(s, args, target="cuda-sim")
     a = rng.standard_normal((rows, cols)).astype("float32")
     for got in run_both(f, a, "float32"):
         assert_same(got, a.sum(1))
