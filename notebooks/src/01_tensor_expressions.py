@@ -173,13 +173,14 @@ y.round(3)
 # function**, a Python function registered by name; mlc ships
 # `"tvm.contrib.cblas.matmul"` (numpy's BLAS), so TVM's "External Tensor Functions"
 # tutorial runs with only the module names changed. The bias add after it is an ordinary
-# `te.compute`.
+# `te.compute`, and the bias itself a **scalar parameter**: `te.var("bias", dtype="float32")`
+# in the build's argument list, called with a plain Python number.
 
 # %%
 n, l, m = 256, 128, 64
 A = te.placeholder((n, l), name="A")
 B = te.placeholder((l, m), name="B")
-bias = te.placeholder((m,), name="bias")
+bias = te.var("bias", dtype="float32")
 C = te.extern(
     (n, m),
     [A, B],
@@ -188,8 +189,8 @@ C = te.extern(
     ),
     name="C",
 )
-D = te.compute(C.shape, lambda i, j: C[i, j] + bias[j], name="D")
-te.create_prim_func([A, B, bias, D])
+D = te.compute(C.shape, lambda i, j: C[i, j] + bias, name="D")
+te.create_prim_func([A, B, D, bias])
 
 # %% [markdown]
 # The extern stage is one block with no loops: it reads `A` and `B` whole and writes `C`
@@ -204,12 +205,16 @@ try:
 except mlc.errors.ScheduleError as err:
     print("ScheduleError:", str(err).split(" and ")[0])
 s[D].vectorize(s[D].split(D.op.axis[1], factor=8)[1])
-f_mm = mlc.build(s, [A, B, bias, D])
-a, b, bb = (np.random.rand(*shape).astype("float32") for shape in ((n, l), (l, m), (m,)))
+f_mm = mlc.build(s, [A, B, D, bias])
+a, b = (np.random.rand(*shape).astype("float32") for shape in ((n, l), (l, m)))
 d = np.zeros((n, m), "float32")
-f_mm(a, b, bb, d)
-np.testing.assert_allclose(d, a @ b + bb, rtol=1e-4)
-print("D matches a @ b + bias:", np.allclose(d, a @ b + bb, rtol=1e-4))
+f_mm(a, b, d, 10.0)
+np.testing.assert_allclose(d, a @ b + 10.0, rtol=1e-4)
+print("D matches a @ b + 10:", np.allclose(d, a @ b + 10.0, rtol=1e-4))
+try:
+    f_mm(a, b, d, "ten")
+except mlc.errors.MLCError as err:
+    print(type(err).__name__ + ":", err)
 
 # %% [markdown]
 # Your own packed function: `mlc.register_func(name)` registers a Python function. The
