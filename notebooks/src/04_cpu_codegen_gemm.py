@@ -220,6 +220,27 @@ if not slower:
 print(f"every step beats the naive loop: {all(gflops[n] > gflops['naive'] for n in names[1:])}")
 
 # %% [markdown]
+# ### The same packing as a schedule: `transform_layout`
+# `packedB` above is written in te: a second tensor whose element `[x, y, z]` is
+# `B[y, x·32 + z]`. A schedule can make the same change to a plain program: `cache_read`
+# copies B into a buffer of its own, and `transform_layout` stores that buffer's element
+# `[k, j]` at `[j // 32, k, j % 32]` instead. Every load and store of the copy changes;
+# what the program computes does not (the tuner's default space packs its panels so).
+
+# %%
+sch = blocked(N, permute=True, vectorize=True)
+copy_b = sch.cache_read(sch.get_block("C"), 1, "global")
+sch.transform_layout(copy_b, "B_global", lambda k, j: (j // BN, k, j % BN))
+for line in str(sch.mod).splitlines():  # the buffer and the copy into it
+    if "B_global = " in line or "B_global[v" in line:
+        print(line.strip())
+a_t, b_t = (np.random.rand(N, N).astype("float32") for _ in range(2))
+c_t = np.zeros((N, N), "float32")
+mlc.build(sch.mod)(a_t, b_t, c_t)
+np.testing.assert_allclose(c_t, a_t @ b_t, rtol=1e-3)
+print("same result as a @ b:", np.allclose(c_t, a_t @ b_t, rtol=1e-3))
+
+# %% [markdown]
 # ## The roofline
 # A kernel is bound by memory bandwidth (left, slanted roof) or by arithmetic (flat roof).
 # Arithmetic intensity is flop per byte the kernel moves from memory, and it is *computed
