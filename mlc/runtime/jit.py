@@ -10,8 +10,10 @@ Three steps, each visible from a :class:`mlc.runtime.Module`:
 
 from __future__ import annotations
 
+import ctypes
 import ctypes.util
 import functools
+import weakref
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -111,6 +113,9 @@ class Compiled:
     engine: llvm.ExecutionEngine
     address: int
     optimized_ir: str
+    workspace: weakref.finalize | None = None
+    """Frees the blocks the module keeps between calls (mlc.target.llvm.workspace) when
+    this object is collected; None when it keeps none."""
 
 
 def compile_ir(ir_text: str, entry: str, target: Target) -> Compiled:
@@ -126,7 +131,19 @@ def compile_ir(ir_text: str, entry: str, target: Target) -> Compiled:
     address = engine.get_function_address(entry)
     if not address:  # pragma: no cover - the entry is always defined
         raise CodegenError(f"compiled module has no function {entry!r}")
-    return Compiled(engine, address, optimized)
+    compiled = Compiled(engine, address, optimized)
+    release = engine.get_function_address(WORKSPACE_RELEASE)
+    if release:  # blocks kept between calls (mlc.target.llvm.workspace): freed with the code
+        compiled.workspace = weakref.finalize(compiled, _release_workspace, engine, release)
+    return compiled
+
+
+WORKSPACE_RELEASE = "__mlc_workspace_release"
+
+
+def _release_workspace(engine: llvm.ExecutionEngine, address: int) -> None:
+    """Free the blocks a module kept. Holds ``engine`` so its code outlives the call."""
+    ctypes.CFUNCTYPE(None)(address)()
 
 
 def assembly(ir_text: str, target: Target) -> str:

@@ -246,6 +246,10 @@ def tile_gemm(sch: Schedule, block: BlockRV) -> bool:
                                     for j in vectorized(nr):   # stay in registers
                                         out[i, j] += lhs_p[i, k] * rhs_p[jr, k, j]
 
+    When ``kc`` covers the whole reduction there is no ``pc`` loop: ``init`` moves into
+    the register tile (the accumulators start at zero just before the ``k`` loop, no pass
+    over ``out``) and rhs is packed once per ``jc`` panel.
+
     Each decision is one ``sample_categorical``: ``tile`` indexes the register tiles that
     fit this CPU's vector registers (:func:`register_tiles`, from LLVM's host features);
     ``mc``, ``kc`` and ``nc`` are target sizes, rounded down to sizes that divide the loops.
@@ -301,19 +305,23 @@ def tile_gemm(sch: Schedule, block: BlockRV) -> bool:
     # --- the loop nest
     ic, ir, i = sch.split(row_rv, factors=[None, mc // mr, mr])
     jc, jr, j = sch.split(col_rv, factors=[None, nc // nr, nr])
-    pc, k = sch.split(reduce[0], factors=[None, kc])
+    pc: LoopRV | None = None
+    k = reduce[0]
+    if kc < depth:
+        pc, k = sch.split(reduce[0], factors=[None, kc])
     inner_reduce = [k, *reduce[1:]]
     ku = _largest_divisor(_extent(sch, inner_reduce[-1]), int(unroll_k))
     k_unrolled = None
     if ku > 1:
         inner_reduce[-1], k_unrolled = sch.split(inner_reduce[-1], factors=[None, ku])
-    order = [*outer, jc, pc, ic, jr, ir, *inner_reduce]
+    order = [*outer, jc, *([pc] if pc is not None else []), ic, jr, ir, *inner_reduce]
     order += [k_unrolled] if k_unrolled is not None else []
     sch.reorder(*order, i, *stacked, j)
     task = sch.fuse(*outer, jc) if outer else jc
-    init = sch.decompose_reduction(block, pc)
+    # one reduction slice: the register tile starts from zero (no pass over out, no load)
+    init = sch.decompose_reduction(block, pc if pc is not None else inner_reduce[0])
     if pack_b:
-        _pack(sch, block, rhs_name, pc, simd.lanes, panel=nr)
+        _pack(sch, block, rhs_name, pc if pc is not None else task, simd.lanes, panel=nr)
     if pack_a:
         _pack(sch, block, lhs_name, ic, simd.lanes)
     sch.unroll(i)

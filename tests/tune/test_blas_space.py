@@ -175,7 +175,8 @@ def test_the_packed_rhs_panel_is_stored_in_slivers_of_the_register_tile_width():
     nc = 64  # every panel of 64 columns
     assert _alloc_shapes(lowered)["B_global"] == [64 * nc]
     text = str(lowered)
-    assert f"B_global[ramp(j_1 * {64 * nr} + r_1 * " in text  # sliver j_1: k rows of nr floats
+    # sliver j_1: k rows of nr floats (kc covers the whole reduction: r is not split)
+    assert f"B_global[ramp(j_1 * {64 * nr} + r * " in text
     a, b = np.random.rand(64, 64).astype("float32"), np.random.rand(64, 64).astype("float32")
     c = np.zeros((64, 64), "float32")
     mlc.build(sch.mod)(a, b, c)

@@ -15,8 +15,9 @@ Statements map to control flow the way a C compiler would do it:
 ``For`` parallel       outlined into ``void body(i8* closure)`` and run on every thread
                        by libgomp's ``GOMP_parallel`` (see :mod:`mlc.target.llvm.parallel`)
 ``IfThenElse``         a conditional branch
-``Allocate``           ``alloca`` (64-byte aligned) when the size is a constant up to 64 KiB,
-                       else ``aligned_alloc`` + ``free``
+``Allocate``           ``alloca`` (64-byte aligned) when the size is a constant up to 64 KiB;
+                       a constant size from 128 KiB: a block kept for the next call
+                       (:mod:`mlc.target.llvm.workspace`); else ``aligned_alloc`` + ``free``
 =====================  ==================================================================
 
 Expressions are in :mod:`mlc.target.llvm.expr`; the module is optimised and compiled by
@@ -36,6 +37,7 @@ from mlc.target.llvm import dot
 from mlc.target.llvm import types as ty
 from mlc.target.llvm.expr import ExprEmitter
 from mlc.target.llvm.parallel import ParallelEmitter
+from mlc.target.llvm.workspace import KEEP_MAX, KEEP_MIN, WorkspaceEmitter
 from mlc.tir import dtype as dt
 from mlc.tir.expr import IntImm, PrimExpr, Range, Var
 from mlc.tir.stmt import (
@@ -73,7 +75,7 @@ class LLVMSource:
     """The C functions the program calls (``call_extern``), resolved in the process."""
 
 
-class CodeGenLLVM(ParallelEmitter, ExprEmitter):
+class CodeGenLLVM(ParallelEmitter, WorkspaceEmitter, ExprEmitter):
     """Emits one lowered PrimFunc as an LLVM module. Use :func:`codegen_llvm`."""
 
     def __init__(self, *, parallel_runtime: bool, num_threads: int = 0,
@@ -196,6 +198,13 @@ class CodeGenLLVM(ParallelEmitter, ExprEmitter):
             self.emit_stmt(s.body)
             del self.vars[buf.data]
             return
+        if n is not None and KEEP_MIN <= n * elem_bytes <= KEEP_MAX:
+            ptr, slot = self.workspace_take(-(-n * elem_bytes // ALIGN) * ALIGN, ALIGN)
+            self.vars[buf.data] = ptr
+            self.emit_stmt(s.body)
+            del self.vars[buf.data]
+            self.workspace_give(ptr, slot)
+            return
         nbytes = self.b.mul(self.cast(self.emit(count), count.dtype, "int64"),
                             ir.Constant(ty.I64, elem_bytes))
         rounded = self.b.and_(self.b.add(nbytes, ir.Constant(ty.I64, ALIGN - 1)),
@@ -316,5 +325,6 @@ def codegen_llvm(
     if data_layout:
         gen.module.data_layout = data_layout
     gen.add_function(func, entry)
+    gen.workspace_finish()
     return LLVMSource(gen.text(), entry, func, gen._n_outlined > 0, tuple(gen.check_sites),
                       tuple(sorted(gen.extern_symbols)))
