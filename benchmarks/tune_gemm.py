@@ -120,8 +120,9 @@ def run_search(label: str, make_tuner: Any, trials: int, seeds: int) -> dict[str
     for seed in range(seeds):
         t0 = time.perf_counter()
         tuner = make_tuner(seed)
-        tuner.tune(trials, measure_option=option, callbacks=[tune.callback.progress_bar(
-            total=trials, prefix=f"{label} seed {seed}")])
+        tuner.tune(trials, measure_option=option, confirm=4,
+                   callbacks=[tune.callback.progress_bar(total=trials,
+                                                         prefix=f"{label} seed {seed}")])
         walls.append(time.perf_counter() - t0)
         curves.append(tuner.best_so_far())
         bests.append(tuner.space.build(tuner.best_index) if tuner.best_index is not None else None)

@@ -179,6 +179,7 @@ def tune_tir(
     feature: str = "knob",
     callbacks: Sequence[Any] = (),
     progress: bool = True,
+    confirm: int | None = None,
 ) -> Schedule:
     """Search the decisions of ``space`` (default: multi-level tiling) with ``max_trials``
     measurements and return the best Schedule found (its ``trace`` replays it).
@@ -187,7 +188,10 @@ def tune_tir(
     ``work_dir`` resumes and measures nothing twice. ``feature="knob"`` (the default) lets
     the model learn from the sampled decisions themselves, which is cheap;
     ``feature="itervar"`` learns from the loop program of every candidate, which replays the
-    trace for each point the annealer visits (slower in Python, sometimes better)."""
+    trace for each point the annealer visits (slower in Python, sometimes better).
+
+    ``confirm``: how many of the fastest candidates are measured again before the best is
+    chosen (see :meth:`mlc.tune.Tuner.tune`); by default one per 16 trials, at most 4."""
     from mlc.tune import callback as cb
     from mlc.tune.tiling import default_space
     from mlc.tune.tuner import RandomTuner, XGBTuner
@@ -206,7 +210,10 @@ def tune_tir(
     if bar is not None:
         callbacks.append(bar)
     try:
-        t.tune(max_trials, measure_option=measure_option, callbacks=callbacks)
+        if confirm is None:
+            confirm = min(4, max_trials // 16)
+        t.tune(max_trials, measure_option=measure_option, callbacks=callbacks,
+               confirm=confirm)
     finally:
         if bar is not None:
             bar.close()
