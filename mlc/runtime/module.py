@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mlc.errors import ArgumentError
-from mlc.runtime import checks, jit
+from mlc.runtime import checks, jit, parallel
 from mlc.runtime.args import SCALAR_CTYPES, ArgumentChecker
 from mlc.runtime.timer import TimeResult, measure
 from mlc.tir.expr import Call
@@ -45,7 +45,10 @@ class Module:
         compiled: jit.Compiled,
         c_source: str | None = None,
         check_sites: tuple[tuple[str, str, str], ...] = (),
+        threads: int = 0,
     ) -> None:
+        """``threads``: the team size of the parallel loops the code runs on libgomp (0:
+        none)."""
         self.func = func
         self.entry_name = entry_name
         self.target = target
@@ -60,6 +63,8 @@ class Module:
             + [SCALAR_CTYPES[v.dtype] for v in func.scalar_args]
         )
         self._cfunc = ctypes.CFUNCTYPE(None, *native_types)(compiled.address)
+        if threads > 1:
+            self._cfunc = parallel.on_own_cpus(self._cfunc, threads)
         self._native_args = self._checker._fast
         self.check_sites = check_sites
         self._errors = checks.ErrorRecord(

@@ -9,16 +9,19 @@ so once.
 
 from __future__ import annotations
 
+import ctypes
 import ctypes.util
 import glob
 import os
+import time
 import warnings
+from collections.abc import Callable
 from importlib import util as import_util
+from typing import Any
 
 import llvmlite.binding as llvm
 
 _state: dict[str, object] = {}
-SPIN_COUNT = 50_000
 
 
 def _candidates() -> list[str]:
@@ -52,17 +55,12 @@ def libgomp() -> str | None:
     """Load libgomp into the process (once) and return its path, or None when missing."""
     if "path" in _state:
         return _state["path"]  # type: ignore[return-value]
-    # After a parallel loop the threads wait for the next one by spinning (GOMP_SPINCOUNT),
-    # then sleep. Sleeping at once (OMP_WAIT_POLICY=passive) or soon (5,000-20,000 spins)
-    # made each loop wake its threads through the kernel, which often put the woken thread
-    # on the caller's CPU; both then shared one CPU until the next tick's rebalancing, by
-    # which time the loop was over: a 1.3 ms convolution took 3.0 ms on two threads (2.4 on
-    # one) in half the batches. Spinning through the gap between loops keeps each thread on
-    # its own CPU: 50,000 spins (about 2 ms here) gave 1.25 ms in every batch. libgomp's
-    # own default, 300,000, would take a CPU from whatever a notebook runs next (numpy,
-    # xgboost) for ~10 ms after each call. A user's OMP_WAIT_POLICY or GOMP_SPINCOUNT wins.
-    if "OMP_WAIT_POLICY" not in os.environ:
-        os.environ.setdefault("GOMP_SPINCOUNT", str(SPIN_COUNT))
+    # Threads that sleep when idle: spinning threads would slow down everything else a
+    # notebook runs (numpy, xgboost) between our calls, and on a busy machine a spinning
+    # thread takes the CPU the caller needs (a 64^3 GEMM took 2.3 ms instead of 0.1).
+    # Sleeping threads are woken through the kernel, which tends to put them on the
+    # caller's CPU: see on_own_cpus.
+    os.environ.setdefault("OMP_WAIT_POLICY", "passive")
     path: str | None = None
     for candidate in _candidates():
         try:
@@ -88,3 +86,70 @@ def available(warn: bool = True) -> bool:
             stacklevel=3,
         )
     return False
+
+
+PIN_AFTER_S = 200e-6  # a call this long (the last one) runs with its threads pinned
+
+
+def on_own_cpus(call: Callable[..., None], threads: int) -> Callable[..., None]:
+    """``call`` (a compiled function whose parallel loops use ``threads`` threads), run with
+    each thread of the team on a CPU of its own once its calls take a while.
+
+    The team's threads sleep between loops; woken, Linux often ran a thread on its waker's
+    CPU, and both then shared one CPU until the loop was over: a 1.3 ms conv2d took 2.5 ms
+    on two threads, as on one, in every batch (both threads' ``/proc`` CPU numbers equal).
+    So thread ``t`` of the team is pinned once to the ``t``-th CPU this process may use,
+    and the calling thread to the first for the duration of the call (then given back
+    its own CPU set): 1.27 ms in every batch. Pinning also takes away the scheduler's
+    choice of a free CPU when another process is busy; for calls under
+    :data:`PIN_AFTER_S` (a 64^3 GEMM: 0.05 ms) that costs more than it saves, so a call
+    is pinned only when the previous one took longer. Where CPUs cannot be pinned (a
+    sandbox refusing ``sched_setaffinity``), calls run as they are."""
+    last = [0.0]
+
+    def pinned(*args: Any) -> None:
+        start = time.perf_counter()
+        try:
+            if last[0] < PIN_AFTER_S:
+                return call(*args)
+            try:
+                mine = os.sched_getaffinity(0)
+                cpus = sorted(mine)
+                if len(cpus) < 2 or not _pin_team(threads, cpus):
+                    return call(*args)
+                os.sched_setaffinity(0, {cpus[0]})
+            except OSError:
+                return call(*args)
+            try:
+                return call(*args)
+            finally:
+                os.sched_setaffinity(0, mine)
+        finally:
+            last[0] = time.perf_counter() - start
+
+    return pinned
+
+
+def _pin_team(threads: int, cpus: list[int]) -> bool:
+    """Pin threads 1.. of libgomp's team of ``threads`` to ``cpus[t % len(cpus)]`` (once per
+    team size and CPU set: libgomp keeps its threads, member ``t`` is the same thread in
+    every team of that size). False when that failed."""
+    key = (threads, tuple(cpus))
+    done = _state.setdefault("pinned", {})
+    assert isinstance(done, dict)
+    if key not in done:
+        lib = ctypes.CDLL(libgomp() or "libgomp.so.1")
+        failed: list[OSError] = []
+
+        def member(_: int | None) -> None:
+            t = lib.omp_get_thread_num()
+            if t > 0:
+                try:
+                    os.sched_setaffinity(0, {cpus[t % len(cpus)]})
+                except OSError as err:
+                    failed.append(err)
+
+        body = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(member)
+        lib.GOMP_parallel(body, None, ctypes.c_uint(threads), ctypes.c_uint(0))
+        done[key] = not failed
+    return bool(done[key])

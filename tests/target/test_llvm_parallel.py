@@ -219,25 +219,3 @@ def test_thread_bound_loops_and_let_expressions_run_serially_on_the_cpu() -> Non
     a = np.zeros(8, np.int32)
     f(a)
     np.testing.assert_array_equal(a, np.arange(8) * 6)
-
-
-@pytest.mark.parametrize("user, want", [
-    ({}, str(parallel.SPIN_COUNT)),
-    ({"OMP_WAIT_POLICY": "passive"}, "None"),
-    ({"GOMP_SPINCOUNT": "7"}, "7"),
-])
-def test_threads_spin_between_parallel_loops_unless_the_user_says_otherwise(user, want):
-    # threads that sleep at once are often woken onto the caller's CPU (see
-    # mlc.runtime.parallel.libgomp); libgomp reads its settings when it is loaded
-    import os
-    import subprocess
-    import sys
-
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
-    env.update(user)
-    code = ("import os; from mlc.runtime import parallel; parallel.libgomp(); "
-            "print(os.environ.get('GOMP_SPINCOUNT'))")
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                         text=True, check=True).stdout.split()
-    assert out[-1] == want

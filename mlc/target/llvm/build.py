@@ -59,4 +59,5 @@ def compile_lowered(
 
         c_source = codegen_c(func, src.entry)
     compiled = jit.compile_ir(src.ir, src.entry, tgt)
-    return Module(func, src.entry, tgt, src.ir, compiled, c_source, src.check_sites)
+    threads = config.num_threads() if src.uses_parallel_runtime else 0
+    return Module(func, src.entry, tgt, src.ir, compiled, c_source, src.check_sites, threads)
