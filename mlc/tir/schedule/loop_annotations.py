@@ -2,7 +2,8 @@
 ``unroll``, ``bind`` (to a thread axis), ``annotate``, ``unannotate``.
 
 A loop kind must not break a dependence: ``parallel``/``vectorize``/``bind`` refuse a loop
-bound to a reduction (``_check_data_parallel``).
+bound to a reduction, and one whose iterations read what others write
+(``_check_data_parallel``, :mod:`mlc.tir.schedule.dependence`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from mlc.tir.expr import (
 from mlc.tir.functor import uses_var
 from mlc.tir.schedule import state
 from mlc.tir.schedule.base import ScheduleBase
+from mlc.tir.schedule.dependence import conflicting_access, describe
 from mlc.tir.schedule.trace import BlockRV, LoopRV
 from mlc.tir.stmt import Block, BlockRealize, For, ForKind
 from mlc.tir.thread_tag import BINDABLE
@@ -199,6 +201,15 @@ class LoopAnnotationPrimitives(ScheduleBase):
                         ),
                         {for_: what, br: f"{iv.var.name} is {kind}"},
                     )
+            conflict = conflicting_access(for_, br) if depends else None
+            if conflict is not None:
+                raise self._error(
+                    f"{what}: {describe(block, *conflict)}; one iteration of {name!r} may "
+                    "read an element another writes, so the iterations must run one after "
+                    "another. Write the result to a new buffer, or choose a loop whose "
+                    "iterations touch separate elements",
+                    {for_: what, br: "reads what another iteration writes"},
+                )
             reduces = any(iv.kind != IterKind.SPATIAL for iv in block.iter_vars)
             if reduces and not depends:
                 raise self._error(

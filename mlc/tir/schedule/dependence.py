@@ -1,0 +1,78 @@
+"""Does one iteration of a loop read what another writes? For ``parallel``, ``vectorize``
+and ``bind``, which run the iterations at once.
+
+A block's spatial variables promise that its instances are independent, and TVM trusts
+the promise. A block written by hand can break it: ``B[vj] = B[7 - vj]`` reverses ``B`` in
+place correctly one iteration after another, and wrongly when the iterations run at once
+(lanes 4-7 read what lanes 0-3 already wrote). So before a loop's iterations may run
+together, each block under it that reads a buffer it also writes must read it either at
+the very element it writes (``B[vi] = B[vi] * 2``, the update of a reduction) or within a
+slice that only this iteration writes: a dimension indexed in both by the same block
+variable that moves one-to-one with the loop (``A[vi, vj] = A[vi, vj - 1]`` may run its
+rows ``vi`` at once, not its columns ``vj``).
+"""
+
+from __future__ import annotations
+
+from mlc.tir.arith.analyzer import Analyzer
+from mlc.tir.expr import BufferLoad, IntImm, PrimExpr, Range, Var
+from mlc.tir.functor import collect, substitute, uses_var
+from mlc.tir.stmt import Block, BlockRealize, BufferStore, For
+
+
+def conflicting_access(for_: For, br: BlockRealize) -> tuple[BufferStore, BufferLoad] | None:
+    """A store and a load of block ``br`` (under ``for_``) whose elements may belong to
+    different iterations of ``for_``; None when the iterations are independent."""
+    block = br.block
+    if collect(block.body, lambda n: isinstance(n, BlockRealize)):
+        return None  # a blockized block: its inner blocks were checked when they were made
+    stores = collect(block.body, lambda n: isinstance(n, BufferStore))
+    loads = collect(block.body, lambda n: isinstance(n, BufferLoad))
+    inner = {f.loop_var: Range(f.min, f.extent)
+             for f in collect(for_, lambda n: isinstance(n, For))}
+    moves = {iv.var for iv, value in zip(block.iter_vars, br.iter_values)
+             if _one_to_one(value, for_.loop_var, inner)}
+    ana = Analyzer()
+    for store in stores:
+        for load in loads:
+            if load.buffer.data is not store.buffer.data:
+                continue
+            same = [len(load.indices) == len(store.indices)
+                    and ana.can_prove_equal(r, w) for r, w in zip(load.indices, store.indices)]
+            if all(same):
+                continue  # the element this instance writes
+            if any(s and isinstance(w, Var) and w in moves
+                   for s, w in zip(same, store.indices)):
+                continue  # a slice along a variable only this iteration takes
+            return store, load
+    return None
+
+
+def _one_to_one(value: PrimExpr, v: Var, inner: dict[Var, Range]) -> bool:
+    """Is ``value`` (a block variable's binding) ``c * v + r``, where ``r``, for fixed
+    enclosing loops, spans less than ``|c|`` over the loops inside ``v``'s? Then two
+    iterations of ``v`` never give it the same value."""
+    if not uses_var(value, lambda x: x is v):
+        return False
+    ana = Analyzer()
+    at0 = ana.simplify(substitute(value, {v: IntImm(0, v.dtype)}))
+    step = ana.simplify(substitute(value, {v: IntImm(1, v.dtype)}) - at0)
+    if not isinstance(step, IntImm) or step.value == 0:
+        return False
+    if not ana.can_prove_equal(value, step * v + at0):
+        return False
+    # enclosing loops are fixed while v runs: what varies is r's part from inner loops
+    spread = ana.simplify(at0 - substitute(at0, {var: rng.min for var, rng in inner.items()}))
+    if uses_var(spread, lambda x: x not in inner):
+        return False  # not separable (say, a remainder of both): not proven
+    for var, rng in inner.items():
+        ana.bind(var, rng)
+    lo, hi = ana.const_int_bound(spread)
+    return bool(hi - lo < abs(step.value))
+
+
+def describe(block: Block, store: BufferStore, load: BufferLoad) -> str:
+    w = ", ".join(str(i) for i in store.indices)
+    r = ", ".join(str(i) for i in load.indices)
+    return (f"block {block.name!r} writes {store.buffer.name}[{w}] and reads "
+            f"{load.buffer.name}[{r}]")
