@@ -62,7 +62,8 @@ class Module:
             + [ctypes.c_int64] * len(self._checker.size_vars)
             + [SCALAR_CTYPES[v.dtype] for v in func.scalar_args]
         )
-        self._cfunc = ctypes.CFUNCTYPE(None, *native_types)(compiled.address)
+        self._cfunc: Callable[..., None] = ctypes.CFUNCTYPE(None, *native_types)(
+            compiled.address)
         if threads > 1:
             self._cfunc = parallel.on_own_cpus(self._cfunc, threads)
         self._native_args = self._checker._fast
