@@ -116,8 +116,9 @@ def measure_option(
 
 
 def _written_params(func: PrimFunc) -> list[int]:
+    """The positions, in the call's argument list, of the buffers the program writes."""
     from mlc.tir.functor import post_order_visit
-    from mlc.tir.stmt import BufferStore
+    from mlc.tir.stmt import Buffer, BufferStore
 
     written: set[Any] = set()
 
@@ -126,25 +127,39 @@ def _written_params(func: PrimFunc) -> list[int]:
             written.add(n.buffer.data)
 
     post_order_visit(func.body, visit)
-    return [k for k, b in enumerate(func.params) if b.data in written]
+    return [k for k, a in enumerate(func.arguments)
+            if isinstance(a, Buffer) and a.data in written]
 
 
 def _random_inputs(func: PrimFunc, seed: int) -> list[Any]:
+    """One argument per parameter of the call: random arrays (a symbolic size is 1), and
+    for a scalar parameter a number of its type: a float in [0.5, 1.5), an int 1 (it may
+    be an offset or a count), True."""
     import numpy as np
 
+    from mlc.tir import dtype as dt
     from mlc.tir.expr import IntImm
+    from mlc.tir.stmt import Buffer
 
     rng = np.random.default_rng(seed)
-    arrays = []
-    for buf in func.params:
-        shape = tuple(d.value if isinstance(d, IntImm) else 1 for d in buf.shape)
-        if buf.dtype.startswith("float"):
-            arrays.append(rng.uniform(-1, 1, size=shape).astype(buf.dtype))
-        elif buf.dtype == "bool":
-            arrays.append(rng.integers(0, 2, size=shape).astype(bool))
+    args: list[Any] = []
+    for a in func.arguments:
+        if not isinstance(a, Buffer):
+            if a.dtype == "bool":
+                args.append(True)
+            elif dt.is_float(a.dtype):
+                args.append(float(rng.uniform(0.5, 1.5)))
+            else:
+                args.append(1)
+            continue
+        shape = tuple(d.value if isinstance(d, IntImm) else 1 for d in a.shape)
+        if a.dtype.startswith("float"):
+            args.append(rng.uniform(-1, 1, size=shape).astype(a.dtype))
+        elif a.dtype == "bool":
+            args.append(rng.integers(0, 2, size=shape).astype(bool))
         else:
-            arrays.append(rng.integers(0, 8, size=shape).astype(buf.dtype))
-    return arrays
+            args.append(rng.integers(0, 8, size=shape).astype(a.dtype))
+    return args
 
 
 def _worker_main(conn: Any) -> None:
