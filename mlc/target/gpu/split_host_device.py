@@ -108,6 +108,7 @@ def split_host_device(func: PrimFunc) -> PrimFunc:
     per-thread program; what stays around the launches is the host program, which may only
     allocate global intermediates. Barriers come in the next pass,
     :func:`insert_thread_sync`."""
+    _refuse_packed_calls(func)
     shared_at_host: list[Buffer] = []
     intermediates: list[Buffer] = []
     host_loops: list[Var] = []
@@ -170,6 +171,25 @@ def _same(a: PrimExpr, b: PrimExpr) -> bool:
     if ia is not None or ib is not None:
         return ia == ib
     return str(a) == str(b)
+
+
+def _refuse_packed_calls(func: PrimFunc) -> None:
+    """A packed call (``tir.call_packed``, a ``te.extern`` stage) runs Python on the host;
+    a kernel cannot call it and mlc does not launch host calls between kernels."""
+    from mlc.tir.call import PACKED
+    from mlc.tir.expr import Call, StringImm
+    from mlc.tir.functor import collect
+
+    calls = collect(func.body, lambda n: isinstance(n, Call) and n.op == PACKED)
+    if calls:
+        first = calls[0].args[0]
+        name = first.value if isinstance(first, StringImm) else str(first)
+        raise CodegenError(
+            f"{func.name!r} calls the packed function {name!r} (tir.call_packed, as a "
+            "te.extern stage does): that is Python on the host, which a GPU kernel cannot "
+            "call and mlc does not run between kernels. Compute that stage with te.compute "
+            "(bound to GPU threads), or build the program for the CPU (target='llvm')"
+        )
 
 
 def _make_kernel(
