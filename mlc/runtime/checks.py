@@ -92,11 +92,13 @@ def _packed_checked(call: Callable[[], None], record: ErrorRecord) -> Callable[[
     slots = record.slots
 
     def checked() -> None:
-        registry.clear_pending()
+        run = registry.begin_run()
         if slots is not None:
             slots[0] = 0
-        call()
-        registry.raise_pending()
+        try:
+            call()
+        finally:
+            registry.end_run(run)
         if slots is not None and slots[0]:
             record.raise_error()
 

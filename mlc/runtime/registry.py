@@ -22,9 +22,17 @@ The LLVM backend turns ``call_packed("my.addone", A, B)`` into one call of the C
 ``__mlc_call_packed`` is :func:`_trampoline`, a ``ctypes`` callback whose address is given to
 LLVM's symbol table (:func:`install`). It wraps each buffer in a numpy array over the same
 memory, looks the name up in the registry and calls the function. An exception inside the
-function does not unwind through machine code: it is kept (:func:`raise_pending`), the
-trampoline returns ``-1`` and skips every later packed call of the run, and the Module raises
-:class:`~mlc.errors.PackedFuncError` when the call returns.
+function does not unwind through machine code: it is kept in the record of the run
+(:func:`begin_run`, :func:`end_run`), the trampoline returns ``-1`` and skips every later
+packed call of the run, and the Module raises :class:`~mlc.errors.PackedFuncError` when the
+call returns.
+
+Each call of a module is a run with its own record, so two Python threads calling modules
+at once never lose or take each other's error. A packed function called on the thread that
+called the module belongs to that run; one called on a thread of a parallel loop belongs
+to the run, if only one is going on, else (it cannot be told which) its error goes to
+every run going on: one more run fails loudly rather than one succeeding with a partial
+output.
 """
 
 from __future__ import annotations
@@ -47,8 +55,11 @@ SYMBOL = "__mlc_call_packed"
 F = TypeVar("F", bound=Callable[..., Any])
 
 _REGISTRY: dict[str, Callable[..., Any]] = {}
-_pending: list[tuple[str, BaseException]] = []  # an exception raised in the current call
+Pending = list[tuple[str, BaseException]]  # the exception a packed function raised in a run
+_runs: dict[int, Pending] = {}  # the runs going on, by token
+_mine = threading.local()  # .runs: the tokens of the runs started on this thread (nested last)
 _lock = threading.Lock()  # parallel loops may call packed functions from several threads
+_tokens = iter(range(1, 1 << 62))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -197,10 +208,21 @@ def _unpack(kinds: tuple[Any, ...], values: Any) -> list[Any]:
     return args
 
 
+def _records() -> list[Pending]:
+    """The records of the run(s) a packed call on this thread belongs to."""
+    mine = getattr(_mine, "runs", None)
+    with _lock:
+        if mine:
+            return [_runs[mine[-1]]]
+        return list(_runs.values())
+
+
 def _trampoline(signature: bytes, values: Any) -> int:
     name = "?"
+    records: list[Pending] = []
     try:
-        if _pending:  # an earlier call of this run failed: do nothing more
+        records = _records()
+        if any(records):  # an earlier call of this run failed: do nothing more
             return -1
         name, kinds = _parse(signature)
         fn = _REGISTRY.get(name)
@@ -210,7 +232,8 @@ def _trampoline(signature: bytes, values: Any) -> int:
         return 0
     except BaseException as err:  # noqa: BLE001 - nothing may unwind into machine code
         with _lock:
-            _pending.append((name, err))
+            for pending in records:
+                pending.append((name, err))
         return -1
 
 
@@ -226,19 +249,26 @@ def install() -> str:
     return SYMBOL
 
 
-def clear_pending() -> None:
+def begin_run() -> int:
+    """Open the record of a call of a module that calls packed functions; a token."""
     with _lock:
-        _pending.clear()
+        token = next(_tokens)
+        _runs[token] = []
+    if not hasattr(_mine, "runs"):
+        _mine.runs = []
+    _mine.runs.append(token)
+    return token
 
 
-def raise_pending() -> None:
-    """Raise the exception a packed function raised during the last call, as a
-    :class:`PackedFuncError` naming the function (nothing if none did)."""
-    if not _pending:
+def end_run(token: int) -> None:
+    """Close the record of run ``token`` and raise the exception a packed function raised
+    in it, as a :class:`PackedFuncError` naming the function (nothing if none did)."""
+    _mine.runs.remove(token)
+    with _lock:
+        pending = _runs.pop(token)
+    if not pending:
         return
-    with _lock:
-        name, err = _pending[0]
-        _pending.clear()
+    name, err = pending[0]
     if isinstance(err, PackedFuncError):
         raise PackedFuncError(f"packed function {name!r}: {err}") from err
     raise PackedFuncError(
