@@ -153,6 +153,37 @@ print(lowered_outer)
 assert "ramp(j, 16, 16)" in str(lowered_outer)
 
 # %% [markdown]
+# **When iterations may not run at once.** `parallel`, `vectorize` and `bind` run the
+# iterations of a loop together, so they must not depend on each other. A block's spatial
+# axes promise that, and a block written by hand can break the promise: this one reverses
+# `B` in place, correct when `j` runs in order (`B[0] = B[7]`, ..., `B[3] = B[4]`), wrong
+# as a vector (lanes would read elements other lanes are writing). mlc checks what every
+# block under the loop reads of a buffer it writes, and refuses.
+
+# %%
+from mlc.script import tir as T
+
+
+@T.prim_func
+def reverse_in_place(B: T.Buffer((8,), "float32")):
+    for j in range(4):
+        with T.block("swap"):
+            vj = T.axis.spatial(4, j)
+            B[vj] = B[7 - vj]
+
+
+rev = tir.Schedule(reverse_in_place)
+try:
+    rev.vectorize(rev.get_loops(rev.get_block("swap"))[0])
+except mlc.errors.ScheduleError as err:
+    print(str(err).splitlines()[0])
+
+# %% [markdown]
+# Reading the element written (`B[vi] = B[vi] * 2`, the update of a reduction) is fine, and
+# so is reading within a slice that only this iteration writes: rows of a running sum
+# `A[vi, vj + 1] += A[vi, vj]` may run in parallel, its columns may not.
+
+# %% [markdown]
 # ## compute_at and compute_inline: where a producer runs
 # A producer `B` and a consumer `C`. By default `B` is computed whole before `C`.
 # `compute_inline` substitutes its formula into `C` (no buffer at all); `compute_at` computes
