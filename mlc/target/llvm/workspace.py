@@ -35,7 +35,7 @@ if TYPE_CHECKING:
         def thread_num(self) -> ir.Value: ...
 
 KEEP_MIN = 128 * 1024  # bytes; glibc's default threshold for handing blocks back
-KEEP_MAX = 256 * 1024 * 1024
+KEEP_MAX = 64 * 1024 * 1024  # a GEMM panel is a few MiB; a module should not sit on GiBs
 SLOTS = 16
 RELEASE = "__mlc_workspace_release"  # the name mlc.runtime.jit looks up
 
