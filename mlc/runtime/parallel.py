@@ -12,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import glob
+import math
 import os
 import time
 import warnings
@@ -88,12 +89,12 @@ def available(warn: bool = True) -> bool:
     return False
 
 
-PIN_AFTER_S = 200e-6  # a call this long (the last one) runs with its threads pinned
+PIN_AFTER_S = 200e-6  # a module whose calls all took this long runs with its threads pinned
 
 
 def on_own_cpus(call: Callable[..., None], threads: int) -> Callable[..., None]:
     """``call`` (a compiled function whose parallel loops use ``threads`` threads), run with
-    each thread of the team on a CPU of its own once its calls take a while.
+    each thread of the team on a CPU of its own once its calls are known to take a while.
 
     The team's threads sleep between loops; woken, Linux often ran a thread on its waker's
     CPU, and both then shared one CPU until the loop was over: a 1.3 ms conv2d took 2.5 ms
@@ -102,15 +103,17 @@ def on_own_cpus(call: Callable[..., None], threads: int) -> Callable[..., None]:
     and the calling thread to the first for the duration of the call (then given back
     its own CPU set): 1.27 ms in every batch. Pinning also takes away the scheduler's
     choice of a free CPU when another process is busy; for calls under
-    :data:`PIN_AFTER_S` (a 64^3 GEMM: 0.05 ms) that costs more than it saves, so a call
-    is pinned only when the previous one took longer. Where CPUs cannot be pinned (a
-    sandbox refusing ``sched_setaffinity``), calls run as they are."""
-    last = [0.0]
+    :data:`PIN_AFTER_S` (a 64^3 GEMM: 0.05 ms) that costs more than it saves. So a call is
+    pinned when the module's fastest call so far took longer; the decision settles after a
+    few calls (the fastest only gets faster), so a module is not timed half pinned and
+    half not. Where CPUs cannot be pinned (a sandbox refusing ``sched_setaffinity``),
+    calls run as they are."""
+    fastest = [math.inf]
 
     def pinned(*args: Any) -> None:
         start = time.perf_counter()
         try:
-            if last[0] < PIN_AFTER_S:
+            if not PIN_AFTER_S <= fastest[0] < math.inf:
                 return call(*args)
             try:
                 mine = os.sched_getaffinity(0)
@@ -125,7 +128,7 @@ def on_own_cpus(call: Callable[..., None], threads: int) -> Callable[..., None]:
             finally:
                 os.sched_setaffinity(0, mine)
         finally:
-            last[0] = time.perf_counter() - start
+            fastest[0] = min(fastest[0], time.perf_counter() - start)
 
     return pinned
 
