@@ -14,6 +14,7 @@ import ctypes.util
 import glob
 import math
 import os
+import threading
 import time
 import warnings
 from collections.abc import Callable
@@ -135,9 +136,10 @@ def on_own_cpus(call: Callable[..., None], threads: int) -> Callable[..., None]:
 
 def _pin_team(threads: int, cpus: list[int]) -> bool:
     """Pin threads 1.. of libgomp's team of ``threads`` to ``cpus[t % len(cpus)]`` (once per
-    team size and CPU set: libgomp keeps its threads, member ``t`` is the same thread in
-    every team of that size). False when that failed."""
-    key = (threads, tuple(cpus))
+    calling thread, team size and CPU set: libgomp keeps a pool of threads per thread that
+    starts parallel loops, and member ``t`` is the same thread in every team of that size).
+    False when that failed."""
+    key = (threading.get_ident(), threads, tuple(cpus))
     done = _state.setdefault("pinned", {})
     assert isinstance(done, dict)
     if key not in done:
