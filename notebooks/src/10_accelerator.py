@@ -357,44 +357,53 @@ assert nets[1].stats[0].alu_cycles > 0.8 * nets[1].stats[0].gemm_cycles
 from mlc.testing.exercises import exercise, expect
 
 rng_ex = np.random.default_rng(1)
-a_tile = rng_ex.integers(-128, 128, (8, 8), dtype=np.int8)
-w_tile = rng_ex.integers(-128, 128, (8, 8), dtype=np.int8)
 
 
-def bare_tile_program():
-    """The one-tile program of "A program by hand", without a single flag."""
+def bare_two_step_program():
+    """One tile of C accumulated over two steps of k, A0 @ W0.T + A1 @ W1.T, with the
+    second step's tiles loaded over the first's (one buffer each): no flags at all."""
     b = ProgramBuilder()
     k = b.uop_kernel([UOp(dst=0, src=0, wgt=0)])
-    b.load_uops(sram_base=0, table_offset=k, count=1)              # 0: micro-op kernel
-    b.gemm(0, 1, reset=True)                                        # 1: fill_zero(CL)
-    b.load(MemScope.INP, sram_base=0, dram_base=0, y_size=1, x_size=1)   # 2: A's tile
-    b.load(MemScope.WGT, sram_base=0, dram_base=1, y_size=1, x_size=1)   # 3: W's tile
-    b.gemm(0, 1)                                                    # 4: CL += AL @ WL.T
-    b.store(sram_base=0, dram_base=1, y_size=1, x_size=1)           # 5: C = CL
-    return b.finish()                                               # 6
+    b.load_uops(sram_base=0, table_offset=k, count=1)                    # 0: micro-op kernel
+    b.gemm(0, 1, reset=True)                                             # 1: fill_zero(CL)
+    b.load(MemScope.INP, sram_base=0, dram_base=0, y_size=1, x_size=1)   # 2: A0
+    b.load(MemScope.WGT, sram_base=0, dram_base=1, y_size=1, x_size=1)   # 3: W0
+    b.gemm(0, 1)                                                         # 4: CL += A0 @ W0.T
+    b.load(MemScope.INP, sram_base=0, dram_base=2, y_size=1, x_size=1)   # 5: A1, over A0
+    b.load(MemScope.WGT, sram_base=0, dram_base=3, y_size=1, x_size=1)   # 6: W1, over W0
+    b.gemm(0, 1)                                                         # 7: CL += A1 @ W1.T
+    b.store(sram_base=0, dram_base=1, y_size=1, x_size=1)                # 8: C = CL
+    return b.finish()                                                    # 9
+
+
+a_steps = rng_ex.integers(-128, 128, (2, 8, 8), dtype=np.int8)
+w_steps = rng_ex.integers(-128, 128, (2, 8, 8), dtype=np.int8)
 
 
 @exercise("1. tokens", hint="a token goes from the module that produces tiles to the one "
-          "that uses them: the weight load pushes to compute (push_next) and the GEMM pops it "
-          "(pop_prev); the GEMM pushes to store, the store pops it; the store pushes back "
-          "to compute (push_prev) and FINISH pops it (pop_next)")
+          "that uses them: each weight load pushes to compute (push_next) and its GEMM pops "
+          "it (pop_prev); the last GEMM pushes to store, the store pops it and pushes back to "
+          "compute (push_prev) for FINISH (pop_next). And the other way: the loads of step 2 "
+          "overwrite the tiles the first GEMM reads, so that GEMM gives the load module a "
+          "token when it is done (push_prev) and the first load of step 2 waits for it "
+          "(pop_next)")
 def check_tokens(flags):
-    bare_program = bare_tile_program()
+    bare_program = bare_two_step_program()
     table = flags()
     expect(isinstance(table, dict) and table, "return a dict {index: {flag: True, ...}}")
     mine = vdla.Program(tuple(dataclasses.replace(ins, **table.get(i, {}))
                               for i, ins in enumerate(bare_program.instructions)),
                         bare_program.uops)
     dram = vdla.DRAM()
-    dram.put("AW", np.stack([a_tile, w_tile]))
+    dram.put("AW", np.stack([a_steps[0], w_steps[0], a_steps[1], w_steps[1]]))
     dram.alloc("C", 256)
     try:
         vdla.simulate(mine, dram)
     except VDLAError as err:
         raise AssertionError(f"the program does not run: {str(err).split('. ')[0]}") from err
     c_tile = dram.get("C", np.int32, (8, 8))
-    expect(np.array_equal(c_tile, a_tile.astype(np.int32) @ w_tile.astype(np.int32).T),
-           "the program runs but C is not A @ W.T")
+    want = sum(a_steps[s].astype(np.int32) @ w_steps[s].astype(np.int32).T for s in (0, 1))
+    expect(np.array_equal(c_tile, want), "the program runs but C is not A0 @ W0.T + A1 @ W1.T")
 
 
 def vdla_gemm_again(m, n, k, block, kblock, threads=1):
@@ -447,18 +456,24 @@ def check_fewer_cycles(choose):
            f"notebook's (64, 64, 2) takes {baseline:,}); get under 46,000")
 
 # %% [markdown]
-# **1. Tokens.** `bare_tile_program()` is the one-tile program of "A program by hand" with no
-# flags at all (it races). Return the flags each instruction needs, as a dict `{index:
-# {"push_next": True, ...}}`, so that it runs race-free and computes `A @ W.T`. Don't call
-# `insert_dependencies` (you may look at its output above afterwards).
+# **1. Tokens.** `bare_two_step_program()` accumulates one tile of C over two steps of k,
+# `A0 @ W0.T + A1 @ W1.T`, loading the second step's tiles over the first's (one buffer
+# each), with no flags at all (it races). Return the flags each instruction needs, as a dict
+# `{index: {"push_next": True, ...}}`, so that it runs race-free and computes the sum. The
+# one-tile program of "A program by hand" has half the answer; the other half is new: what
+# must the second loads wait for? Don't call `insert_dependencies` (you may compare with it
+# afterwards).
 
 # %%
 def my_flags():
     ### BEGIN SOLUTION
     return {3: {"push_next": True},
-            4: {"pop_prev": True, "push_next": True},
-            5: {"pop_prev": True, "push_prev": True},
-            6: {"pop_next": True}}
+            4: {"pop_prev": True, "push_prev": True},
+            5: {"pop_next": True},
+            6: {"push_next": True},
+            7: {"pop_prev": True, "push_next": True},
+            8: {"pop_prev": True, "push_prev": True},
+            9: {"pop_next": True}}
     ### END SOLUTION
 
 check_tokens(my_flags)
