@@ -93,3 +93,47 @@ def test_updating_the_element_written_vectorizes():
     b = np.arange(64, dtype="float32")
     mlc.build(sch.mod)(b)
     np.testing.assert_array_equal(b, np.arange(64) * 2)
+
+
+@T.prim_func
+def shift_through_b(A: T.Buffer((9,), "float32"), B: T.Buffer((9,), "float32"),
+                    C: T.Buffer((8,), "float32")):
+    # iteration j writes B[j] and reads B[j + 1], which iteration j + 1 writes
+    for j in range(8):
+        with T.block("write"):
+            vj = T.axis.spatial(8, j)
+            B[vj] = A[vj] * 2.0
+        with T.block("read"):
+            vj = T.axis.spatial(8, j)
+            C[vj] = B[vj + 1]
+
+
+def test_two_blocks_passing_data_between_iterations_through_a_parameter_are_refused():
+    sch = tir.Schedule(shift_through_b)
+    (j,) = sch.get_loops(sch.get_block("write"))
+    with pytest.raises(ScheduleError) as err:
+        sch.parallel(j)
+    assert "block 'write' writes B[vj] and block 'read' reads B[vj + 1]" in str(err.value)
+    a = np.arange(9, dtype="float32")
+    b = np.full(9, 100.0, "float32")
+    c = np.zeros(8, "float32")
+    mlc.build(shift_through_b)(a, b, c)  # serially: each read comes before the write
+    np.testing.assert_array_equal(c, [100.0] * 8)
+
+
+def test_init_and_update_of_a_reduction_under_a_parallel_row_loop_are_fine():
+    from mlc import te
+
+    A = te.placeholder((32, 16), name="A")
+    k = te.reduce_axis((0, 16), name="k")
+    B = te.compute((32,), lambda i: te.sum(A[i, k], axis=k), name="B")
+    sch = tir.Schedule(te.create_prim_func([A, B]))
+    blk = sch.get_block("B")
+    i, kk = sch.get_loops(blk)
+    i0, i1 = sch.split(i, factors=[None, 4])
+    sch.decompose_reduction(blk, kk)
+    sch.parallel(i0)  # init and update both stay within rows i0*4 .. i0*4+3
+    a = np.random.default_rng(0).random((32, 16), dtype="float32")
+    b = np.zeros(32, "float32")
+    mlc.build(sch.mod)(a, b)
+    np.testing.assert_allclose(b, a.sum(axis=1), rtol=1e-5)

@@ -10,6 +10,13 @@ the very element it writes (``B[vi] = B[vi] * 2``, the update of a reduction) or
 slice that only this iteration writes: a dimension indexed in both by the same block
 variable that moves one-to-one with the loop (``A[vi, vj] = A[vi, vj - 1]`` may run its
 rows ``vi`` at once, not its columns ``vj``).
+
+Between two blocks under the loop (:func:`conflict_between_blocks`), only the function's
+own buffers are checked, in terms of the loops: a read of a parameter another block
+writes must lie, with the write, in a slice of one dimension that only this iteration
+touches (``C``'s init and update under a parallel row loop: both within its rows). An
+intermediate that a ``compute_at`` producer fills is not checked: neighbouring iterations
+may write the same elements of it, with the same values.
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ from __future__ import annotations
 from mlc.tir.arith.analyzer import Analyzer
 from mlc.tir.expr import BufferLoad, IntImm, PrimExpr, Range, Var
 from mlc.tir.functor import collect, substitute, uses_var
-from mlc.tir.stmt import Block, BlockRealize, BufferStore, For
+from mlc.tir.stmt import Block, BlockRealize, BufferStore, For, Stmt
 
 
 def conflicting_access(for_: For, br: BlockRealize) -> tuple[BufferStore, BufferLoad] | None:
@@ -76,3 +83,92 @@ def describe(block: Block, store: BufferStore, load: BufferLoad) -> str:
     r = ", ".join(str(i) for i in load.indices)
     return (f"block {block.name!r} writes {store.buffer.name}[{w}] and reads "
             f"{load.buffer.name}[{r}]")
+
+
+def conflict_between_blocks(for_: For, blocks: list[BlockRealize], params: set[Var]
+                            ) -> tuple[Block, BufferStore, Block, BufferLoad] | None:
+    """A store of one block and a load of another, under ``for_``, into the same parameter
+    buffer (data var in ``params``) that may belong to different iterations of ``for_``."""
+    inner = {f.loop_var: Range(f.min, f.extent)
+             for f in collect(for_, lambda n: isinstance(n, For))}
+    stores: list[tuple[Block, BufferStore, list[PrimExpr]]] = []
+    loads: list[tuple[Block, BufferLoad, list[PrimExpr]]] = []
+    for br in blocks:
+        block = br.block
+        if collect(block.body, lambda n: isinstance(n, BlockRealize)):
+            continue
+        if not any(uses_var(value, lambda x: x is for_.loop_var) for value in br.iter_values):
+            continue  # a block the loop does not move (refused above if it reduces)
+        bind = {iv.var: value for iv, value in zip(block.iter_vars, br.iter_values)}
+        for node in _accesses(block.body, block.init):
+            if node.buffer.data not in params:
+                continue
+            at = [substitute(i, bind) for i in node.indices]
+            if isinstance(node, BufferStore):
+                stores.append((block, node, at))
+            else:
+                loads.append((block, node, at))
+    for wb, store, w_at in stores:
+        for rb, load, r_at in loads:
+            if rb is wb or load.buffer.data is not store.buffer.data:
+                continue  # one block: conflicting_access
+            v = for_.loop_var
+            if not all(_affine(e, v) for e in (*w_at, *r_at)):
+                continue  # a fused or divided loop: not analysed here, trusted as before
+            if not any(_same_slice(w, r, v, inner) for w, r in zip(w_at, r_at)):
+                return wb, store, rb, load
+    return None
+
+
+def _affine(e: PrimExpr, v: Var) -> bool:
+    """Is ``e`` free of ``v``, or ``c * v + (something free of v)``?"""
+    if not uses_var(e, lambda x: x is v):
+        return True
+    ana = Analyzer()
+    at0 = ana.simplify(substitute(e, {v: IntImm(0, v.dtype)}))
+    step = ana.simplify(substitute(e, {v: IntImm(1, v.dtype)}) - at0)
+    return isinstance(step, IntImm) and ana.can_prove_equal(e, step * v + at0)
+
+
+def _accesses(body: Stmt, init: Stmt | None) -> list[BufferStore | BufferLoad]:
+    found = collect(body, lambda n: isinstance(n, (BufferStore, BufferLoad)))
+    if init is not None:
+        found += collect(init, lambda n: isinstance(n, (BufferStore, BufferLoad)))
+    return found
+
+
+def _same_slice(w: PrimExpr, r: PrimExpr, v: Var, inner: dict[Var, Range]) -> bool:
+    """Are ``w`` and ``r`` both ``c * v + (something)`` with the same ``c``, whose
+    somethings, for fixed enclosing loops, lie in one window narrower than ``|c|`` over the
+    loops inside ``v``'s? Then what one iteration writes there, no other reads."""
+    ana = Analyzer()
+    parts = []
+    for e in (w, r):
+        at0 = ana.simplify(substitute(e, {v: IntImm(0, v.dtype)}))
+        step = ana.simplify(substitute(e, {v: IntImm(1, v.dtype)}) - at0)
+        if not isinstance(step, IntImm) or step.value == 0:
+            return False
+        if not ana.can_prove_equal(e, step * v + at0):
+            return False
+        parts.append((step.value, at0))
+    (cw, rest_w), (cr, rest_r) = parts
+    if cw != cr:
+        return False
+    base = ana.simplify(substitute(rest_w, {x: rng.min for x, rng in inner.items()}))
+    for var, rng in inner.items():
+        ana.bind(var, rng)
+    ends = []
+    for rest in (rest_w, rest_r):
+        spread = ana.simplify(rest - base)
+        if uses_var(spread, lambda x: x not in inner):
+            return False
+        ends.extend(ana.const_int_bound(spread))
+    return bool(max(ends) - min(ends) < abs(cw))
+
+
+def describe_between(store_block: Block, store: BufferStore, load_block: Block,
+                     load: BufferLoad) -> str:
+    w = ", ".join(str(i) for i in store.indices)
+    r = ", ".join(str(i) for i in load.indices)
+    return (f"block {store_block.name!r} writes {store.buffer.name}[{w}] and block "
+            f"{load_block.name!r} reads {load.buffer.name}[{r}]")

@@ -18,7 +18,12 @@ from mlc.tir.expr import (
 from mlc.tir.functor import uses_var
 from mlc.tir.schedule import state
 from mlc.tir.schedule.base import ScheduleBase
-from mlc.tir.schedule.dependence import conflicting_access, describe
+from mlc.tir.schedule.dependence import (
+    conflict_between_blocks,
+    conflicting_access,
+    describe,
+    describe_between,
+)
 from mlc.tir.schedule.trace import BlockRV, LoopRV
 from mlc.tir.stmt import Block, BlockRealize, For, ForKind
 from mlc.tir.thread_tag import BINDABLE
@@ -218,3 +223,12 @@ class LoopAnnotationPrimitives(ScheduleBase):
                     "elements at once",
                     {for_: what, br: "does not use the loop"},
                 )
+        params = {p.data for p in self._func.params}
+        between = conflict_between_blocks(for_, outer, params) if len(outer) > 1 else None
+        if between is not None:
+            raise self._error(
+                f"{what}: {describe_between(*between)}; one iteration of {name!r} may read "
+                "an element another writes, so the iterations must run one after another. "
+                "Choose a loop whose iterations touch separate elements",
+                {for_: what},
+            )
