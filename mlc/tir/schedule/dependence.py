@@ -157,7 +157,7 @@ def _same_slice(w: PrimExpr, r: PrimExpr, v: Var, inner: dict[Var, Range]) -> bo
     base = ana.simplify(substitute(rest_w, {x: rng.min for x, rng in inner.items()}))
     for var, rng in inner.items():
         ana.bind(var, rng)
-    ends = []
+    ends: list[float] = []
     for rest in (rest_w, rest_r):
         spread = ana.simplify(rest - base)
         if uses_var(spread, lambda x: x not in inner):
