@@ -4,6 +4,9 @@
 ``MLC_TRACE=1``    print the loop IR after every lowering pass (``mlc.lower``)
 ``MLC_DEBUG=1``    run the IR verifier after every lowering pass
 ``MLC_NUM_THREADS`` threads for ``parallel`` loops (default: all cores)
+``MLC_PIN_THREADS=0`` leave the threads of parallel loops where the OS puts them (default:
+                   on CPUs of their own for calls of 0.2 ms or more, see
+                   ``mlc.runtime.parallel.on_own_cpus``); read when a module is built
 ``MLC_BOUNDS_CHECK=0`` compile without run-time index checks (experts, for timing;
                    ``mlc.build(..., bounds_check=False)`` does the same for one build)
 ``MLC_TIMING_LOCK`` the file whose ``flock`` makes timings exclusive on a machine (default
@@ -26,6 +29,12 @@ _TRUE = {"1", "true", "yes", "on"}
 
 def _flag(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in _TRUE
+
+
+def pin_threads() -> bool:
+    """False when ``MLC_PIN_THREADS`` is 0/false/no/off: parallel loops' threads are not
+    pinned to CPUs of their own."""
+    return os.environ.get("MLC_PIN_THREADS", "").strip().lower() not in {"0", "false", "no", "off"}
 
 
 def trace() -> bool:

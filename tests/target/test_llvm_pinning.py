@@ -79,3 +79,13 @@ def test_where_cpus_cannot_be_pinned_the_call_runs_as_it_is(monkeypatch):
     f(a, b)
     f(a, b)
     np.testing.assert_array_equal(b, 3.0)
+
+
+def test_mlc_pin_threads_0_leaves_the_threads_alone(monkeypatch):
+    import ctypes
+
+    monkeypatch.setenv("MLC_PIN_THREADS", "0")
+    f = _scale_rows()
+    assert isinstance(f._cfunc, ctypes._CFuncPtr)  # called as it is, never pinned
+    monkeypatch.setenv("MLC_PIN_THREADS", "1")
+    assert not isinstance(_scale_rows()._cfunc, ctypes._CFuncPtr)

@@ -59,5 +59,6 @@ def compile_lowered(
 
         c_source = codegen_c(func, src.entry)
     compiled = jit.compile_ir(src.ir, src.entry, tgt)
-    threads = config.num_threads() if src.uses_parallel_runtime else 0
+    pin = src.uses_parallel_runtime and config.pin_threads()
+    threads = config.num_threads() if pin else 0  # the team to pin (0: none)
     return Module(func, src.entry, tgt, src.ir, compiled, c_source, src.check_sites, threads)
