@@ -44,7 +44,11 @@ def run(code: str, tmp: Path, *args: str, uid: bool = True, **kwargs) -> tuple[i
 @pytest.fixture
 def tmp(tmp_path):
     os.chmod(tmp_path, 0o700)
-    return tmp_path
+    yield tmp_path
+    # a job may leave folders nested ~1000 deep: pytest's own clean-up of old temporary
+    # folders (shutil.rmtree) would die of RecursionError on them three sessions later
+    for child in tmp_path.iterdir():
+        remove_tree(child)
 
 
 def test_the_job_sees_only_its_own_processes(tmp):
