@@ -5,7 +5,7 @@
 ``MLC_DEBUG=1``    run the IR verifier after every lowering pass
 ``MLC_NUM_THREADS`` threads for ``parallel`` loops (default: all cores)
 ``MLC_PIN_THREADS=0`` leave the threads of parallel loops where the OS puts them (default:
-                   on CPUs of their own for calls of 0.2 ms or more, see
+                   on CPUs of their own, see
                    ``mlc.runtime.parallel.on_own_cpus``); read when a module is built
 ``MLC_BOUNDS_CHECK=0`` compile without run-time index checks (experts, for timing;
                    ``mlc.build(..., bounds_check=False)`` does the same for one build)
