@@ -14,6 +14,12 @@ table shows the medians and their ratio.
 
 from __future__ import annotations
 
+import os
+
+# parallel loops' threads on CPUs of their own (mlc.runtime.parallel.on_own_cpus): without it
+# the OS often ran both threads on one CPU here (read when a module is built)
+os.environ.setdefault("MLC_PIN_THREADS", "1")
+
 import argparse
 import statistics
 import sys

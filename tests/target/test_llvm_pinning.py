@@ -21,6 +21,11 @@ pytestmark = pytest.mark.skipif(
 ROWS, COLS = 64, 1 << 14
 
 
+@pytest.fixture(autouse=True)
+def pinning_on(monkeypatch):
+    monkeypatch.setenv("MLC_PIN_THREADS", "1")
+
+
 def _scale_rows():
     A = Buffer("A", (ROWS * COLS,), "float32")
     B = Buffer("B", (ROWS * COLS,), "float32")
@@ -81,9 +86,11 @@ def test_where_cpus_cannot_be_pinned_the_call_runs_as_it_is(monkeypatch):
     np.testing.assert_array_equal(b, 3.0)
 
 
-def test_mlc_pin_threads_0_leaves_the_threads_alone(monkeypatch):
+def test_pinning_is_off_unless_mlc_pin_threads_is_set(monkeypatch):
     import ctypes
 
+    monkeypatch.delenv("MLC_PIN_THREADS")
+    assert isinstance(_scale_rows()._cfunc, ctypes._CFuncPtr)  # off by default
     monkeypatch.setenv("MLC_PIN_THREADS", "0")
     f = _scale_rows()
     assert isinstance(f._cfunc, ctypes._CFuncPtr)  # called as it is, never pinned
