@@ -59,23 +59,20 @@ def _one_to_one(value: PrimExpr, v: Var, inner: dict[Var, Range]) -> bool:
     """Is ``value`` (a block variable's binding) ``c * v + r``, where ``r``, for fixed
     enclosing loops, spans less than ``|c|`` over the loops inside ``v``'s? Then two
     iterations of ``v`` never give it the same value."""
-    if not uses_var(value, lambda x: x is v):
-        return False
+    return _same_slice(value, value, v, inner)
+
+
+def _split_affine(e: PrimExpr, v: Var) -> tuple[int, PrimExpr] | None:
+    """``(c, r)`` with ``e == c * v + r`` and ``r`` free of ``v`` (``c`` is 0 when ``e``
+    does not use ``v``); None when ``e`` is not of that form (a fused or divided loop)."""
     ana = Analyzer()
-    at0 = ana.simplify(substitute(value, {v: IntImm(0, v.dtype)}))
-    step = ana.simplify(substitute(value, {v: IntImm(1, v.dtype)}) - at0)
-    if not isinstance(step, IntImm) or step.value == 0:
-        return False
-    if not ana.can_prove_equal(value, step * v + at0):
-        return False
-    # enclosing loops are fixed while v runs: what varies is r's part from inner loops
-    spread = ana.simplify(at0 - substitute(at0, {var: rng.min for var, rng in inner.items()}))
-    if uses_var(spread, lambda x: x not in inner):
-        return False  # not separable (say, a remainder of both): not proven
-    for var, rng in inner.items():
-        ana.bind(var, rng)
-    lo, hi = ana.const_int_bound(spread)
-    return bool(hi - lo < abs(step.value))
+    at0 = ana.simplify(substitute(e, {v: IntImm(0, v.dtype)}))
+    if not uses_var(e, lambda x: x is v):
+        return 0, at0
+    step = ana.simplify(substitute(e, {v: IntImm(1, v.dtype)}) - at0)
+    if not isinstance(step, IntImm) or not ana.can_prove_equal(e, step * v + at0):
+        return None
+    return step.value, at0
 
 
 def describe(block: Block, store: BufferStore, load: BufferLoad) -> str:
@@ -113,21 +110,11 @@ def conflict_between_blocks(for_: For, blocks: list[BlockRealize], params: set[V
             if rb is wb or load.buffer.data is not store.buffer.data:
                 continue  # one block: conflicting_access
             v = for_.loop_var
-            if not all(_affine(e, v) for e in (*w_at, *r_at)):
+            if any(_split_affine(e, v) is None for e in (*w_at, *r_at)):
                 continue  # a fused or divided loop: not analysed here, trusted as before
             if not any(_same_slice(w, r, v, inner) for w, r in zip(w_at, r_at)):
                 return wb, store, rb, load
     return None
-
-
-def _affine(e: PrimExpr, v: Var) -> bool:
-    """Is ``e`` free of ``v``, or ``c * v + (something free of v)``?"""
-    if not uses_var(e, lambda x: x is v):
-        return True
-    ana = Analyzer()
-    at0 = ana.simplify(substitute(e, {v: IntImm(0, v.dtype)}))
-    step = ana.simplify(substitute(e, {v: IntImm(1, v.dtype)}) - at0)
-    return isinstance(step, IntImm) and ana.can_prove_equal(e, step * v + at0)
 
 
 def _accesses(body: Stmt, init: Stmt | None) -> list[BufferStore | BufferLoad]:
@@ -141,19 +128,11 @@ def _same_slice(w: PrimExpr, r: PrimExpr, v: Var, inner: dict[Var, Range]) -> bo
     """Are ``w`` and ``r`` both ``c * v + (something)`` with the same ``c``, whose
     somethings, for fixed enclosing loops, lie in one window narrower than ``|c|`` over the
     loops inside ``v``'s? Then what one iteration writes there, no other reads."""
-    ana = Analyzer()
-    parts = []
-    for e in (w, r):
-        at0 = ana.simplify(substitute(e, {v: IntImm(0, v.dtype)}))
-        step = ana.simplify(substitute(e, {v: IntImm(1, v.dtype)}) - at0)
-        if not isinstance(step, IntImm) or step.value == 0:
-            return False
-        if not ana.can_prove_equal(e, step * v + at0):
-            return False
-        parts.append((step.value, at0))
-    (cw, rest_w), (cr, rest_r) = parts
-    if cw != cr:
+    pw, pr = _split_affine(w, v), _split_affine(r, v)
+    if pw is None or pr is None or pw[0] == 0 or pw[0] != pr[0]:
         return False
+    (cw, rest_w), (_, rest_r) = pw, pr
+    ana = Analyzer()
     base = ana.simplify(substitute(rest_w, {x: rng.min for x, rng in inner.items()}))
     for var, rng in inner.items():
         ana.bind(var, rng)
