@@ -6,6 +6,7 @@ its parts; nothing else in mlc parses dtype strings.
 
 from __future__ import annotations
 
+import functools
 import re
 
 from mlc.errors import MLCTypeError
@@ -27,7 +28,12 @@ SCALAR_DTYPES = (
 
 _VECTOR = re.compile(r"^([a-z]+[0-9]*)x([0-9]+)$")
 
+# The helpers below are called for every node of every pass (thousands of times per
+# build) with a handful of distinct strings: each answer is computed once.
+_cached = functools.lru_cache(maxsize=4096)
 
+
+@_cached
 def split_lanes(dtype: str) -> tuple[str, int]:
     """``"float32x8"`` -> ``("float32", 8)``; ``"float32"`` -> ``("float32", 1)``."""
     m = _VECTOR.match(dtype)
@@ -53,10 +59,12 @@ def check(dtype: object) -> str:
     return dtype
 
 
+@_cached
 def element(dtype: str) -> str:
     return split_lanes(dtype)[0]
 
 
+@_cached
 def lanes(dtype: str) -> int:
     return split_lanes(dtype)[1]
 
@@ -66,24 +74,29 @@ def with_lanes(dtype: str, n: int) -> str:
     return scalar if n == 1 else f"{scalar}x{n}"
 
 
+@_cached
 def is_float(dtype: str) -> bool:
     return element(dtype).startswith("float")
 
 
+@_cached
 def is_int(dtype: str) -> bool:
     """Signed or unsigned integer (not bool)."""
     e = element(dtype)
     return e.startswith("int") or e.startswith("uint")
 
 
+@_cached
 def is_uint(dtype: str) -> bool:
     return element(dtype).startswith("uint")
 
 
+@_cached
 def is_bool(dtype: str) -> bool:
     return element(dtype) == "bool"
 
 
+@_cached
 def bits(dtype: str) -> int:
     e = element(dtype)
     if e == "bool":

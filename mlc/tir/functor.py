@@ -15,7 +15,6 @@ only when one of its children changed, so unchanged subtrees stay the same objec
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -27,33 +26,77 @@ from mlc.tir.stmt import Buffer, BufferRegion, PrimFunc, Stmt
 _NODE_TYPES = (PrimExpr, Stmt, Range, IterVar, BufferRegion, Buffer, PrimFunc)
 
 
-@functools.cache
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
 def _field_names(cls: type) -> tuple[str, ...]:
-    return tuple(f.name for f in dataclasses.fields(cls))
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in dataclasses.fields(cls))
+    return names
 
 
-def _children(node: Any) -> list[tuple[str, Any]]:
-    cls: Any = type(node)  # a node class: hashable, though mypy cannot tell from type[Any]
-    return [(name, getattr(node, name)) for name in _field_names(cls)]
+_NODE, _TUPLE, _LEAF = 1, 2, 0
+_VALUE_KIND: dict[type, int] = {}
+"""Per class of a field's value: a node to visit, a tuple to walk, or a leaf (a dtype
+string, an int, a name); looked up instead of testing isinstance against every node type."""
 
 
-class IRVisitor:
+def _value_kind(cls: type) -> int:
+    kind = _VALUE_KIND.get(cls)
+    if kind is None:
+        if issubclass(cls, _NODE_TYPES):
+            kind = _NODE
+        else:
+            kind = _TUPLE if issubclass(cls, tuple) else _LEAF
+        _VALUE_KIND[cls] = kind
+    return kind
+
+
+class _Dispatch:
+    """Which ``visit_<NodeName>`` method (or None: walk the fields) a visitor class uses
+    for each node class, looked up once per pair: the walk is the compiler's inner loop
+    (every pass and the code generators), and ``getattr`` with a built name on every node
+    was a tenth of a build. Each visitor class gets its own table (``__init_subclass__``),
+    so a class defined inside a function is collected with its table."""
+
+    _visit_methods: dict[type, Callable[..., Any] | None]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._visit_methods = {}
+
+    @classmethod
+    def _method_for(cls, node_cls: type) -> Callable[..., Any] | None:
+        method: Callable[..., Any] | None = getattr(cls, "visit_" + node_cls.__name__, None)
+        cls._visit_methods[node_cls] = method
+        return method
+
+
+class IRVisitor(_Dispatch):
     """Calls ``visit_<ClassName>(node)`` when defined, else walks the node's fields."""
 
     def visit(self, node: Any) -> None:
-        method: Callable[[Any], None] | None = getattr(
-            self, "visit_" + type(node).__name__, None
-        )
+        node_cls = type(node)
+        try:
+            method = self._visit_methods[node_cls]
+        except KeyError:
+            method = self._method_for(node_cls)
         if method is not None:
-            method(node)
+            method(self, node)
         else:
             self.generic_visit(node)
 
     def generic_visit(self, node: Any) -> None:
         if isinstance(node, CommReducer):
             return  # the reducer's own variables are not part of the program
-        for _, value in _children(node):
-            self._visit_value(value)
+        for name in _field_names(type(node)):
+            value = getattr(node, name)
+            kind = _value_kind(type(value))
+            if kind == _NODE:
+                self.visit(value)
+            elif kind == _TUPLE:
+                self._visit_value(value)
 
     def _visit_value(self, value: Any) -> None:
         if isinstance(value, _NODE_TYPES):
@@ -67,25 +110,38 @@ class IRVisitor:
         pass
 
 
-class IRMutator:
+class IRMutator(_Dispatch):
     """Calls ``visit_<ClassName>(node)`` when defined, else rebuilds the node from its visited
     fields (only if something changed)."""
 
     def visit(self, node: Any) -> Any:
-        method: Callable[[Any], Any] | None = getattr(self, "visit_" + type(node).__name__, None)
+        node_cls = type(node)
+        try:
+            method = self._visit_methods[node_cls]
+        except KeyError:
+            method = self._method_for(node_cls)
         if method is not None:
-            return method(node)
+            return method(self, node)
         return self.generic_visit(node)
 
     def generic_visit(self, node: Any) -> Any:
         if isinstance(node, CommReducer):
             return node
-        changes: dict[str, Any] = {}
-        for name, value in _children(node):
-            new = self._visit_value(value)
+        changes: dict[str, Any] | None = None
+        for name in _field_names(type(node)):
+            value = getattr(node, name)
+            kind = _value_kind(type(value))
+            if kind == _NODE:
+                new = self.visit(value)
+            elif kind == _TUPLE:
+                new = self._visit_value(value)
+            else:
+                continue
             if new is not value:
+                if changes is None:
+                    changes = {}
                 changes[name] = new
-        if not changes:
+        if changes is None:
             return node
         return dataclasses.replace(node, **changes)
 
@@ -106,15 +162,26 @@ class IRMutator:
         return node
 
 
+class _PostOrder(IRVisitor):
+    def __init__(self, fn: Callable[[Any], None]) -> None:
+        self.fn = fn
+
+    def visit(self, node: Any) -> None:
+        super().visit(node)
+        self.fn(node)
+
+
 def post_order_visit(node: Any, fn: Callable[[Any], None]) -> None:
     """Call ``fn`` on every expression and statement under ``node``, children first."""
+    _PostOrder(fn).visit(node)
 
-    class _Visitor(IRVisitor):
-        def visit(self, n: Any) -> None:
-            super().visit(n)
-            fn(n)
 
-    _Visitor().visit(node)
+class _Substitute(IRMutator):
+    def __init__(self, mapping: Mapping[Var, PrimExpr]) -> None:
+        self.mapping = mapping
+
+    def visit_Var(self, node: Var) -> Any:
+        return self.mapping.get(node, node)
 
 
 def substitute(node: Any, mapping: Mapping[Var, PrimExpr]) -> Any:
@@ -122,12 +189,7 @@ def substitute(node: Any, mapping: Mapping[Var, PrimExpr]) -> Any:
     only where they appear as loads/stores, not in the buffer definitions)."""
     if not mapping:
         return node
-
-    class _Sub(IRMutator):
-        def visit_Var(self, v: Var) -> Any:
-            return mapping.get(v, v)
-
-    return _Sub().visit(node)
+    return _Substitute(mapping).visit(node)
 
 
 def uses_var(node: Any, pred: Callable[[Var], bool]) -> bool:
@@ -147,18 +209,21 @@ class _Found(Exception):
     """Ends a :func:`contains` walk at the first match."""
 
 
+class _Search(IRVisitor):
+    def __init__(self, pred: Callable[[Any], bool]) -> None:
+        self.pred = pred
+
+    def visit(self, node: Any) -> None:
+        if self.pred(node):
+            raise _Found
+        super().visit(node)
+
+
 def contains(node: Any, pred: Callable[[Any], bool]) -> bool:
     """True when some expression or statement under ``node`` (``node`` included) satisfies
     ``pred``; stops at the first one. Buffers' definitions are not searched."""
-
-    class _Search(IRVisitor):
-        def visit(self, n: Any) -> None:
-            if pred(n):
-                raise _Found
-            super().visit(n)
-
     try:
-        _Search().visit(node)
+        _Search(pred).visit(node)
     except _Found:
         return True
     return False
