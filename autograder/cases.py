@@ -47,6 +47,16 @@ def random_inputs(spec: InputSpec, seed: int) -> dict[str, np.ndarray]:
     return arrays
 
 
+def parse_json(text: str | bytes) -> Any:
+    """``json.loads`` for text a kernel wrote: whatever is wrong with it (nesting past the
+    recursion limit included, which ``json`` raises as a ``RecursionError``) is a
+    ``ValueError``, so that a hostile export is the student's failure, never the grader's."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("the JSON is nested too deeply") from None
+
+
 def compare(expected: np.ndarray, got: Any, rtol: float, atol: float) -> tuple[bool, str]:
     """Compare a student's array with the expected one; return (ok, message for a student)."""
     if not isinstance(got, np.ndarray):
@@ -98,8 +108,8 @@ class Case:
             return 0.0, "no result was produced (the cell failed or never ran)"
         try:
             got = np.load(path, allow_pickle=False)
-        except (ValueError, OSError) as err:
-            return 0.0, f"the exported result cannot be read: {err}"
+        except Exception as err:  # noqa: BLE001 - an empty or cut file is EOFError, and so on
+            return 0.0, f"the exported result cannot be read: {type(err).__name__}: {err}"
         ok, message = compare(self.expected(), got, self.rtol, self.atol)
         return (1.0 if ok else 0.0), message
 
@@ -231,7 +241,9 @@ def replay_export(case_id: str, exports: Path, workdir: Path,
     if not path.is_file():
         return None, "no schedule trace was produced (the cell failed or never ran)"
     try:
-        text = json.loads(path.read_text())["text"]
+        text = parse_json(path.read_bytes())["text"]
+        if not isinstance(text, str):
+            raise TypeError(f"the trace is a {type(text).__name__}, not text")
     except (ValueError, KeyError, TypeError) as err:
         return None, f"the exported trace cannot be read: {err}"
     trace_file = workdir / f"{case_id}.trace.json"

@@ -34,6 +34,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from autograder.cases import parse_json
+
 MAX_TENSOR_BYTES = 16 << 20
 MAX_NODES = 5000
 
@@ -96,7 +98,7 @@ def load_graph(text: str) -> tuple[Any, list[Any]]:
     from mlc import graph
 
     try:
-        data = json.loads(text)
+        data = parse_json(text)
         entries = data["nodes"]
         inputs, outputs = data["inputs"], data["outputs"]
     except (ValueError, KeyError, TypeError) as err:
@@ -108,6 +110,7 @@ def load_graph(text: str) -> tuple[Any, list[Any]]:
         if not isinstance(entry, dict):
             raise GraphFormatError(f"node {k} is not an object")
         kind = entry.get("kind")
+        node: Any
         try:
             if kind == "var":
                 shape = _shape(entry)
@@ -268,9 +271,9 @@ class GraphCase:
 
     def _check_groups(self, g: Any, nodes: list[Any], text: str) -> tuple[float, str]:
         try:
-            groups = json.loads(text)["groups"]
+            groups = parse_json(text)["groups"]
             groups = [[int(k) for k in grp] for grp in groups]
-        except (ValueError, KeyError, TypeError) as err:
+        except (ValueError, KeyError, TypeError, OverflowError) as err:  # Infinity: Overflow
             return 0.0, f"the exported groups cannot be read: {err}"
         problem = partition_message(groups, nodes)
         if problem:
@@ -293,7 +296,7 @@ class GraphCase:
         if path.stat().st_size > 64 * MAX_TENSOR_BYTES:
             return 0.0, "the exported result is too large"
         try:
-            text = json.loads(path.read_text())["text"]
+            text = parse_json(path.read_bytes())["text"]
         except (ValueError, KeyError, TypeError, OSError) as err:
             return 0.0, f"the exported result cannot be read: {err}"
         try:

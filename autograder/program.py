@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from autograder.cases import TECase, compare, load_grader, random_inputs
+from autograder.cases import TECase, compare, load_grader, parse_json, random_inputs
 
 MAX_PROGRAM_BYTES = 4 << 20  # a te program of the course prints in a few KiB
 
@@ -96,7 +96,7 @@ def main(argv: list[str]) -> int:
     if not isinstance(case, TECase):
         raise SystemExit(f"{case_id} is not a TECase")
     try:
-        text = json.loads(Path(program_path).read_text())["program"]
+        text = parse_json(Path(program_path).read_bytes())["program"]
         if not isinstance(text, str):
             raise TypeError("the program is not text")
     except (ValueError, KeyError, TypeError) as err:

@@ -42,7 +42,7 @@ def count_samples(text):
     """How many sampling instructions (the search space's coordinates) a trace holds."""
     try:
         insts = json.loads(text)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):  # RecursionError: nested too deeply
         return 0
     if not isinstance(insts, list):
         return 0
@@ -73,7 +73,7 @@ class TunedTraceCase(TraceCase):
         if path.is_file():
             try:
                 problem = self._space_problem(json.loads(path.read_text())["text"])
-            except (ValueError, KeyError, TypeError):
+            except (ValueError, KeyError, TypeError, RecursionError):
                 problem = None  # the parent reports the unreadable export
             if problem:
                 return 0.0, problem

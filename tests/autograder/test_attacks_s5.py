@@ -1,0 +1,103 @@
+"""A hostile student against the grader's trusted side: what the grader itself does with what
+a notebook leaves behind. Each attack here once worked:
+
+* an export the grader could not parse (an empty ``.npy``, JSON nested past the recursion
+  limit, ``Infinity`` as a node number, a trace that is not text) raised in the grader: the
+  row became ``grader-error``, blaming the grader, and the student's other tests went
+  ungraded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from conftest import variant
+
+from autograder.cases import load_grader, replay_export, run_plain
+from autograder.grade import GradingConfig, grade_submission
+
+REPO = Path(__file__).resolve().parents[2]
+A3 = load_grader(REPO / "autograder" / "tests" / "a3_fusion" / "grader.py")
+A4 = load_grader(REPO / "autograder" / "tests" / "a4_tuning" / "grader.py")
+
+# The add test's export replaced by an empty file (np.load raises EOFError on it); the
+# softmax test is the student's own work and must still count.
+EMPTY_EXPORT = """
+import os
+import autograder.harness as h
+real_export = h.export
+h.export = lambda case, value: None if case == "add_hidden" else real_export(case, value)
+open(os.path.join(os.environ["AUTOGRADER_EXCHANGE"], "exports", "add_hidden.npy"), "wb").close()
+"""
+NESTED = "[" * 200_000 + "]" * 200_000  # json.loads: RecursionError, not ValueError
+
+
+def grade_one(demo, tmp_path, name: str, cell: str, at: int = 3) -> tuple[object, Path]:
+    """Grade the demo solution with ``cell`` inserted; keep the grader's folders to look at."""
+    notebook = variant(demo["solution"], tmp_path / "subs" / f"{name}.ipynb", insert={at: cell})
+    work = tmp_path / "work"
+    work.mkdir()
+    result = grade_submission(notebook, GradingConfig("demo_numpy", tests_root=demo["tests"],
+                                                      cell_timeout=10), workroot=work, keep=True)
+    (run_root,) = work.iterdir()
+    return result, run_root
+
+
+def test_an_unreadable_array_export_fails_its_test_not_the_grader(demo, tmp_path):
+    result, _ = grade_one(demo, tmp_path, "empty", EMPTY_EXPORT)
+    assert result.status == "ok", result.reason
+    assert [(t.id, t.score) for t in result.tests] == [("t_add", 0.0), ("t_softmax", 3.0)]
+    assert "hidden test add_hidden: failed" in result.tests[0].feedback()
+
+
+@pytest.mark.parametrize("export", [
+    NESTED,
+    json.dumps({"text": 5}),  # a trace that is not text
+    json.dumps({"text": [["get_block", {"name": "C"}, ["b0"]]]}),
+])
+def test_an_unreadable_trace_export_is_a_zero_with_a_reason(tmp_path, export):
+    (tmp_path / "exports").mkdir()
+    (tmp_path / "exports" / "gemm_speed.json").write_text(export)
+
+    def never(cmd, cwd):
+        raise AssertionError("an unreadable trace must not be replayed")
+
+    report, why = replay_export("gemm_speed", tmp_path / "exports", tmp_path, never,
+                                lambda trace, out: [])
+    assert report is None and "cannot be read" in why
+
+
+@pytest.mark.parametrize("case_id, text", [
+    ("fuse_mlp", NESTED),
+    ("fuse_mlp", '{"groups": [[Infinity]]}'),  # int(inf): OverflowError
+    ("fold_mlp", NESTED),
+])
+def test_an_unreadable_graph_export_is_a_zero_with_a_reason(tmp_path, case_id, text):
+    exports = tmp_path / "exports"
+    exports.mkdir()
+    (exports / f"{case_id}.json").write_text(json.dumps({"text": text}))
+    fraction, message = A3.case(case_id).check_export(
+        exports, grader_path=A3.path, workdir=tmp_path, run_trusted=run_plain)
+    assert fraction == 0.0 and message
+
+
+def test_a4s_space_check_reads_a_nested_trace_without_raising(tmp_path):
+    exports = tmp_path / "exports"
+    exports.mkdir()
+    (exports / "tuned_speed.json").write_text(json.dumps({"text": NESTED}))
+    fraction, message = A4.case("tuned_speed").check_export(
+        exports, grader_path=A4.path, workdir=tmp_path, run_trusted=run_plain)
+    assert fraction == 0.0 and "sampling" in message
+
+
+def test_nested_json_in_the_whole_export_file_is_a_zero(tmp_path):
+    exports = tmp_path / "exports"
+    exports.mkdir()
+    (exports / "fuse_mlp.json").write_text(NESTED)
+    fraction, message = A3.case("fuse_mlp").check_export(
+        exports, grader_path=A3.path, workdir=tmp_path, run_trusted=run_plain)
+    assert fraction == 0.0 and "cannot be read" in message
+    assert os.path.exists(exports / "fuse_mlp.json")
