@@ -11,14 +11,19 @@ from mlc.errors import MLCError
 from mlc.script.tir_syntax import _zero_like
 from mlc.tir.analysis import structural_equal
 from mlc.tir.arith import Analyzer
+from mlc.tir.arith.evaluate import evaluate_known
 from mlc.tir.arith.region import eval_region
 from mlc.tir.expr import (
     BufferLoad,
+    Call,
     IntImm,
+    IterVar,
+    Let,
     Max,
     Min,
     PrimExpr,
     Range,
+    Select,
     Var,
 )
 from mlc.tir.stmt import (
@@ -27,6 +32,8 @@ from mlc.tir.stmt import (
     BufferRegion,
     BufferStore,
     For,
+    IfThenElse,
+    LetStmt,
     Stmt,
 )
 
@@ -140,3 +147,100 @@ def _hull(regions: list[list[Range]]) -> tuple[Range, ...]:
         lo_s = ana.simplify(lo)
         out.append(Range(lo_s, ana.simplify(hi - lo_s)))
     return tuple(out)
+
+
+def check_declared_access(block_name: str, iter_vars: Sequence[IterVar], body: Stmt,
+                          init: Stmt | None, allocs: Sequence[Buffer],
+                          reads: Sequence[BufferRegion] | None,
+                          writes: Sequence[BufferRegion] | None) -> str | None:
+    """What a block's explicit ``T.reads`` / ``T.writes`` leave out, or None.
+
+    The schedule trusts the declared regions (``compute_at`` computes a producer only over
+    what its consumer declares it reads), so a region that lies gives a wrong answer later.
+    Each access of the body that depends on the block's variables alone is evaluated at
+    corners of the iteration domain; one that falls outside every declared region of its
+    buffer is a lie, shown with the point. Accesses under a condition, inside inner loops or
+    over symbolic domains are not judged (no false alarm: only a counterexample refuses)."""
+    if not all(isinstance(iv.dom.min, IntImm) and isinstance(iv.dom.extent, IntImm)
+               for iv in iter_vars):
+        return None
+    own = {id(iv.var) for iv in iter_vars}
+    local = {id(b) for b in allocs}
+    accesses: list[tuple[str, Buffer, tuple[PrimExpr, ...]]] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, (For, BlockRealize, IfThenElse, Select, LetStmt, Let)):
+            return  # inner loops, nested blocks, conditions: not judged
+        if isinstance(node, Call) and node.op == "if_then_else":
+            return
+        if isinstance(node, (BufferLoad, BufferStore)):
+            if id(node.buffer) not in local and all(_only(i, own) for i in node.indices):
+                verb = "reads" if isinstance(node, BufferLoad) else "writes"
+                accesses.append((verb, node.buffer, tuple(node.indices)))
+        if isinstance(node, (Stmt, PrimExpr)):
+            for name in getattr(node, "__dataclass_fields__", {}):
+                value = getattr(node, name)
+                for x in value if isinstance(value, tuple) else (value,):
+                    if isinstance(x, (Stmt, PrimExpr)):
+                        walk(x)
+
+    if init is not None:
+        walk(init)
+    walk(body)
+    for point in _corners(iter_vars):
+        for verb, buf, indices in accesses:
+            declared = reads if verb == "reads" else writes
+            if declared is None:
+                continue
+            regions = [r for r in declared if r.buffer is buf]
+            if verb == "reads" and writes is not None:  # a reduction reads what it writes
+                regions += [r for r in writes if r.buffer is buf]
+            where = "T.reads" if verb == "reads" else "T.writes"
+            if not regions:
+                return (f'block "{block_name}" {verb} {buf.name} but its {where}(...) does not '
+                        f"list {buf.name}; list every region the block {verb}, or leave "
+                        f"{where} out and mlc infers it")
+            idx = [evaluate_known(i, point) for i in indices]
+            if any(v is None for v in idx) or any(_covers(r, idx, point) for r in regions):
+                continue
+            at = ", ".join(f"{iv.var.name} = {point[id(iv.var)]}" for iv in iter_vars)
+            shown = ", ".join(str(i) for i in indices)
+            return (f'block "{block_name}" {verb} {buf.name}[{shown}], which is '
+                    f"{buf.name}[{', '.join(str(v) for v in idx)}] at {at}, outside the "
+                    f"regions its {where}(...) declares; the schedule trusts them, so list "
+                    f"every region the block {verb}, or leave {where} out and mlc infers it")
+    return None
+
+
+def _only(e: PrimExpr, own: set[int]) -> bool:
+    from mlc.tir.functor import contains
+
+    return not contains(e, lambda n: isinstance(n, (Var, BufferLoad)) and (
+        isinstance(n, BufferLoad) or id(n) not in own))
+
+
+def _corners(iter_vars: Sequence[IterVar]) -> list[dict[int, int]]:
+    """The first, middle and last value of each variable, at most 81 combinations."""
+    import itertools
+
+    choices = []
+    for iv in iter_vars:
+        lo, n = int(iv.dom.min.value), int(iv.dom.extent.value)  # type: ignore[attr-defined]
+        if n <= 0:
+            return []  # the block never runs
+        choices.append(sorted({lo, lo + n // 2, lo + n - 1}) if len(iter_vars) <= 4
+                       else sorted({lo, lo + n - 1}))
+    points = []
+    for combo in itertools.islice(itertools.product(*choices), 81):
+        points.append({id(iv.var): v for iv, v in zip(iter_vars, combo)})
+    return points
+
+
+def _covers(region: BufferRegion, idx: list[Any], point: dict[int, int]) -> bool:
+    for r, i in zip(region.region, idx):
+        lo, n = evaluate_known(r.min, point), evaluate_known(r.extent, point)
+        if lo is None or n is None:
+            return True  # a region we cannot evaluate is not judged
+        if not lo <= i < lo + n:
+            return False
+    return True

@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from mlc.script.tir_access import _infer_access
+from mlc.script.tir_access import _infer_access, check_declared_access
 from mlc.script.tir_stmt import _StmtParser
 from mlc.script.tir_syntax import (
     _AXIS_KINDS,
@@ -48,6 +48,9 @@ class _BlockParser(_StmtParser):
     def _with(self, s: ast.With) -> Stmt:
         if len(s.items) != 1 or not isinstance(s.items[0].context_expr, ast.Call):
             raise self.error(s, 'expected `with T.block("name"):`')
+        if s.items[0].optional_vars is not None:
+            raise self.error(s.items[0].optional_vars, '`with T.block("name"):` binds no '
+                                                       "name; remove `as ...`")
         call = s.items[0].context_expr
         assert isinstance(call, ast.Call)
         name = self._callee(call)
@@ -71,6 +74,7 @@ class _BlockParser(_StmtParser):
         values: list[PrimExpr] = []
         reads: list[BufferRegion] | None = None
         writes: list[BufferRegion] | None = None
+        region_node: ast.AST | None = None  # the T.reads / T.writes line
         predicate: PrimExpr = const(True)
         annotations: tuple[tuple[str, Any], ...] = ()
         allocs: list[Buffer] = []
@@ -98,8 +102,10 @@ class _BlockParser(_StmtParser):
                     allocs.append(buf)
                 elif hdr is not None and hname == "reads":
                     reads = self._regions(hdr)
+                    region_node = region_node or hdr
                 elif hdr is not None and hname == "writes":
                     writes = self._regions(hdr)
+                    region_node = region_node or hdr
                 elif hdr is not None and hname == "where":
                     if len(hdr.args) != 1:
                         raise self.error(hdr, "T.where takes one condition")
@@ -122,6 +128,9 @@ class _BlockParser(_StmtParser):
             body = self.stmts(body_nodes)
         finally:
             self.f.scopes.pop()
+        lie = check_declared_access(name, iter_vars, body, init, allocs, reads, writes)
+        if lie is not None:
+            raise self.error(region_node, lie)
         if reads is None or writes is None:
             inferred_r, inferred_w = _infer_access(body, init, allocs, self.f.loops)
             reads = inferred_r if reads is None else reads

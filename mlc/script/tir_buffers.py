@@ -15,6 +15,7 @@ from mlc.script.tir_syntax import (
 )
 from mlc.tir import dtype as dt
 from mlc.tir.expr import (
+    IntImm,
     PrimExpr,
     SizeVar,
 )
@@ -92,8 +93,10 @@ class _BufferParser(_ExprParser):
                 out.append(self.f.lookup(e.value))
                 continue
             x = self.expr(e)
-            if not dt.is_int(x.dtype):
+            if not dt.is_int(x.dtype) or dt.is_bool(x.dtype):
                 raise self.error(e, f"a buffer dimension must be an integer, got {x.dtype}")
+            if isinstance(x, IntImm) and x.value < 0:
+                raise self.error(e, f"a buffer dimension cannot be negative, got {x.value}")
             out.append(x)
         return tuple(out)
 

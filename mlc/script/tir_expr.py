@@ -73,9 +73,8 @@ class _ExprParser:
         name = dotted(call.func)
         if name is None:
             return None
-        root = name.split(".")[0]
-        if self.f.lookup(root) is not None:
-            return None  # a local variable, not a TVMScript builtin
+        # A local (a buffer or a variable) is never called, so `T.grid(...)` is the builtin
+        # even when a buffer is named T, and `max(a, b)` even beside a buffer named max.
         return normalize_name(name)
 
     def _cond(self, node: ast.expr) -> PrimExpr:
@@ -133,6 +132,12 @@ class _ExprParser:
             raise self.error(node, f"undefined name {node.id!r}: expected a loop variable, a "
                                    "block variable, a size variable or a constant")
         if isinstance(node, ast.UnaryOp):
+            literal = node.operand.value if isinstance(node.operand, ast.Constant) else None
+            if isinstance(node.op, ast.USub) and type(literal) in (int, float):
+                assert isinstance(literal, (int, float))
+                return const(-literal)  # -2147483648 is an int32, as printed
+            if isinstance(node.op, ast.Not):
+                return Not(self._cond(node.operand))
             operand = self.expr(node.operand)
             if isinstance(node.op, ast.USub):
                 if isinstance(operand, IntImm):
@@ -142,8 +147,6 @@ class _ExprParser:
                 return -operand
             if isinstance(node.op, ast.UAdd):
                 return operand
-            if isinstance(node.op, ast.Not):
-                return Not(operand)
             raise self.error(node, "~ is not supported on expressions; use `not`")
         if isinstance(node, ast.BinOp):
             return self._binop(node.op, self.expr(node.left), self.expr(node.right), node)
@@ -220,7 +223,11 @@ class _ExprParser:
             if len(args) < 2:
                 raise self.error(node, f'T.{name}("float32", "expf", x): the result dtype, '
                                        "the C function's name, then its arguments")
-            dtype = self.literal(args.pop(0))
+            dtype = self.literal(args[0])
+            if not isinstance(dtype, str) or not _is_dtype(dtype):
+                raise self.error(args[0], f'T.{name}: the result dtype comes first, a string '
+                                          f'like "float32"; got {ast.unparse(args[0])}')
+            args.pop(0)
         fname = self.expr(args[0]) if args else None
         if not isinstance(fname, StringImm):
             raise self.error(node, f"T.{name}: the function's name (a string) comes first")
@@ -250,11 +257,14 @@ class _ExprParser:
                 raise self.error(node, f"T.{name}(x) needs a value")
             arity(1, f"T.{name}(x)")
             if isinstance(args[0], ast.Constant) and isinstance(args[0].value, str):
+                if not dt.is_float(name):
+                    raise self.error(node, f'T.{name}("{args[0].value}"): only a float dtype '
+                                           'takes a string ("nan", "inf")')
                 return FloatImm(float(args[0].value), name)  # "nan", "inf"
             v = self.expr(args[0])
             if isinstance(v, (IntImm, FloatImm)) and isinstance(args[0], (ast.Constant,
                                                                          ast.UnaryOp)):
-                return const(v.value, name)
+                return self.constant(v.value, name, node)
             return self._cast(name, v, node)
         if name in ("Cast", "cast"):
             arity(2, 'T.Cast("float32", x)')
@@ -302,10 +312,10 @@ class _ExprParser:
             return Call(dtype, name, tuple(vals))
         if name == "ramp":
             arity(3, "ramp(base, stride, lanes)")
-            return Ramp(self.expr(args[0]), self.expr(args[1]), self._int_literal(args[2]))
+            return Ramp(self.expr(args[0]), self.expr(args[1]), self._lanes(args[2]))
         if name == "broadcast":
             arity(2, "broadcast(value, lanes)")
-            return Broadcast(self.expr(args[0]), self._int_literal(args[1]))
+            return Broadcast(self.expr(args[0]), self._lanes(args[1]))
         if name == "let":
             arity(3, "let(var, value, body)")
             if not isinstance(args[0], ast.Name):
@@ -325,10 +335,29 @@ class _ExprParser:
                                     "T.float32(x), and the intrinsics: "
                                     + ", ".join(intrin.names()))
 
+    def constant(self, value: Any, dtype: str, node: ast.AST) -> PrimExpr:
+        """``T.int8(-128)``: a literal of ``dtype``, refused when ``dtype`` cannot hold it
+        (``T.int8(1000)`` would wrap to -24 in the compiled code)."""
+        if dt.is_int(dtype) and not dt.is_bool(dtype) and isinstance(value, (int, float)):
+            lo, hi = _int_range(dtype)
+            if not lo <= value <= hi:
+                raise self.error(node, f"{value!r} does not fit {dtype} (from {lo} to {hi}); "
+                                       "use a wider dtype or a value in that range")
+        try:
+            return const(value, dtype)
+        except MLCError as e:
+            raise self.error(node, str(e)) from None
+
     def _int_literal(self, node: ast.expr) -> int:
         v = self.literal(node)
         if not isinstance(v, int) or isinstance(v, bool):
             raise self.error(node, "expected an integer constant")
+        return v
+
+    def _lanes(self, node: ast.expr) -> int:
+        v = self._int_literal(node)
+        if v < 1:
+            raise self.error(node, f"a vector has at least one lane, got {v}")
         return v
 
     def _cast(self, dtype: Any, value: PrimExpr, node: ast.AST) -> PrimExpr:
@@ -337,3 +366,10 @@ class _ExprParser:
         if value.dtype == dtype:
             return value
         return Cast(dtype, value)
+
+
+def _int_range(dtype: str) -> tuple[int, int]:
+    bits = dt.bits(dtype)
+    if dt.is_uint(dtype):
+        return 0, 2**bits - 1
+    return -(2 ** (bits - 1)), 2 ** (bits - 1) - 1

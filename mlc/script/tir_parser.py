@@ -72,6 +72,14 @@ class TIRParser(_BlockParser):
             raise self.error(fdef, "the prim_func is nested too deeply to read") from None
 
     def _parse_func(self, fdef: ast.FunctionDef) -> PrimFunc:
+        for d in fdef.decorator_list:
+            if not is_prim_func_decorator(d):
+                raise self.error(d, f"prim_func {fdef.name!r} takes one decorator, "
+                                    f"@T.prim_func; remove @{ast.unparse(d)}")
+        if fdef.returns is not None and not (isinstance(fdef.returns, ast.Constant)
+                                             and fdef.returns.value is None):
+            raise self.error(fdef.returns, "a prim_func returns nothing (it writes its output "
+                                           "buffers); remove the return annotation")
         for s in fdef.body:  # `n = T.int64()` declares a size the parameters' shapes use
             if self._size_var_decl(s):
                 continue
@@ -102,6 +110,13 @@ class TIRParser(_BlockParser):
         if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
             raise self.error(fdef, "a prim_func takes plain parameters, each annotated with "
                                    'T.Buffer((shape), "dtype") or T.handle')
+        if args.defaults:
+            raise self.error(args.defaults[0], "a prim_func parameter has no default value")
+        seen: set[str] = set()
+        for a in args.args:
+            if a.arg in seen:
+                raise self.error(a, f"parameter {a.arg!r} is declared twice")
+            seen.add(a.arg)
         params: list[Buffer | str | Var] = []
         scalars = self._scalar_params(fdef)
         for a in args.args:

@@ -8,7 +8,6 @@ import ast
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from mlc.errors import MLCError
 from mlc.script.tir_buffers import _BufferParser
 from mlc.script.tir_syntax import (
     _HEADER_CALLS,
@@ -27,7 +26,6 @@ from mlc.tir.expr import (
     PrimExpr,
     Range,
     Var,
-    const,
 )
 from mlc.tir.stmt import (
     Allocate,
@@ -116,6 +114,8 @@ class _StmtParser(_BufferParser):
                 if name == "func_attr":
                     raise self.error(s, "T.func_attr must come first in the function body")
                 if name == "evaluate":
+                    if len(s.value.args) != 1 or s.value.keywords:
+                        raise self.error(s, "T.evaluate takes one expression: T.evaluate(x)")
                     return Evaluate(self.expr(s.value.args[0]))
             return Evaluate(self.expr(s.value))
         if isinstance(s, ast.Return) and s.value is None:
@@ -140,6 +140,10 @@ class _StmtParser(_BufferParser):
         if isinstance(s, ast.AugAssign):
             value = self._binop(s.op, BufferLoad(buf, indices), value, s)
         value = self._as_dtype(value, buf.dtype, s.value)
+        if dt.element(value.dtype) != dt.element(buf.dtype):
+            raise self.error(s.value, f"{buf.name} holds {buf.dtype} but the value stored is "
+                                      f"{value.dtype}; cast it: "
+                                      f'T.Cast("{dt.element(buf.dtype)}", ...)')
         return BufferStore(buf, value, indices)
 
     def _as_dtype(self, value: PrimExpr, dtype: str, node: ast.AST) -> PrimExpr:
@@ -147,10 +151,7 @@ class _StmtParser(_BufferParser):
         if dt.element(value.dtype) == dt.element(dtype):
             return value
         if isinstance(value, (IntImm, FloatImm)) and dt.lanes(value.dtype) == 1:
-            try:
-                return const(value.value, dtype)
-            except MLCError as e:
-                raise self.error(node, str(e)) from None
+            return self.constant(value.value, dtype, node)
         return value
     # -- loops ---------------------------------------------------------------------------------
     def _for(self, s: ast.For) -> Stmt:

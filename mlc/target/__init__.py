@@ -24,7 +24,7 @@ from typing import Any
 
 from mlc.target.target import KINDS, Backend, Target, TargetError, TargetKind, backend, parse_target
 from mlc.tir.stmt import PrimFunc
-from mlc.transform import is_lowered, run_passes
+from mlc.transform import check_bounds, is_lowered, run_passes
 from mlc.transform import lower as lower_common
 
 
@@ -37,6 +37,8 @@ def lower(func: PrimFunc, target: str | dict[str, Any] | Target | None = None) -
             func = run_passes(func, tgt.backend.common_passes, title="before lowering")
         else:
             func = lower_common(func)
+    else:  # a script of plain loops: no lowering to do, but no access may leave its array
+        func = check_bounds(func)
     if tgt is None:
         return func
     return run_passes(func, tgt.backend.passes, title=f"before the {tgt.kind} passes")

@@ -24,8 +24,10 @@ from __future__ import annotations
 
 import dataclasses
 import html
+import keyword
 import math
 import re
+import unicodedata
 from typing import Any, cast
 
 from mlc.tir import dtype as dt
@@ -142,7 +144,7 @@ class _Printer:
         found = self.names.get(key)
         if found is not None:
             return found
-        base = obj.name or "v"
+        base = _identifier(obj.name or "v")
         name = base
         n = 1
         while name in self.used:
@@ -477,7 +479,33 @@ def _is_plain_root(body: Stmt) -> bool:
 
 
 def _quote(s: str) -> str:
-    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    """A Python string literal of ``s``: quotes, backslashes and what is not printable
+    (a newline, a NUL) escaped, so a block named ``"a\\nb"`` prints on one line."""
+    out = []
+    for c in s:
+        if c in "\\\"":
+            out.append("\\" + c)
+        elif c.isprintable():
+            out.append(c)
+        else:
+            out.append(c.encode("unicode_escape", "backslashreplace").decode("ascii"))
+    return '"' + "".join(out) + '"'
+
+
+def _identifier(name: str) -> str:
+    """``name`` as a Python identifier that reads back as itself: characters an identifier
+    cannot hold become ``_`` (``"my tensor"`` -> ``my_tensor``), a leading digit gets a
+    ``v``, a keyword a trailing ``_`` (``lambda_``), and the text is NFKC-normalized as
+    Python normalizes identifiers (``"\ufb01"``, the ligature fi, reads back as ``fi``)."""
+    if name.isidentifier() and name.isascii() and not keyword.iskeyword(name):
+        return name
+    text = unicodedata.normalize("NFKC", name)
+    text = "".join(c if ("_" + c).isidentifier() else "_" for c in text)
+    if not text.isidentifier():
+        text = "v" + text
+    if keyword.iskeyword(text):
+        text += "_"
+    return unicodedata.normalize("NFKC", text)
 
 
 def _marks(mark: object | None) -> dict[int, str]:

@@ -14,6 +14,11 @@ kernel runs (``check_index``, the code generators' checks).
 
 Accesses under a condition (``te.if_then_else``, a reduction's ``where=``, a guard) are not
 checked: the condition is what keeps them in bounds, as in a padded convolution.
+
+Accesses outside blocks (a script of plain loops, ``for i in range(100): A[i] = ...``) are
+bounded over the enclosing loops' ranges, and a block's binding must stay inside the domain
+its iteration variable declares (``vi = T.axis.spatial(8, i + 50)`` is refused): the check of
+the block's accesses, and the code generator's, trust that domain.
 """
 
 from __future__ import annotations
@@ -22,9 +27,9 @@ from typing import Any
 
 from mlc.errors import LoweringError
 from mlc.tir.arith import Analyzer
-from mlc.tir.expr import BufferLoad, IntImm, PrimExpr, Range, Select, Var
+from mlc.tir.expr import BufferLoad, IntImm, IterVar, PrimExpr, Range, Select, Var
 from mlc.tir.functor import IRVisitor
-from mlc.tir.stmt import Block, BufferStore, IfThenElse, PrimFunc
+from mlc.tir.stmt import Block, BlockRealize, BufferStore, For, IfThenElse, PrimFunc
 
 
 def check_bounds(func: PrimFunc) -> PrimFunc:
@@ -38,14 +43,55 @@ class _Checker(IRVisitor):
         self.func = func
         self.block: Block | None = None
         self.domains: dict[Var, Range] = {}  # iteration variables of the enclosing blocks
+        self.loops: dict[Var, Range] = {}  # the enclosing loops (outside and inside blocks)
+        self.analyzer = Analyzer()
+
+    def visit_For(self, op: For) -> None:
+        self.visit(op.min)
+        self.visit(op.extent)
+        if isinstance(op.extent, IntImm) and op.extent.value <= 0:
+            return  # the body never runs
+        saved = dict(self.loops)
+        self.loops[op.loop_var] = Range(op.min, op.extent)
+        self.analyzer.bind(op.loop_var, Range(op.min, op.extent))
+        self.visit(op.body)
+        self.loops = saved
+
+    def visit_BlockRealize(self, op: BlockRealize) -> None:
+        for value in op.iter_values:
+            self.visit(value)
+        self.visit(op.predicate)
+        if _is_true(op.predicate):  # a predicate (a split that does not divide) may let a
+            for iv, value in zip(op.block.iter_vars, op.iter_values):  # binding leave it
+                self._check_binding(op.block, iv.var, iv.dom, value)
+        self.visit(op.block)
+
+    def _check_binding(self, block: Block, var: Var, dom: Range, value: PrimExpr) -> None:
+        if not (isinstance(dom.min, IntImm) and isinstance(dom.extent, IntImm)):
+            return
+        lo, hi = self.analyzer.const_int_bound(value)
+        end = dom.min.value + dom.extent.value
+        if not (isinstance(lo, int) and isinstance(hi, int)) or (
+                lo >= dom.min.value and hi < end):
+            return
+        loops = ", ".join(f"{v.name} in [{r.min}, {_end(r.min, r.extent)})"
+                          for v, r in self.loops.items())
+        raise LoweringError(
+            f'block "{block.name}" binds its iteration variable {var.name} to {value}, which '
+            f"reaches {lo if lo < dom.min.value else hi}{f' (with {loops})' if loops else ''}"
+            f", but {var.name} declares the domain [{dom.min.value}, {end}). The accesses of "
+            f"the block are checked over that domain: give {var.name} the domain its binding "
+            f"covers (T.axis.spatial({hi + 1}, ...)) or bind it to a value inside it."
+        )
 
     def visit_Block(self, block: Block) -> None:
         outer, saved = self.block, dict(self.domains)
         self.block = block
         self.domains.update({iv.var: iv.dom for iv in block.iter_vars})
-        self.analyzer = Analyzer()
         for var, dom in self.domains.items():
             self.analyzer.bind(var, dom)
+        for buf in block.alloc_buffers:
+            self.visit(buf)
         if block.init is not None:
             self.visit(block.init)
         self.visit(block.body)
@@ -67,8 +113,6 @@ class _Checker(IRVisitor):
         self.generic_visit(op)
 
     def _check(self, op: Any, verb: str) -> None:
-        if self.block is None or not self.block.iter_vars:
-            return
         buf = op.buffer
         for dim, (index, size) in enumerate(zip(op.indices, buf.shape)):
             if not isinstance(size, IntImm):
@@ -78,14 +122,22 @@ class _Checker(IRVisitor):
                 continue
             if lo >= 0 and hi < size.value:
                 continue
+            ranges: list[IterVar | Var] = []
+            ranges += self.block.iter_vars if self.block is not None else ()
+            ranges += [v for v in self.loops if _uses(index, v)]
             domains = ", ".join(
                 f"{iv.var.name} in [{iv.dom.min}, {_end(iv.dom.min, iv.dom.extent)})"
-                for iv in self.block.iter_vars
+                if not isinstance(iv, Var) else
+                f"{iv.name} in [{self.loops[iv].min}, "
+                f"{_end(self.loops[iv].min, self.loops[iv].extent)})"
+                for iv in ranges
             )
             shown = ", ".join(str(i) for i in op.indices)
             bad = lo if lo < 0 else hi
+            who = f'block "{self.block.name}"' if self.block is not None else "the program"
+            where = f" with {domains}" if domains else ""
             raise LoweringError(
-                f'block "{self.block.name}" {verb} {buf.name}[{shown}] with {domains}: its index '
+                f"{who} {verb} {buf.name}[{shown}]{where}: its index "
                 f"in dimension {dim} ({index}) reaches {bad}, but {buf.name} has shape "
                 f"{tuple(_int(s) for s in buf.shape)}. Check the index arithmetic, or guard the "
                 "access with te.if_then_else(cond, value, 0.0) (e.g. for padding)."
@@ -100,3 +152,13 @@ def _end(lo: PrimExpr, extent: PrimExpr) -> str:
 
 def _int(e: PrimExpr) -> Any:
     return e.value if isinstance(e, IntImm) else str(e)
+
+
+def _is_true(e: PrimExpr) -> bool:
+    return isinstance(e, IntImm) and e.value == 1
+
+
+def _uses(e: PrimExpr, v: Var) -> bool:
+    from mlc.tir.functor import uses_var
+
+    return uses_var(e, lambda x: x is v)

@@ -1,0 +1,223 @@
+"""Hostile scripts and programs for TVMScript: names the printer cannot print as they are,
+constants at the edges of their dtypes, stores of the wrong dtype, Python the parser must
+refuse, accesses outside an array in plain-loop scripts, block bindings outside their
+domain and ``T.reads`` that lie. Each was found to crash, compute a wrong answer or fail to
+round-trip; each now round-trips, computes what numpy computes, or raises a typed error."""
+
+from __future__ import annotations
+
+import textwrap
+
+import numpy as np
+import pytest
+
+import mlc
+from mlc import te, tir
+from mlc.errors import LoweringError, ScriptError
+from mlc.script import from_source
+
+HEADER = '@T.prim_func\ndef f(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):\n'
+
+
+def _func(body: str, header: str = HEADER) -> str:
+    return header + textwrap.indent(textwrap.dedent(body), "    ")
+
+
+def _round_trip(func: tir.PrimFunc) -> list[tir.PrimFunc]:
+    out = []
+    for text in (str(func), func.script()):
+        back = from_source(text)
+        tir.assert_structural_equal(func, back)
+        out.append(back)
+    return out
+
+
+# -- names the printer must make readable back -------------------------------------------------
+
+@pytest.mark.parametrize("a_name, b_name", [
+    ("my tensor", "B"), ("A", "lambda"), ("T", "B"), ("range", "B"), ("A", "max"),
+    ("exp", "B"), ("A", "1x"), ("A.b", "B"), ("None", "True"), ("block", "axis"),
+    ("x\ny", "B"), ('a"b', "B"), ("\ufb01", "fi"),  # the ligature fi is NFKC "fi"
+])
+def test_tensor_names_that_are_not_plain_identifiers_round_trip(a_name: str,
+                                                                b_name: str) -> None:
+    A = te.placeholder((4,), name=a_name)
+    B = te.compute((4,), lambda i: te.exp(A[i]) + te.max(A[i], 1.0), name=b_name)
+    func = te.create_prim_func([A, B])
+    a = np.linspace(-2, 2, 4, dtype="float32")
+    for back in _round_trip(func):
+        b = np.zeros(4, "float32")
+        mlc.build(back, target="llvm")(a, b)
+        np.testing.assert_allclose(b, np.exp(a) + np.maximum(a, 1.0), rtol=1e-6)
+
+
+def test_loop_variables_named_like_builtins_round_trip() -> None:
+    A = te.placeholder((4, 4), name="A")
+    B = te.compute((4, 4), lambda T, range: A[T, range] * 2.0, name="B")
+    _round_trip(te.create_prim_func([A, B]))
+
+
+def test_block_names_with_control_characters_print_on_one_line() -> None:
+    A = te.placeholder((4,), name="A")
+    B = te.compute((4,), lambda i: A[i] + 1.0, name="x\n\ty\x00\u2028")
+    func = te.create_prim_func([A, B])
+    assert "\n\ty" not in func.script()
+    _round_trip(func)
+
+
+# -- constants at the edges --------------------------------------------------------------------
+
+def test_int32_min_literal_stays_int32() -> None:
+    X = te.placeholder((4,), "int32", name="X")
+    Y = te.compute((4,), lambda i: X[i] + te.const(-(2**31), "int32"), name="Y")
+    func = te.create_prim_func([X, Y])
+    x = np.arange(4, dtype="int32")
+    for back in _round_trip(func):
+        y = np.zeros(4, "int32")
+        mlc.build(back, target="llvm")(x, y)
+        np.testing.assert_array_equal(y, x + np.int32(-(2**31)))
+
+
+@pytest.mark.parametrize("dtype, expr, expected", [
+    ("int8", "T.int8(1000)", "1000 does not fit int8"),
+    ("uint8", "T.uint8(-1)", "-1 does not fit uint8"),
+    ("uint8", "300", "300 does not fit uint8"),
+    ("int32", 'T.int32("nan")', "only a float dtype takes a string"),
+])
+def test_literals_a_dtype_cannot_hold_are_refused(dtype: str, expr: str, expected: str) -> None:
+    text = (f'@T.prim_func\ndef f(A: T.Buffer((8,), "{dtype}")):\n'
+            f"    for i in range(8):\n        A[i] = {expr}\n")
+    with pytest.raises(ScriptError, match=expected) as info:
+        from_source(text)
+    assert info.value.lineno == 4
+
+
+def test_int8_edges_are_accepted_and_computed() -> None:
+    text = ('@T.prim_func\ndef f(A: T.Buffer((2,), "int8")):\n'
+            "    A[0] = T.int8(-128)\n    A[1] = T.int8(127)\n")
+    a = np.zeros(2, "int8")
+    mlc.build(from_source(text), target="llvm")(a)
+    np.testing.assert_array_equal(a, [-128, 127])
+
+
+# -- expressions the code generator cannot take ------------------------------------------------
+
+@pytest.mark.parametrize("body, expected", [
+    ("A[0] = T.Cast('float32', not A[1])\n", r"expected a condition \(bool\)"),
+    ("A[0] = T.ramp(0, 1, 0)\n", "at least one lane, got 0"),
+    ("A[0] = T.broadcast(1.0, -4)\n", "at least one lane, got -4"),
+    ("T.call_extern(3, 'f')\n", "the result dtype comes first"),
+    ("T.evaluate()\n", "T.evaluate takes one expression"),
+    ("for i in range(8):\n    B[i] = T.Cast('int32', A[i])\n", "B holds float32 but the "
+     "value stored is int32"),
+    ("X = T.alloc_buffer((-1,), 'float32')\nX[0] = 1.0\n", "cannot be negative"),
+])
+def test_expressions_codegen_cannot_take_are_script_errors(body: str, expected: str) -> None:
+    with pytest.raises(ScriptError, match=expected):
+        from_source(_func(body))
+
+
+# -- Python the parser must refuse -------------------------------------------------------------
+
+@pytest.mark.parametrize("text, line, expected", [
+    ('@T.prim_func\n@os.system("touch x")\ndef f(A: T.Buffer((8,), "float32")):\n    pass\n',
+     2, "takes one decorator"),
+    ('@T.prim_func\ndef f(A: T.Buffer((8,), "float32") = os.system("x")):\n    pass\n',
+     2, "no default value"),
+    ('@T.prim_func\ndef f(A: T.Buffer((8,), "float32")) -> os.system("x"):\n    pass\n',
+     2, "returns nothing"),
+    ('@T.prim_func\ndef f(A: T.Buffer((8,), "float32"), A: T.Buffer((4,), "float32")):\n'
+     "    pass\n", 2, "'A' is declared twice"),
+    (_func("with T.block('a') as x:\n    A[0] = 1.0\n"), 3, "binds no name"),
+])
+def test_python_that_is_not_a_prim_func_is_refused(text: str, line: int, expected: str) -> None:
+    with pytest.raises(ScriptError, match=expected) as info:
+        from_source(text)
+    assert info.value.lineno == line
+
+
+def test_a_return_annotation_of_none_is_accepted() -> None:
+    func = from_source('@T.prim_func\ndef f(A: T.Buffer((8,), "float32")) -> None:\n'
+                       "    A[0] = 1.0\n")
+    assert func.name == "f"
+
+
+# -- accesses outside an array in scripts of plain loops ---------------------------------------
+
+@pytest.mark.parametrize("body, expected", [
+    ("A[-1] = 1.0\n", "writes A[-1]: its index in dimension 0 (-1) reaches -1"),
+    ("A[100000] = 1.0\n", "reaches 100000"),
+    ("for i in range(100):\n    A[i] = 1.0\n", "writes A[i] with i in [0, 100)"),
+    ("for i in range(8):\n    B[i] = A[i + 1]\n", "reads A[i + 1] with i in [0, 8)"),
+])
+def test_plain_loop_scripts_are_bounds_checked(body: str, expected: str) -> None:
+    # these wrote outside the numpy array (heap corruption, then an abort of the process)
+    func = from_source(_func(body))
+    with pytest.raises(LoweringError) as info:
+        mlc.build(func, target="llvm")
+    assert expected in str(info.value)
+
+
+def test_a_write_into_a_zero_size_parameter_is_refused() -> None:
+    func = from_source('@T.prim_func\ndef f(A: T.Buffer((0,), "float32")):\n    A[0] = 1.0\n')
+    with pytest.raises(LoweringError, match=r"A has shape \(0,\)"):
+        mlc.build(func, target="llvm")
+
+
+def test_plain_loop_scripts_in_bounds_still_compute() -> None:
+    func = from_source(_func("for i in range(7):\n    B[i] = A[i + 1] * 2.0\nB[7] = 0.0\n"))
+    a, b = np.arange(8, dtype="float32"), np.full(8, -1, "float32")
+    mlc.build(func, target="llvm")(a, b)
+    np.testing.assert_array_equal(b, np.append(a[1:] * 2, 0))
+
+
+# -- blocks that lie ---------------------------------------------------------------------------
+
+def test_a_binding_outside_its_domain_is_refused() -> None:
+    # the block's accesses were checked over vi in [0, 8) while vi took 50..57: the kernel
+    # wrote past the array without a word
+    func = from_source(_func("""
+        for i in range(8):
+            with T.block("b"):
+                vi = T.axis.spatial(8, i + 50)
+                A[vi - 50] = 1.0
+    """))
+    with pytest.raises(LoweringError, match=r'block "b" binds its iteration variable vi to '
+                                            r"i \+ 50, which reaches 57"):
+        mlc.build(func, target="llvm")
+
+
+LYING = '''
+@T.prim_func
+def f(A: T.Buffer((8,), "float32"), C: T.Buffer((8,), "float32")):
+    B = T.alloc_buffer((8,), "float32")
+    for i in range(8):
+        with T.block("B"):
+            vi = T.axis.spatial(8, i)
+            B[vi] = A[vi] + 1.0
+    for i in range(8):
+        with T.block("C"):
+            vi = T.axis.spatial(8, i)
+            T.reads({reads})
+            T.writes(C[vi])
+            C[vi] = B[7 - vi] * 2.0
+'''
+
+
+@pytest.mark.parametrize("reads, expected", [
+    ("B[vi]", r'block "C" reads B\[7 - vi\], which is B\[7\] at vi = 0, outside the regions'),
+    ("A[vi]", r'block "C" reads B but its T.reads\(...\) does not list B'),
+])
+def test_reads_that_lie_are_refused(reads: str, expected: str) -> None:
+    # compute_at trusted T.reads(B[vi]) and computed B[i] only: C read garbage (NaN)
+    with pytest.raises(ScriptError, match=expected) as info:
+        from_source(LYING.format(reads=reads))
+    assert info.value.lineno == 12
+
+
+def test_honest_reads_compute_at_matches_numpy() -> None:
+    sch = tir.Schedule(from_source(LYING.format(reads="B[0:8]")))
+    sch.compute_at(sch.get_block("B"), sch.get_loops(sch.get_block("C"))[0])
+    a, c = np.arange(8, dtype="float32"), np.zeros(8, "float32")
+    mlc.build(sch.mod, target="llvm")(a, c)
+    np.testing.assert_array_equal(c, (a + 1)[::-1] * 2)
