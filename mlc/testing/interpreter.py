@@ -31,6 +31,7 @@ from mlc.tir import dtype as dt
 from mlc.tir import expr as E
 from mlc.tir import intrin
 from mlc.tir import stmt as S
+from mlc.tir.convert import float_array_to_int
 from mlc.tir.functor import post_order_visit
 
 # ---------------------------------------------------------------------------------------------
@@ -91,8 +92,7 @@ def _cast(value: Any, dtype: str) -> Any:
     if elem == "bool":
         out = a != 0
     elif dt.is_int(elem) and a.dtype.kind == "f":
-        with np.errstate(invalid="ignore"):
-            out = np.trunc(a).astype(elem)
+        out = np.asarray(float_array_to_int(a, elem))
     else:
         out = a.astype(elem)
     return out if out.ndim else out[()]

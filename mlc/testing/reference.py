@@ -28,6 +28,7 @@ from mlc.te.tensor import ComputeOp, PlaceholderOp, ScanOp, Tensor
 from mlc.tir import dtype as dt
 from mlc.tir import expr as E
 from mlc.tir import intrin
+from mlc.tir.convert import float_array_to_int
 
 
 def _np_dtype(dtype: str) -> np.dtype:
@@ -39,7 +40,7 @@ def _cast(value: Any, dtype: str) -> np.ndarray:
     if dt.is_bool(dtype):
         return a != 0
     if dt.is_int(dtype) and a.dtype.kind == "f":
-        return np.trunc(a).astype(_np_dtype(dtype))
+        return np.asarray(float_array_to_int(a, dtype))
     return a.astype(_np_dtype(dtype))
 
 

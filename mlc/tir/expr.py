@@ -112,7 +112,12 @@ class PrimExpr:
         )
 
     def astype(self, dtype: str) -> PrimExpr:
-        """Convert to ``dtype`` (``Cast``), e.g. ``A[i].astype("float64")``."""
+        """Convert to ``dtype`` (``Cast``), e.g. ``A[i].astype("float64")``.
+
+        A float becomes an integer by truncation toward zero; past either end of the
+        integer type's range it becomes that end (``300.0`` -> ``127`` for int8), and NaN
+        becomes 0 (:mod:`mlc.tir.convert`; numpy's answer there depends on the platform).
+        An integer becomes a narrower integer by wrapping, as in numpy."""
         dtype = dt.check(dtype)
         if dtype == self.dtype:
             return self

@@ -24,6 +24,7 @@ from mlc.errors import CodegenError
 from mlc.target.common import c_name, flat_index
 from mlc.tir import dtype as dt
 from mlc.tir import intrin
+from mlc.tir.convert import int_range
 from mlc.tir.expr import (
     EQ,
     GE,
@@ -87,6 +88,17 @@ static inline int64_t mlc_floormod(int64_t a, int64_t b) {
   int64_t r = a % b;
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
+/* float -> integer: toward zero, past the type's ends the end, NaN 0 (C leaves it undefined). */
+static inline double mlc_sat(double x, double lo, double hi) {
+  return x != x ? 0.0 : x <= lo ? lo : x >= hi ? hi : x;
+}
+static inline int64_t mlc_sat_i64(double x) {
+  return x != x ? 0 : x <= -9223372036854775808.0 ? INT64_MIN
+       : x >= 9223372036854775808.0 ? INT64_MAX : (int64_t)x;
+}
+static inline uint64_t mlc_sat_u64(double x) {
+  return x != x || x <= 0.0 ? 0 : x >= 18446744073709551616.0 ? UINT64_MAX : (uint64_t)x;
+}
 """
 
 _BINARY = {Add: "+", Sub: "-", Mul: "*", Div: "/", Mod: "%", And: "&&", Or: "||",
@@ -97,7 +109,7 @@ RESERVED = frozenset("""
     goto if inline int long register restrict return short signed sizeof static struct switch
     true typedef union unsigned void volatile while int8_t int16_t int32_t int64_t uint8_t
     uint16_t uint32_t uint64_t size_t blockIdx threadIdx blockDim gridDim warpSize
-    mlc_floordiv mlc_floormod
+    mlc_floordiv mlc_floormod mlc_sat mlc_sat_i64 mlc_sat_u64
 """.split())
 """Names a variable may not take in C or CUDA source (keywords, types, built-ins)."""
 
@@ -321,6 +333,8 @@ class CodeGenC:
         value = self.expr(e.value, lane)
         if dt.is_bool(e.dtype):
             return f"({value} != 0)"
+        if dt.is_float(e.value.dtype) and not dt.is_float(e.dtype):
+            return _saturating_cast(value, e.dtype, c_type(e.dtype))
         return f"(({c_type(e.dtype)}){value})"
 
     def expr_Ramp(self, e: Ramp, lane: str | None) -> str:
@@ -382,6 +396,14 @@ def _strip(text: str) -> str:
         if depth == 0 and k < len(text) - 1:
             return text
     return text[1:-1]
+
+
+def _saturating_cast(value: str, dtype: str, ctype: str) -> str:
+    """C for a float -> integer conversion as mlc defines it (:mod:`mlc.tir.convert`)."""
+    if dt.bits(dtype) == 64:
+        return f"(({ctype})mlc_sat_{'u' if dt.is_uint(dtype) else 'i'}64({value}))"
+    lo, hi = int_range(dtype)
+    return f"(({ctype})mlc_sat({value}, {lo}.0, {hi}.0))"
 
 
 def _is_zero(e: PrimExpr) -> bool:

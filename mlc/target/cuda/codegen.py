@@ -30,6 +30,7 @@ from mlc.target.gpu.split_host_device import intermediates, is_barrier, kernels,
 from mlc.tir import dtype as dt
 from mlc.tir.arith.bound import UNKNOWN, Bound, BoundEvaluator
 from mlc.tir.arith.linear import to_linear
+from mlc.tir.convert import int_range
 from mlc.tir.expr import (
     BufferLoad,
     Call,
@@ -224,7 +225,23 @@ class CodeGenCUDA(CodeGenC):
         return self.bound(e.a)[0] >= 0 and self.bound(e.b)[0] > 0
 
     def expr_Cast(self, e: Cast, lane: str | None) -> str:
-        cuda_type(e.dtype)
+        ctype = cuda_type(e.dtype)
+        src = e.value.dtype
+        if dt.is_float(src) and dt.is_int(e.dtype):
+            # CUDA's round-toward-zero conversions saturate and give 0 for NaN: mlc's
+            # definition (mlc.tir.convert), where a C++ cast would be undefined
+            value = self.expr(e.value, lane)
+            f = "float" if dt.bits(src) == 32 else "double"
+            unsigned = dt.is_uint(e.dtype)
+            if dt.bits(e.dtype) == 64:
+                return f"(({ctype})__{f}2{'ull' if unsigned else 'll'}_rz({value}))"
+            wide = f"__{f}2{'uint' if unsigned else 'int'}_rz({value})"
+            if dt.bits(e.dtype) == 32:
+                return f"(({ctype}){wide})"
+            lo, hi = int_range(e.dtype)
+            if unsigned:
+                return f"(({ctype})min({wide}, {hi}u))"
+            return f"(({ctype})min(max({wide}, {lo}), {hi}))"
         return super().expr_Cast(e, lane)
 
     def expr_Call(self, e: Call, lane: str | None) -> str:

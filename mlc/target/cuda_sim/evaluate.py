@@ -21,6 +21,7 @@ from mlc.tir import dtype as dt
 from mlc.tir import expr as E
 from mlc.tir import intrin
 from mlc.tir import stmt as S
+from mlc.tir.convert import float_array_to_int
 
 if TYPE_CHECKING:
     from mlc.target.cuda_sim.interp import Interpreter
@@ -177,6 +178,8 @@ class _Evaluator:
     def _e_Cast(self, e: E.Cast, mask: Any) -> Any:
         v = self._eval(e.value, mask)
         target = np_dtype(e.dtype)
+        if target.kind in "iu" and dt.is_float(e.value.dtype):  # what the GPU's cvt.rzi does
+            return np.asarray(float_array_to_int(v, e.dtype)).astype(np.int64)[()]
         if target.kind in "iu":
             target = np.dtype(np.int64) if target.itemsize <= 8 else target
         with np.errstate(all="ignore"):

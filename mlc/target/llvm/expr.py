@@ -381,8 +381,11 @@ class ExprEmitter(CheckEmitter, IntrinsicEmitter, ExternCallEmitter):
             if dt.bits(d) > dt.bits(s):
                 return self.b.fpext(v, target)
             return self.b.fptrunc(v, target)
-        if dt.is_float(s):
-            return self.b.fptoui(v, target) if dt.is_uint(d) else self.b.fptosi(v, target)
+        if dt.is_float(s):  # saturating, NaN -> 0 (mlc.tir.convert): fptosi is poison there
+            op = "fptoui" if dt.is_uint(d) else "fptosi"
+            fn = self.declare(f"llvm.{op}.sat.{ty.mangle(target)}.{ty.mangle(v.type)}",
+                              ir.FunctionType(target, [v.type]))
+            return self.b.call(fn, [v])
         signed = not (dt.is_uint(s) or dt.is_bool(s))
         if dt.is_float(d):
             return self.b.sitofp(v, target) if signed else self.b.uitofp(v, target)

@@ -12,6 +12,7 @@ from typing import Any
 
 from mlc.errors import MLCTypeError
 from mlc.tir import dtype as dt
+from mlc.tir.convert import float_to_int
 from mlc.tir.expr import (
     EQ,
     GE,
@@ -113,6 +114,8 @@ def _eval(e: PrimExpr, env: dict[int, Any]) -> Any:  # noqa: C901 - one case per
             return bool(v)
         if dt.is_float(e.dtype):
             return float(v)
+        if isinstance(v, float):
+            return float_to_int(v, e.dtype)
         return int(v)
     if isinstance(e, Let):
         inner = dict(env)

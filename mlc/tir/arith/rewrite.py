@@ -30,6 +30,7 @@ from mlc.tir.arith.linear import (
     is_scalar_int,
     to_linear,
 )
+from mlc.tir.convert import float_to_int
 from mlc.tir.expr import (
     EQ,
     GE,
@@ -525,13 +526,13 @@ class Rewriter:
                 return _bool(bool(v.value))
             if dt.is_float(e.dtype):
                 return FloatImm(_round_float(float(v.value), e.dtype), e.dtype)
-            if math.isfinite(v.value):
-                lo_hi = int(v.value)  # float -> int truncates, like C
-                bits = dt.bits(e.dtype)
-                if dt.is_uint(e.dtype):
-                    return IntImm(lo_hi % (2**bits), e.dtype)
-                wrapped = (lo_hi + 2 ** (bits - 1)) % (2**bits) - 2 ** (bits - 1)
-                return IntImm(wrapped, e.dtype)
+            if isinstance(v, FloatImm):  # toward zero, saturating, NaN 0 (mlc.tir.convert)
+                return IntImm(float_to_int(v.value, e.dtype), e.dtype)
+            bits = dt.bits(e.dtype)  # integer -> narrower integer wraps, like numpy
+            if dt.is_uint(e.dtype):
+                return IntImm(v.value % (2**bits), e.dtype)
+            wrapped = (v.value + 2 ** (bits - 1)) % (2**bits) - 2 ** (bits - 1)
+            return IntImm(wrapped, e.dtype)
         if isinstance(v, Broadcast):
             return Broadcast(self(Cast(dt.element(e.dtype), v.value)), v.lanes)
         return e if v is e.value else Cast(e.dtype, v)
