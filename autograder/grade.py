@@ -204,17 +204,28 @@ def read_outcomes(data: bytes) -> dict[int, tuple[str, str]]:
 
 
 EXPORT_CAP = 64 << 20  # bytes per exported file
+EXPORT_TOTAL_CAP = 256 << 20  # bytes of all exports of one job together
 EXPORT_MAX_FILES = 256
 
 
-def collect_exports(box: Path, dest: Path, owner: int,
-                    cap: int = EXPORT_CAP) -> dict[str, str]:
+def export_names(cases: list[Any]) -> list[str]:
+    """The only files of a job's exports folder the grader reads: ``<case id>.npy`` and
+    ``<case id>.json`` of the assignment's cases."""
+    return sorted(f"{case.id}.{ext}" for case in cases for ext in ("npy", "json"))
+
+
+def collect_exports(box: Path, dest: Path, owner: int, cap: int = EXPORT_CAP,
+                    names: list[str] | None = None,
+                    total_cap: int = EXPORT_TOTAL_CAP) -> dict[str, str]:
     """Copy the job's exports into the grader's private ``dest``; return {name: why refused}.
 
     The job's folder is the student's: every step is opened without following a link, and only
     regular files that the job itself wrote (owner ``owner``, one link) and at most ``cap``
     bytes are taken. A link to a classmate's export, a hard link, a FIFO that would hang the
-    grader or a huge file is refused, never read.
+    grader or a huge file is refused, never read. With ``names`` (:func:`export_names`) only
+    those files are looked at, and all of them together may hold ``total_cap`` bytes: a
+    64 MiB sparse file costs the job no disk, and hundreds of them, copied as zeros, would
+    fill the grader's.
     """
     refused: dict[str, str] = {}
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_DIRECTORY
@@ -228,11 +239,19 @@ def collect_exports(box: Path, dest: Path, owner: int,
             os.close(fd)
         return {"exports": "the exports folder was replaced (a link or not a folder)"}
     try:
-        names = sorted(os.listdir(fds[-1]))[:EXPORT_MAX_FILES]
+        if names is None:
+            names = sorted(os.listdir(fds[-1]))[:EXPORT_MAX_FILES]
+        left = total_cap
         for name in names:
-            why = _copy_export(fds[-1], name, dest, owner, cap)
+            why = _copy_export(fds[-1], name, dest, owner, min(cap, left))
+            if why == "missing":
+                continue
+            if why.startswith("larger than") and left < cap:
+                why = f"the exports together are larger than {total_cap} bytes"
             if why:
                 refused[name] = why
+            else:
+                left -= (dest / name).stat().st_size
     finally:
         for fd in fds:
             os.close(fd)
@@ -244,6 +263,8 @@ def _copy_export(dir_fd: int, name: str, dest: Path, owner: int, cap: int) -> st
         return "not an export name"
     try:
         fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
+    except FileNotFoundError:
+        return "missing"
     except OSError as err:
         return f"cannot be opened without following a link ({err.strerror})"
     try:
@@ -256,15 +277,17 @@ def _copy_export(dir_fd: int, name: str, dest: Path, owner: int, cap: int) -> st
             return "a hard link"
         if st.st_size > cap:
             return f"larger than {cap} bytes"
-        data = b""
-        while len(data) <= cap and (chunk := os.read(fd, 1 << 20)):
-            data += chunk
-        if len(data) > cap:
+        chunks: list[bytes] = []
+        size = 0
+        while size <= cap and (chunk := os.read(fd, 1 << 20)):
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > cap:
             return f"larger than {cap} bytes"
     finally:
         os.close(fd)
     with open(dest / name, "xb") as f:
-        f.write(data)
+        f.write(b"".join(chunks))
     return ""
 
 
@@ -401,7 +424,7 @@ def grade_submission(path: Path, config: GradingConfig, workroot: Path | None = 
         status = "timeout" if result.timed_out else "disk limit" if result.over_disk else "ok"
         exports = trusted_dir / "exports"
         exports.mkdir()
-        refused = collect_exports(box, exports, job_owner(uid))
+        refused = collect_exports(box, exports, job_owner(uid), names=export_names(all_cases))
         tests = [
             _decide(test, cells, public_cell, export_cell, grader, grader_path, exports,
                     trusted_dir, result, config, refused)

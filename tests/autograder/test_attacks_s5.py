@@ -4,7 +4,11 @@ a notebook leaves behind. Each attack here once worked:
 * an export the grader could not parse (an empty ``.npy``, JSON nested past the recursion
   limit, ``Infinity`` as a node number, a trace that is not text) raised in the grader: the
   row became ``grader-error``, blaming the grader, and the student's other tests went
-  ungraded.
+  ungraded;
+* sparse files in the exports folder (a 64 MiB ``truncate`` costs the job no disk) were
+  copied in full, as zeros, onto the grading machine's disk: 256 of them are 16 GiB;
+* a graph export evaluated in the grader's own process, with no limit: a few KiB of JSON
+  (a padded input, then thousands of 16 MiB ops) took the grader's memory and time.
 """
 
 from __future__ import annotations
@@ -32,6 +36,15 @@ real_export = h.export
 h.export = lambda case, value: None if case == "add_hidden" else real_export(case, value)
 open(os.path.join(os.environ["AUTOGRADER_EXCHANGE"], "exports", "add_hidden.npy"), "wb").close()
 """
+# Sparse files: each 64 MiB long, none of it on the job's disk.
+SPARSE = """
+import os
+exports = os.path.join(os.environ["AUTOGRADER_EXCHANGE"], "exports")
+for n in range(8):
+    with open(os.path.join(exports, f"zeros{n}.npy"), "wb") as f:
+        f.truncate(64 << 20)
+"""
+
 NESTED = "[" * 200_000 + "]" * 200_000  # json.loads: RecursionError, not ValueError
 
 
@@ -51,6 +64,13 @@ def test_an_unreadable_array_export_fails_its_test_not_the_grader(demo, tmp_path
     assert result.status == "ok", result.reason
     assert [(t.id, t.score) for t in result.tests] == [("t_add", 0.0), ("t_softmax", 3.0)]
     assert "hidden test add_hidden: failed" in result.tests[0].feedback()
+
+
+def test_sparse_exports_are_not_copied_onto_the_graders_disk(demo, tmp_path):
+    result, run_root = grade_one(demo, tmp_path, "sparse", SPARSE)
+    assert result.score == 5.0
+    copied = sum(p.stat().st_size for p in (run_root / "trusted" / "exports").iterdir())
+    assert copied < 1 << 20, f"{copied >> 20} MiB of the job's exports copied"
 
 
 @pytest.mark.parametrize("export", [
@@ -101,3 +121,19 @@ def test_nested_json_in_the_whole_export_file_is_a_zero(tmp_path):
         exports, grader_path=A3.path, workdir=tmp_path, run_trusted=run_plain)
     assert fraction == 0.0 and "cannot be read" in message
     assert os.path.exists(exports / "fuse_mlp.json")
+
+
+def test_the_exports_the_grader_reads_are_capped_together(tmp_path):
+    from autograder.grade import collect_exports
+
+    exports = tmp_path / "job" / "exchange" / "exports"
+    exports.mkdir(parents=True)
+    for name in ("a.npy", "a.json", "b.npy", "other.npy"):
+        with open(exports / name, "wb") as f:
+            f.truncate(40)  # sparse: no disk for the job, 40 bytes for the grader
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    refused = collect_exports(tmp_path / "job", dest, os.getuid(), cap=50,
+                              names=["a.json", "a.npy", "b.json", "b.npy"], total_cap=100)
+    assert sorted(p.name for p in dest.iterdir()) == ["a.json", "a.npy"]
+    assert refused == {"b.npy": "the exports together are larger than 100 bytes"}

@@ -233,10 +233,10 @@ def test_a_grader_failure_is_a_grader_error_row_and_the_run_goes_on(demo, tmp_pa
 
     real = grade.collect_exports
 
-    def broken(box, dest, owner, cap=grade.EXPORT_CAP):
+    def broken(box, dest, owner, cap=grade.EXPORT_CAP, **kwargs):
         if "victim" in str(dest.parent.parent.name):
             raise FileExistsError("simulated: the grader tripped over something")
-        return real(box, dest, owner, cap)
+        return real(box, dest, owner, cap, **kwargs)
 
     monkeypatch.setattr(grade, "collect_exports", broken)
     subs = tmp_path / "subs"
