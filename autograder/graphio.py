@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import base64
 import json
+import sys
 import zlib
 from collections import Counter
 from collections.abc import Callable
@@ -289,10 +290,31 @@ class GraphCase:
     def check_local(self, value: Any) -> tuple[float, str]:
         return self._check(value)
 
-    def check_export(self, exports: Path, **_: Any) -> tuple[float, str]:
+    def check_export(self, exports: Path, *, grader_path: Path | None = None,
+                     run_trusted: Callable[[list[str], Path], tuple[int, str]] | None = None,
+                     workdir: Path | None = None, **_: Any) -> tuple[float, str]:
+        """Check the kernel's export. The grader passes ``run_trusted``: the graph is then
+        loaded and evaluated in a process of its own, under the job's memory and time limits
+        (a few KiB of JSON can ask for thousands of 16 MiB tensors); without it (a local
+        check) it is checked here."""
         path = exports / f"{self.id}.json"
         if not path.is_file():
             return 0.0, "no result was produced (the cell failed or never ran)"
+        if grader_path is None or run_trusted is None or workdir is None:
+            return self.check_file(path)
+        out_file = workdir / f"{self.id}.graph-report.json"
+        cmd = [sys.executable, "-m", "autograder.graphio", str(grader_path), self.id,
+               str(path), str(out_file)]
+        rc, output = run_trusted(cmd, workdir)
+        if rc != 0 or not out_file.is_file():
+            lines = output.strip().splitlines()
+            tail = lines[-1] if lines else f"exit status {rc}"
+            return 0.0, f"checking the graph failed ({tail})"
+        report = json.loads(out_file.read_text())
+        return float(report["fraction"]), str(report["message"])
+
+    def check_file(self, path: Path) -> tuple[float, str]:
+        """Check the export at ``path`` in this process."""
         if path.stat().st_size > 64 * MAX_TENSOR_BYTES:
             return 0.0, "the exported result is too large"
         try:
@@ -303,3 +325,22 @@ class GraphCase:
             return self._check(text)
         except GraphFormatError as err:
             return 0.0, f"the exported result is not valid: {err}"
+
+
+def main(argv: list[str]) -> int:
+    """``python -m autograder.graphio GRADER CASE EXPORT OUT``: check one graph export in
+    this process (what the grader runs, with limits) and write ``{"fraction", "message"}``."""
+    from autograder import graphio  # this file runs as __main__: grader.py's GraphCase is there
+    from autograder.cases import load_grader
+
+    grader_path, case_id, export_path, out_path = argv
+    case = load_grader(grader_path).case(case_id)
+    if not isinstance(case, graphio.GraphCase):
+        raise SystemExit(f"{case_id} is not a GraphCase")
+    fraction, message = case.check_file(Path(export_path))
+    Path(out_path).write_text(json.dumps({"fraction": fraction, "message": message}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

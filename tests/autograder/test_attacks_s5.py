@@ -137,3 +137,31 @@ def test_the_exports_the_grader_reads_are_capped_together(tmp_path):
                               names=["a.json", "a.npy", "b.json", "b.npy"], total_cap=100)
     assert sorted(p.name for p in dest.iterdir()) == ["a.json", "a.npy"]
     assert refused == {"b.npy": "the exports together are larger than 100 bytes"}
+
+
+def test_a_graph_export_is_evaluated_under_the_jobs_limits_not_in_the_grader(tmp_path):
+    """fold_mlp's input padded to 2048 x 2048, then 100 ops on it: 1.6 GB of values from
+    4 KiB of JSON (5000 such ops would be 80 GB, in the grader's own process)."""
+    from autograder import grade
+
+    case = A3.case("fold_mlp")
+    nodes = [json.loads(case.params["graph"])["nodes"][0]]  # the input x, (4, 16)
+    nodes.append({"kind": "call", "op": "pad", "args": [0],
+                  "attrs": {"pad_width": [[0, 2044], [0, 2032]]}})
+    for _ in range(100):
+        nodes.append({"kind": "call", "op": "negative", "args": [len(nodes) - 1], "attrs": {}})
+    text = json.dumps({"nodes": nodes, "inputs": [0], "outputs": [len(nodes) - 1]})
+    exports = tmp_path / "exports"
+    exports.mkdir()
+    (exports / "fold_mlp.json").write_text(json.dumps({"text": text}))
+    config = GradingConfig("a3_fusion", cell_timeout=10, memory_bytes=1 << 30)
+    ran: list[list[str]] = []
+
+    def trusted(cmd, cwd):
+        ran.append(cmd)
+        return grade._run_trusted(cmd, cwd, config)
+
+    fraction, message = case.check_export(exports, grader_path=A3.path, workdir=tmp_path,
+                                          run_trusted=trusted)
+    assert ran, "the graph was evaluated in the grader's own process"
+    assert fraction == 0.0 and "MemoryError" in message, message
