@@ -31,7 +31,7 @@ from mlc.tir import dtype as dt
 from mlc.tir import expr as E
 from mlc.tir import intrin
 from mlc.tir import stmt as S
-from mlc.tir.convert import float_array_to_int
+from mlc.tir.float_int import float_array_to_int
 from mlc.tir.functor import post_order_visit
 
 # ---------------------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ from mlc.te.tensor import ComputeOp, PlaceholderOp, ScanOp, Tensor
 from mlc.tir import dtype as dt
 from mlc.tir import expr as E
 from mlc.tir import intrin
-from mlc.tir.convert import float_array_to_int
+from mlc.tir.float_int import float_array_to_int
 
 
 def _np_dtype(dtype: str) -> np.dtype:

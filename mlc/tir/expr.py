@@ -102,7 +102,60 @@ class PrimExpr:
         return _binary(Or, other, self)
 
     def __invert__(self) -> PrimExpr:
+        if not dt.is_bool(self.dtype):
+            return no_bitwise("~", self)
         return Not(self)
+
+    # -- bits: refused, with the arithmetic that does the same --------------------------------
+    def __lshift__(self, other: ExprLike) -> PrimExpr:
+        return no_bitwise("<<", self, other)
+
+    def __rlshift__(self, other: ExprLike) -> PrimExpr:
+        return no_bitwise("<<", other, self)
+
+    def __rshift__(self, other: ExprLike) -> PrimExpr:
+        return no_bitwise(">>", self, other)
+
+    def __rrshift__(self, other: ExprLike) -> PrimExpr:
+        return no_bitwise(">>", other, self)
+
+    def __xor__(self, other: ExprLike) -> PrimExpr:
+        return no_bitwise("^", self, other)
+
+    def __rxor__(self, other: ExprLike) -> PrimExpr:
+        return no_bitwise("^", other, self)
+
+    def __abs__(self) -> PrimExpr:
+        """``abs(x)``: ``fabs`` for floats, a Select for signed integers (as ``te.abs``)."""
+        if dt.is_float(dt.element(self.dtype)):
+            return Call(self.dtype, "fabs", (self,))
+        if dt.is_uint(self.dtype) or dt.is_bool(self.dtype):
+            return self
+        return Select(self < 0, -self, self)
+
+    def __pow__(self, other: ExprLike) -> PrimExpr:
+        raise MLCTypeError(
+            f"`({self}) ** {other}`: a tensor expression has no `**`; write te.pow(x, y) "
+            "(floats) or multiply, e.g. x * x"
+        )
+
+    __rpow__ = __pow__
+
+    def _symbolic(self, what: str) -> MLCTypeError:
+        return MLCTypeError(
+            f"{what}(`{self}`): the expression is symbolic, its value is known only when the "
+            "program runs. Convert inside the program with x.astype(\"int32\") / "
+            "x.astype(\"float32\"), and round with te.round(x)"
+        )
+
+    def __int__(self) -> int:
+        raise self._symbolic("int")
+
+    def __float__(self) -> float:
+        raise self._symbolic("float")
+
+    def __round__(self, ndigits: int | None = None) -> PrimExpr:
+        raise self._symbolic("round")
 
     def __bool__(self) -> bool:
         raise MLCTypeError(
@@ -116,7 +169,7 @@ class PrimExpr:
 
         A float becomes an integer by truncation toward zero; past either end of the
         integer type's range it becomes that end (``300.0`` -> ``127`` for int8), and NaN
-        becomes 0 (:mod:`mlc.tir.convert`; numpy's answer there depends on the platform).
+        becomes 0 (:mod:`mlc.tir.float_int`; numpy's answer there depends on the platform).
         An integer becomes a narrower integer by wrapping, as in numpy."""
         dtype = dt.check(dtype)
         if dtype == self.dtype:
@@ -446,9 +499,11 @@ from mlc.tir.expr_ops import (  # noqa: E402, F401
     as_int,
     chain,
     check_divisor,
+    check_int_fits,
     conjuncts,
     const,
     convert,
     is_const_int,
+    no_bitwise,
 )
 from mlc.tir.iter_var import IterKind, IterVar, Range  # noqa: E402, F401

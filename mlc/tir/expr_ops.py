@@ -83,6 +83,7 @@ def const(value: int | float | bool, dtype: str | None = None) -> PrimExpr:
             dtype = "bool"
         elif isinstance(value, int):
             dtype = "int32" if -(2**31) <= value < 2**31 else "int64"
+            check_int_fits(value, dtype, "a constant")
         elif isinstance(value, float):
             dtype = "float32"
         else:
@@ -142,7 +143,23 @@ def _const_like(value: Any, dtype: str) -> PrimExpr:
         return const(value, "float32" if dt.bits(dtype) <= 32 else "float64")
     if isinstance(value, bool) and not dt.is_bool(dtype):
         return const(int(value), dt.element(dtype))
+    check_int_fits(value, dt.element(dtype), f"{value} beside an operand of dtype {dtype}")
     return const(value, dt.element(dtype))
+
+
+def check_int_fits(value: Any, dtype: str, what: str) -> None:
+    """Refuse a Python int that an integer ``dtype`` cannot hold (``X[i] + 1000`` with an
+    int8 ``X``, ``te.const(1000, "int8")``): the compiled code would wrap it (to -24)
+    without a word, where numpy raises OverflowError."""
+    if not isinstance(value, int) or isinstance(value, bool) or not dt.is_int(dtype) \
+            or dt.is_bool(dtype):
+        return
+    bits = dt.bits(dtype)
+    lo, hi = (0, 2**bits - 1) if dt.is_uint(dtype) else (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
+    if not lo <= value <= hi:
+        raise MLCTypeError(f"{what}: {value} does not fit {dtype} (from {lo} to {hi}); "
+                           "convert to a wider dtype first (x.astype(\"int64\")) or use a "
+                           "value in that range")
 
 
 def check_divisor(cls: type[BinaryOp], a: PrimExpr, b: PrimExpr) -> None:
@@ -166,6 +183,19 @@ def check_divisor(cls: type[BinaryOp], a: PrimExpr, b: PrimExpr) -> None:
     )
 
 
+BITS_HINT = (
+    "mlc has no bitwise operators on integers; with arithmetic, for k >= 0: x << k is "
+    "x * 2**k, x >> k is x // 2**k (floor division, an arithmetic shift), and "
+    "x & (2**k - 1) is x % 2**k"
+)
+
+
+def no_bitwise(op: str, a: Any, b: Any = None) -> PrimExpr:
+    """``<<``, ``>>``, ``^`` (and ``~`` on an integer): refused with the arithmetic that works."""
+    shown = f"{op}{a}" if b is None else f"{a} {op} {b}"
+    raise MLCTypeError(f"`{shown}`: {BITS_HINT}")
+
+
 def _binary(cls: type[BinaryOp], a: Any, b: Any) -> PrimExpr:
     x, y = _coerce(a, b)
     check_divisor(cls, x, y)
@@ -173,6 +203,7 @@ def _binary(cls: type[BinaryOp], a: Any, b: Any) -> PrimExpr:
         if not (dt.is_bool(x.dtype) and dt.is_bool(y.dtype)):
             raise MLCTypeError(
                 f"& and | combine conditions (bool), got {x.dtype} and {y.dtype}: `{x}`, `{y}`"
+                f". {BITS_HINT}"
             )
     if cls in (FloorDiv, FloorMod) and dt.is_float(x.dtype):
         if cls is FloorMod:

@@ -1,4 +1,4 @@
-"""Float -> integer conversion has one meaning everywhere (mlc.tir.convert): toward zero,
+"""Float -> integer conversion has one meaning everywhere (mlc.tir.float_int): toward zero,
 saturating at the type's ends, NaN -> 0. LLVM's plain ``fptosi`` is poison out of range
 (here it gave -128 for 1e10 -> int8 and 0 for -1.0 -> uint8, numpy 0 and 255, both with no
 warning from mlc): the compiled code, the C and CUDA sources, the GPU simulator, the
@@ -22,7 +22,7 @@ from mlc.testing.reference import _cast as reference_cast
 from mlc.tir import const
 from mlc.tir.arith import Analyzer
 from mlc.tir.arith.evaluate import evaluate_known
-from mlc.tir.convert import float_array_to_int, float_to_int, int_range
+from mlc.tir.float_int import float_array_to_int, float_to_int, int_range
 
 INT_TYPES = ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64"]
 VALUES = [np.nan, np.inf, -np.inf, 1e10, -1e10, 3e9, -1.0, 255.5, 256.0, -129.0, 2.0**31,

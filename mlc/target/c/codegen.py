@@ -24,7 +24,6 @@ from mlc.errors import CodegenError
 from mlc.target.common import c_name, flat_index
 from mlc.tir import dtype as dt
 from mlc.tir import intrin
-from mlc.tir.convert import int_range
 from mlc.tir.expr import (
     EQ,
     GE,
@@ -58,6 +57,7 @@ from mlc.tir.expr import (
     Sub,
     Var,
 )
+from mlc.tir.float_int import int_range
 from mlc.tir.stmt import (
     Allocate,
     BufferStore,
@@ -399,7 +399,7 @@ def _strip(text: str) -> str:
 
 
 def _saturating_cast(value: str, dtype: str, ctype: str) -> str:
-    """C for a float -> integer conversion as mlc defines it (:mod:`mlc.tir.convert`)."""
+    """C for a float -> integer conversion as mlc defines it (:mod:`mlc.tir.float_int`)."""
     if dt.bits(dtype) == 64:
         return f"(({ctype})mlc_sat_{'u' if dt.is_uint(dtype) else 'i'}64({value}))"
     lo, hi = int_range(dtype)

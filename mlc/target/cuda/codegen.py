@@ -30,7 +30,6 @@ from mlc.target.gpu.split_host_device import intermediates, is_barrier, kernels,
 from mlc.tir import dtype as dt
 from mlc.tir.arith.bound import UNKNOWN, Bound, BoundEvaluator
 from mlc.tir.arith.linear import to_linear
-from mlc.tir.convert import int_range
 from mlc.tir.expr import (
     BufferLoad,
     Call,
@@ -43,6 +42,7 @@ from mlc.tir.expr import (
     Ramp,
     Var,
 )
+from mlc.tir.float_int import int_range
 from mlc.tir.functor import collect
 from mlc.tir.stmt import (
     Allocate,
@@ -229,7 +229,7 @@ class CodeGenCUDA(CodeGenC):
         src = e.value.dtype
         if dt.is_float(src) and dt.is_int(e.dtype):
             # CUDA's round-toward-zero conversions saturate and give 0 for NaN: mlc's
-            # definition (mlc.tir.convert), where a C++ cast would be undefined
+            # definition (mlc.tir.float_int), where a C++ cast would be undefined
             value = self.expr(e.value, lane)
             f = "float" if dt.bits(src) == 32 else "double"
             unsigned = dt.is_uint(e.dtype)

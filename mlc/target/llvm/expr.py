@@ -381,7 +381,7 @@ class ExprEmitter(CheckEmitter, IntrinsicEmitter, ExternCallEmitter):
             if dt.bits(d) > dt.bits(s):
                 return self.b.fpext(v, target)
             return self.b.fptrunc(v, target)
-        if dt.is_float(s):  # saturating, NaN -> 0 (mlc.tir.convert): fptosi is poison there
+        if dt.is_float(s):  # saturating, NaN -> 0 (mlc.tir.float_int): fptosi is poison there
             op = "fptoui" if dt.is_uint(d) else "fptosi"
             fn = self.declare(f"llvm.{op}.sat.{ty.mangle(target)}.{ty.mangle(v.type)}",
                               ir.FunctionType(target, [v.type]))

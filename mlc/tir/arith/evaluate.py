@@ -12,7 +12,6 @@ from typing import Any
 
 from mlc.errors import MLCTypeError
 from mlc.tir import dtype as dt
-from mlc.tir.convert import float_to_int
 from mlc.tir.expr import (
     EQ,
     GE,
@@ -40,6 +39,7 @@ from mlc.tir.expr import (
     Sub,
     Var,
 )
+from mlc.tir.float_int import float_to_int
 
 
 def _trunc_div(a: int, b: int) -> int:

@@ -30,7 +30,6 @@ from mlc.tir.arith.linear import (
     is_scalar_int,
     to_linear,
 )
-from mlc.tir.convert import float_to_int
 from mlc.tir.expr import (
     EQ,
     GE,
@@ -65,6 +64,7 @@ from mlc.tir.expr import (
     Sub,
     Var,
 )
+from mlc.tir.float_int import float_to_int
 from mlc.tir.functor import substitute
 
 if TYPE_CHECKING:
