@@ -78,6 +78,9 @@ def reduce_axis(dom: Any, name: str = "rv") -> IterVar:
     """An axis to reduce over: ``k = te.reduce_axis((0, n), name="k")`` ranges over
     ``0 <= k < n``. Use it inside a reducer: ``te.sum(A[i, k], axis=k)``."""
     rng = _as_range(dom, f"te.reduce_axis(name={name!r})")
+    if isinstance(rng.extent, IntImm) and rng.extent.value < 0:
+        raise TEError(f"te.reduce_axis(name={name!r}): the domain {tuple(dom)} ends before it "
+                      "starts; write (lo, hi) with lo <= hi, e.g. te.reduce_axis((0, n))")
     v = Var(name, rng.extent.dtype if dt.is_int(rng.extent.dtype) else "int32")
     _REDUCE_VARS.add(v)
     return IterVar(v, rng, IterKind.REDUCE)

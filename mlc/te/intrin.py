@@ -30,6 +30,7 @@ from mlc.tir.expr import (
     _coerce,
     chain,
     check_divisor,
+    check_int_fits,
     convert,
 )
 from mlc.tir.expr import Div as _Div
@@ -37,8 +38,15 @@ from mlc.tir.expr import const as _const
 
 
 def const(value: int | float | bool, dtype: str | None = None) -> PrimExpr:
-    """A constant of ``dtype`` (int32, float32 or bool from the Python value by default)."""
-    return _const(value, dtype)
+    """A constant of ``dtype`` (int32, float32 or bool from the Python value by default).
+    An integer ``dtype`` must hold the value: ``te.const(1000, "int8")`` is refused (the
+    compiled code would see -24), as numpy refuses ``np.int8(1000)``."""
+    if isinstance(value, np.generic):  # np.int64(5), np.float32("nan"): numpy's dtype
+        dtype = dtype or str(value.dtype)
+        value = value.item()
+    c = _const(value, dtype)
+    check_int_fits(value, c.dtype, "te.const")
+    return c
 
 
 def _float_arg(x: Any, fname: str) -> PrimExpr:

@@ -267,6 +267,9 @@ def split_arguments(
     scalars: list[tuple[int, Var]] = []
     for k, a in enumerate(args):
         if isinstance(a, Tensor):
+            if any(t.buffer is a.buffer for t in tensors):
+                raise TEError(f"{where}: the tensor {a.name!r} is in the argument list twice; "
+                              "list each tensor once (a function's arrays are distinct)")
             tensors.append(a)
         elif isinstance(a, Var):
             if any(v is a for _, v in scalars):

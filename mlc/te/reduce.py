@@ -79,9 +79,12 @@ def _axes(axis: Any, name: str) -> tuple[IterVar, ...]:
     items = list(axis) if isinstance(axis, (list, tuple)) else [axis]
     if not items:
         raise TEError(f"te.{name}: give at least one reduce axis")
-    for a in items:
+    for n, a in enumerate(items):
         if not isinstance(a, IterVar) or a.kind is not IterKind.REDUCE:
             raise _not_a_reduce_axis(a, name)
+        if any(b is a for b in items[:n]):
+            raise TEError(f"te.{name}: the reduce axis {a.var.name!r} is given twice in "
+                          "axis=[...]; list each axis once")
     return tuple(items)
 
 

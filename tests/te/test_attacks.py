@@ -1,0 +1,146 @@
+"""Hostile tensor expressions: constants a dtype cannot hold, reduce axes given twice or
+backwards, a tensor listed twice, Python operators and conversions on symbolic expressions,
+numpy scalars, names with spaces. Each was found to wrap silently, raise an untyped
+exception or crash later; each now computes what numpy computes or raises a typed error."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import mlc
+from mlc import te, tir
+from mlc.errors import MLCTypeError, TEError
+from mlc.script import from_source
+
+
+def _run(args: list[te.Tensor], inputs: list[np.ndarray], out: np.ndarray) -> np.ndarray:
+    mlc.build(te.create_prim_func(args), target="llvm")(*inputs, out)
+    return out
+
+
+# -- integer constants a dtype cannot hold ---------------------------------------------------
+
+@pytest.mark.parametrize("value, dtype", [(1000, "int8"), (-1, "uint8"), (2**40, "int32"),
+                                          (2**70, None)])
+def test_te_const_refuses_a_value_its_dtype_cannot_hold(value: int, dtype: str | None) -> None:
+    with pytest.raises(MLCTypeError, match=f"{value} does not fit"):
+        te.const(value, dtype)
+
+
+def test_an_int8_operand_with_a_constant_it_cannot_hold_is_refused() -> None:
+    # X[i] + 1000 compiled to X[i] + (-24): numpy raises OverflowError for the same thing
+    X = te.placeholder((4,), "int8", name="X")
+    with pytest.raises(MLCTypeError, match="1000 beside an operand of dtype int8"):
+        te.compute((4,), lambda i: X[i] + 1000, name="Y")
+    Y = te.compute((4,), lambda i: X[i].astype("int32") + 1000, name="Y")
+    x = np.array([-128, -1, 0, 127], "int8")
+    y = _run([X, Y], [x], np.zeros(4, "int32"))
+    np.testing.assert_array_equal(y, x.astype("int32") + 1000)
+
+
+def test_int8_edges_compute() -> None:
+    X = te.placeholder((4,), "int8", name="X")
+    Y = te.compute((4,), lambda i: te.max(te.min(X[i], te.const(127, "int8")), -128), name="Y")
+    x = np.array([-128, -1, 0, 127], "int8")
+    np.testing.assert_array_equal(_run([X, Y], [x], np.zeros(4, "int8")), x)
+
+
+def test_te_const_takes_numpy_scalars_with_their_dtype() -> None:
+    c = te.const(np.int64(5))
+    assert (c.dtype, int(c)) == ("int64", 5)
+    assert te.const(np.float16(0.5)).dtype == "float16"
+    with pytest.raises(MLCTypeError, match="does not fit uint8"):
+        te.const(np.int64(-1), "uint8")
+
+
+def test_a_size_past_int64_is_refused() -> None:
+    with pytest.raises(TEError, match="9223372036854775808"):
+        te.placeholder((2**63,), name="X")
+
+
+# -- reduce axes ---------------------------------------------------------------------------------
+
+def test_a_reduce_axis_given_twice_is_refused() -> None:
+    # te.sum(A[k], axis=[k, k]) reached the build and raised KeyError: k
+    A = te.placeholder((4,), name="A")
+    k = te.reduce_axis((0, 4), name="k")
+    with pytest.raises(TEError, match="the reduce axis 'k' is given twice"):
+        te.compute((1,), lambda i: te.sum(A[k], axis=[k, k]), name="B")
+
+
+@pytest.mark.parametrize("dom", [(0, -3), (4, 0)])
+def test_a_reduce_axis_that_ends_before_it_starts_is_refused(dom: tuple[int, int]) -> None:
+    with pytest.raises(TEError, match="ends before it starts"):
+        te.reduce_axis(dom, name="k")
+
+
+def test_an_empty_reduce_axis_sums_to_zero() -> None:
+    A = te.placeholder((4,), name="A")
+    k = te.reduce_axis((2, 2), name="k")
+    B = te.compute((1,), lambda i: te.sum(A[k], axis=k), name="B")
+    np.testing.assert_array_equal(_run([A, B], [np.ones(4, "float32")],
+                                       np.full(1, 7, "float32")), [0.0])
+
+
+def test_one_reduce_axis_in_two_computes() -> None:
+    A = te.placeholder((4,), name="A")
+    k = te.reduce_axis((0, 4), name="k")
+    B = te.compute((1,), lambda i: te.sum(A[k], axis=k), name="B")
+    C = te.compute((1,), lambda i: te.sum(A[k] * 2.0, axis=k), name="C")
+    a = np.arange(4, dtype="float32")
+    b, c = np.zeros(1, "float32"), np.zeros(1, "float32")
+    mlc.build(te.create_prim_func([A, B, C]), target="llvm")(a, b, c)
+    np.testing.assert_array_equal([b[0], c[0]], [a.sum(), 2 * a.sum()])
+
+
+# -- argument lists ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("twice", ["input", "output"])
+def test_a_tensor_listed_twice_is_refused(twice: str) -> None:
+    A = te.placeholder((4,), name="A")
+    B = te.compute((4,), lambda i: A[i] + 1.0, name="B")
+    args = [A, B, A] if twice == "input" else [A, B, B]
+    with pytest.raises(TEError, match="is in the argument list twice"):
+        te.create_prim_func(args)
+
+
+# -- Python on symbolic expressions --------------------------------------------------------------
+
+def test_python_abs_of_an_expression_is_te_abs() -> None:
+    A = te.placeholder((4,), name="A")
+    X = te.placeholder((4,), "int32", name="X")
+    B = te.compute((4,), lambda i: abs(A[i] - 2.0), name="B")
+    Y = te.compute((4,), lambda i: abs(X[i]), name="Y")
+    a, x = np.arange(4, dtype="float32"), np.array([-3, -1, 0, 5], "int32")
+    np.testing.assert_array_equal(_run([A, B], [a], np.zeros(4, "float32")), np.abs(a - 2))
+    np.testing.assert_array_equal(_run([X, Y], [x], np.zeros(4, "int32")), np.abs(x))
+
+
+@pytest.mark.parametrize("fn, expected", [
+    (lambda e: e ** 2, "has no `\\*\\*`; write te.pow"),
+    (lambda e: 2 ** e, "has no `\\*\\*`"),
+    (round, "round"),
+    (int, "int"),
+    (float, "float"),
+])
+def test_python_operators_without_a_meaning_raise_typed_errors(fn: object,
+                                                               expected: str) -> None:
+    A = te.placeholder((4,), name="A")
+    with pytest.raises(MLCTypeError, match=expected):
+        te.compute((4,), lambda i: fn(A[i]), name="B")  # type: ignore[operator]
+
+
+# -- names ---------------------------------------------------------------------------------------
+
+def test_names_with_spaces_build_and_round_trip() -> None:
+    X = te.placeholder((4,), name="my input")
+    B = te.compute((4,), lambda i: X[i] + 1.0, name="my output")
+    func = te.create_prim_func([X, B])
+    back = from_source(func.script())
+    tir.assert_structural_equal(func, back)
+    x = np.arange(4, dtype="float32")
+    for f in (func, back):
+        out = np.zeros(4, "float32")
+        mlc.build(f, target="llvm")(x, out)
+        np.testing.assert_array_equal(out, x + 1)
