@@ -16,7 +16,6 @@ For each submission the grader
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import stat
@@ -31,6 +30,7 @@ import numpy as np
 
 from autograder._nbval_log import OUTCOME_FD_ENV
 from autograder.cases import Case, load_grader
+from autograder.machine import job_running, machine_to_itself
 from autograder.notebook import test_metadata
 from autograder.sandbox import (
     Limits,
@@ -43,7 +43,6 @@ from autograder.sandbox import (
     remove_tree,
     run_sandboxed,
 )
-from mlc.tune.executor import timing_lock
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 DEFAULT_TESTS = PACKAGE_DIR / "tests"
@@ -410,8 +409,9 @@ def grade_submission(path: Path, config: GradingConfig, workroot: Path | None = 
                f"--nbval-cell-timeout={config.cell_timeout}", "-p", "autograder._nbval_log",
                "-p", "no:cacheprovider", "-c", "pytest.ini", "--rootdir", ".", "-q",
                "submission.ipynb"]
-        result = run_sandboxed(cmd, box, _sandbox_env(box, config), limits, uid,
-                               cover=[str(run_root)], outcome_env=OUTCOME_FD_ENV)
+        with job_running():  # never beside another submission's speed timing
+            result = run_sandboxed(cmd, box, _sandbox_env(box, config), limits, uid,
+                                   cover=[str(run_root)], outcome_env=OUTCOME_FD_ENV)
         missing = missing_protections(result.status, config.insecure)
         if result.status.get("error") or missing or not result.status:
             raise SandboxUnavailable(
@@ -483,8 +483,9 @@ def _decide(test: dict[str, Any], cells: dict[int, tuple[str, str]], public_cell
 def _run_trusted(cmd: list[str], cwd: Path, config: GradingConfig,
                  timed: bool = False) -> tuple[int, str]:
     """Trusted code on student data (a trace replay): limits and no network, no uid change.
-    A replay that times (``timed``) holds the machine's timing lock while it runs: one speed
-    measurement at a time per machine, whatever runs the jobs (``--jobs``, a Dask cluster)."""
+    A replay that times (``timed``) has the machine to itself while it runs (no other timing,
+    no notebook, no other check: :mod:`autograder.machine`), whatever runs the jobs
+    (``--jobs``, a Dask cluster); the others run beside other jobs, never beside a timing."""
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": str(REPO_ROOT),
            "HOME": str(cwd), "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "2")}
     if config.size is not None:
@@ -495,6 +496,6 @@ def _run_trusted(cmd: list[str], cwd: Path, config: GradingConfig,
     limits = Limits(wall_s=max(120.0, config.cell_timeout * 4), cpu_s=600,
                     memory_bytes=config.memory_bytes, nproc=None)
     # The trusted side: it reads grader.py wherever it lives, so the grader's home stays.
-    with timing_lock() if timed else contextlib.nullcontext():
+    with machine_to_itself() if timed else job_running():
         result = run_sandboxed(cmd, cwd, env, limits, uid=None, cover=[], cover_home=False)
     return result.returncode, result.output

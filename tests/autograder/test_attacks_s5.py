@@ -8,13 +8,19 @@ a notebook leaves behind. Each attack here once worked:
 * sparse files in the exports folder (a 64 MiB ``truncate`` costs the job no disk) were
   copied in full, as zeros, onto the grading machine's disk: 256 of them are 16 GiB;
 * a graph export evaluated in the grader's own process, with no limit: a few KiB of JSON
-  (a padded input, then thousands of 16 MiB ops) took the grader's memory and time.
+  (a padded input, then thousands of 16 MiB ops) took the grader's memory and time;
+* a notebook that spins ran beside a classmate's speed timing (``--jobs 2``, or two Dask
+  workers on one machine): the timing lock kept timings apart, not notebooks, and a spinning
+  notebook moved the classmate's ratio by 0.3 either way.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -165,3 +171,82 @@ def test_a_graph_export_is_evaluated_under_the_jobs_limits_not_in_the_grader(tmp
                                           run_trusted=trusted)
     assert ran, "the graph was evaluated in the grader's own process"
     assert fraction == 0.0 and "MemoryError" in message, message
+
+
+# A notebook that spins for four seconds, as a hog beside a classmate's timing would, and
+# says when (its folder is kept: grade_submission(keep=True)).
+SPIN = """
+import time
+open("started", "w").write(repr(time.time()))
+end = time.time() + 4
+while time.time() < end:
+    pass
+open("ended", "w").write(repr(time.time()))
+"""
+# What a speed replay would do, with stamps: it runs in the trusted folder.
+TIMED = """
+import sys, time
+print("timed from", repr(time.time()))
+open("timing", "w").close()
+time.sleep(float(sys.argv[1]))
+print("timed until", repr(time.time()))
+"""
+
+
+def _stamp(text: str, label: str) -> float:
+    return float(text.split(label + " ")[1].split()[0])
+
+
+def _wait_for(pattern: str, root: Path) -> Path:
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        found = list(root.glob(pattern))
+        if found:
+            return found[0]
+        time.sleep(0.05)
+    raise AssertionError(f"nothing matched {pattern} under {root}")
+
+
+@pytest.fixture
+def machine(demo, tmp_path, monkeypatch):
+    """A private timing lock, a spinning notebook, and the grader's trusted runner."""
+    from autograder import grade
+
+    monkeypatch.setenv("MLC_TIMING_LOCK", str(tmp_path / "timing.lock"))
+    notebook = variant(demo["solution"], tmp_path / "subs" / "spin.ipynb", insert={3: SPIN})
+    work = tmp_path / "work"
+    work.mkdir()
+    trusted = tmp_path / "trusted"
+    trusted.mkdir()
+    config = GradingConfig("demo_numpy", tests_root=demo["tests"], cell_timeout=30)
+
+    def timed(seconds: float) -> str:
+        rc, out = grade._run_trusted([sys.executable, "-c", TIMED, str(seconds)], trusted,
+                                     config, timed=True)
+        assert rc == 0, out
+        return out
+
+    def notebook_job():
+        return grade_submission(notebook, config, work, keep=True)
+
+    return {"work": work, "trusted": trusted, "timed": timed, "notebook": notebook_job}
+
+
+def test_a_speed_timing_waits_for_a_running_notebook(machine):
+    with ThreadPoolExecutor(1) as pool:
+        job = pool.submit(machine["notebook"])
+        _wait_for("*/job/started", machine["work"])
+        out = machine["timed"](0)
+        assert job.result().score == 5.0
+    ended = float(_wait_for("*/job/ended", machine["work"]).read_text())
+    assert _stamp(out, "timed from") > ended, "the timing ran beside a spinning notebook"
+
+
+def test_a_notebook_waits_for_a_speed_timing_in_progress(machine):
+    with ThreadPoolExecutor(1) as pool:
+        timing = pool.submit(machine["timed"], 4)
+        _wait_for("timing", machine["trusted"])
+        assert machine["notebook"]().score == 5.0
+        out = timing.result()
+    started = float(_wait_for("*/job/started", machine["work"]).read_text())
+    assert started > _stamp(out, "timed until"), "a notebook ran beside a timing"
