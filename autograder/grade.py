@@ -114,6 +114,10 @@ def load_spec(config: GradingConfig) -> dict[str, Any]:
     return spec
 
 
+class UnreadableNotebook(ValueError):
+    """The submission is a notebook nbformat reads, but not one that can be graded."""
+
+
 def build_grading_notebook(submission: Any, spec: dict[str, Any]) -> tuple[Any, dict[str, int],
                                                                              dict[str, int]]:
     """The notebook that runs: student cells, canonical public tests, then export cells.
@@ -138,8 +142,11 @@ def build_grading_notebook(submission: Any, spec: dict[str, Any]) -> tuple[Any, 
             public_cell[test_id] = code_count
         else:
             source = cell.get("source", "")
-            if not isinstance(source, str):
+            if isinstance(source, list) and all(isinstance(line, str) for line in source):
                 source = "".join(source)
+            if not isinstance(source, str):
+                raise UnreadableNotebook(f"code cell {code_count} has no text as its source "
+                                         f"(a {type(source).__name__})")
         nb.cells.append(nbformat.v4.new_code_cell(source))
         code_count += 1
     for test_id, test in tests.items():
@@ -380,10 +387,11 @@ def grade_submission(path: Path, config: GradingConfig, workroot: Path | None = 
     try:
         submission = nbformat.read(str(path), as_version=4)
     except Exception as err:  # noqa: BLE001 - any unreadable file is the student's problem
-        tests = [TestResult(t["id"], t["points"], 0.0, False, f"notebook unreadable: {err}")
-                 for t in spec["tests"]]
-        return SubmissionResult(student, config.assignment, tests, "unreadable")
-    nb, public_cell, export_cell = build_grading_notebook(submission, spec)
+        return _unreadable(student, config, spec, err)
+    try:
+        nb, public_cell, export_cell = build_grading_notebook(submission, spec)
+    except UnreadableNotebook as err:  # nbformat reads a cell whose source is null
+        return _unreadable(student, config, spec, err)
     run_root = Path(tempfile.mkdtemp(prefix=f"ag-{student[:20]}-", dir=workroot))
     box = run_root / "job"
     trusted_dir = run_root / "trusted"
@@ -437,6 +445,13 @@ def grade_submission(path: Path, config: GradingConfig, workroot: Path | None = 
         release_uid(uid)
         if not keep:
             remove_tree(run_root)
+
+
+def _unreadable(student: str, config: GradingConfig, spec: dict[str, Any],
+                err: Exception) -> SubmissionResult:
+    tests = [TestResult(t["id"], t["points"], 0.0, False, f"notebook unreadable: {err}")
+             for t in spec["tests"]]
+    return SubmissionResult(student, config.assignment, tests, "unreadable")
 
 
 def _decide(test: dict[str, Any], cells: dict[int, tuple[str, str]], public_cell: dict[str, int],

@@ -9,6 +9,7 @@ a notebook leaves behind. Each attack here once worked:
   copied in full, as zeros, onto the grading machine's disk: 256 of them are 16 GiB;
 * a graph export evaluated in the grader's own process, with no limit: a few KiB of JSON
   (a padded input, then thousands of 16 MiB ops) took the grader's memory and time;
+* a code cell whose source is ``null`` (nbformat reads it) made a ``grader-error`` row;
 * a notebook that spins ran beside a classmate's speed timing (``--jobs 2``, or two Dask
   workers on one machine): the timing lock kept timings apart, not notebooks, and a spinning
   notebook moved the classmate's ratio by 0.3 either way.
@@ -27,7 +28,7 @@ import pytest
 from conftest import variant
 
 from autograder.cases import load_grader, replay_export, run_plain
-from autograder.grade import GradingConfig, grade_submission
+from autograder.grade import GradingConfig, grade_or_error, grade_submission
 
 REPO = Path(__file__).resolve().parents[2]
 A3 = load_grader(REPO / "autograder" / "tests" / "a3_fusion" / "grader.py")
@@ -250,3 +251,13 @@ def test_a_notebook_waits_for_a_speed_timing_in_progress(machine):
         out = timing.result()
     started = float(_wait_for("*/job/started", machine["work"]).read_text())
     assert started > _stamp(out, "timed until"), "a notebook ran beside a timing"
+
+
+def test_a_cell_without_text_makes_the_notebook_unreadable_not_a_grader_error(demo, tmp_path):
+    nb = json.loads(demo["solution"].read_text())
+    nb["cells"][1]["source"] = None  # nbformat reads it; joining it raised TypeError
+    path = tmp_path / "null_source.ipynb"
+    path.write_text(json.dumps(nb))
+    result = grade_or_error(path, GradingConfig("demo_numpy", tests_root=demo["tests"]))
+    assert result.status == "unreadable" and result.score == 0.0
+    assert "no text" in result.tests[0].public_message
