@@ -86,6 +86,8 @@ class CodeGenLLVM(ParallelEmitter, WorkspaceEmitter, ExprEmitter):
         self.loop_ranges: dict[Var, Range] = {}  # for proving indices in range
         self.checked_by_dimension: dict[int, Buffer] = {}  # see flatten_buffers
         self.free_vars: set[int] = set()  # the sizes and scalar parameters, see checks
+        self.data_vars: set[Var] = set()  # scalars and lets holding data: no nsw (expr.py)
+        self.index_memo: dict[int, tuple[PrimExpr, bool]] = {}
         self.check_sites: list[tuple[str, str, str]] = []  # see mlc.target.llvm.checks
         self.current_store = ""
         self.extern_symbols: set[str] = set()  # see mlc.target.llvm.extern
@@ -118,6 +120,7 @@ class CodeGenLLVM(ParallelEmitter, WorkspaceEmitter, ExprEmitter):
             self.vars[var] = self.cast(arg, "int64", var.dtype)
         for arg, var in zip(fn.args[len(func.params) + len(sizes):], scalars):
             arg.name = var.name
+            self.mark_data(var)
             if var.dtype == "bool":
                 self.vars[var] = self.b.icmp_unsigned("!=", arg, ir.Constant(ty.I8, 0))
             else:
@@ -159,6 +162,7 @@ class CodeGenLLVM(ParallelEmitter, WorkspaceEmitter, ExprEmitter):
         self.store(s.buffer, s.value, s.indices)
 
     def stmt_LetStmt(self, s: LetStmt) -> None:
+        self.mark_data(s.var, s.value)
         self.vars[s.var] = self.emit(s.value)
         try:
             self.emit_stmt(s.body)

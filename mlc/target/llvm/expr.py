@@ -91,6 +91,17 @@ def _may_fault(e: PrimExpr) -> bool:
     return found
 
 
+def _operand_exprs(e: PrimExpr) -> list[PrimExpr]:
+    """The expressions ``e`` is computed from (its fields that are expressions)."""
+    out: list[PrimExpr] = []
+    for name in ("a", "b", "value", "base", "stride", "condition", "true_value",
+                 "false_value"):
+        child = getattr(e, name, None)
+        if isinstance(child, PrimExpr):
+            out.append(child)
+    return out
+
+
 def _normalize_index(index: PrimExpr) -> PrimExpr:
     """Bring a vector index to ``Ramp``/``Broadcast`` form when it is ``Ramp + Broadcast``."""
     if isinstance(index, Add):
@@ -111,6 +122,8 @@ class ExprEmitter(CheckEmitter, IntrinsicEmitter, ExternCallEmitter):
     vars: dict[Var, ir.Value]
     module: ir.Module
     _mask: ir.Value | None
+    data_vars: set[Var]  # variables that hold data, not indices (see _int_flags)
+    index_memo: dict[int, tuple[PrimExpr, bool]]  # _index_only's answers, by id
 
     # -- entry --------------------------------------------------------------------------------
     def emit(self, e: PrimExpr) -> ir.Value:
@@ -164,27 +177,55 @@ class ExprEmitter(CheckEmitter, IntrinsicEmitter, ExternCallEmitter):
                 raise CodegenError(f"operands with {la} and {lb} lanes cannot be combined")
         return a, b
 
-    def _int_flags(self, dtype: str) -> list[str]:
-        # Index arithmetic does not wrap; saying so lets LLVM widen and vectorize loops.
-        return ["nsw"] if dt.element(dtype) in ("int32", "int64") else []
+    def _int_flags(self, e: Add | Sub | Mul) -> list[str]:
+        """``nsw`` (no signed wrap) on index arithmetic, which lets LLVM widen and vectorize
+        loops; never on arithmetic of data (a loaded value, a scalar argument, a call),
+        which wraps as in numpy: with ``nsw`` LLVM folded ``A[i] + 1 > A[i]`` to true and
+        ``A[i] * 2 // 2`` to ``A[i]``, wrong at ``INT32_MAX``."""
+        if dt.element(e.dtype) not in ("int32", "int64"):
+            return []
+        return ["nsw"] if self._index_only(e) else []
+
+    def _index_only(self, e: PrimExpr) -> bool:
+        """Is ``e`` built of constants, loop and size variables only (no data)?"""
+        memo = self.index_memo
+        hit = memo.get(id(e))
+        if hit is not None and hit[0] is e:
+            return hit[1]
+        if isinstance(e, (IntImm, FloatImm)):
+            result = True
+        elif isinstance(e, Var):
+            result = e not in self.data_vars
+        elif isinstance(e, (BufferLoad, Call, Let)):
+            result = False
+        else:
+            result = all(self._index_only(c) for c in _operand_exprs(e))
+        memo[id(e)] = (e, result)
+        return result
+
+    def mark_data(self, var: Var, value: PrimExpr | None = None) -> None:
+        """``var`` holds data (a scalar argument; a let whose value reads data): arithmetic
+        on it may wrap, so it gets no ``nsw``."""
+        if value is None or not self._index_only(value):
+            self.data_vars.add(var)
 
     def emit_Add(self, e: Add) -> ir.Value:
         a, b = self._operands(e)
         if dt.is_float(e.dtype):
             return self.b.fadd(a, b, flags=_FAST)
-        return self.b.add(a, b, flags=self._int_flags(e.dtype))
+        return self.b.add(a, b, flags=self._int_flags(e))
 
     def emit_Sub(self, e: Sub) -> ir.Value:
         a, b = self._operands(e)
         if dt.is_float(e.dtype):
             return self.b.fsub(a, b, flags=_FAST)
-        return self.b.sub(a, b, flags=self._int_flags(e.dtype))
+        return self.b.sub(a, b, flags=self._int_flags(e))
 
     def emit_Mul(self, e: Mul) -> ir.Value:
         a, b = self._operands(e)
         if dt.is_float(e.dtype):
             return self.b.fmul(a, b, flags=_FAST)
-        return self.b.mul(a, b, flags=self._int_flags(e.dtype))
+        return self.b.mul(a, b, flags=self._int_flags(e))
 
     def _divisor(self, b: ir.Value, e: Any = None, a: ir.Value | None = None) -> ir.Value:
         """The divisor to use for ``a / b``: under a vector mask, lanes that are switched off
@@ -350,6 +391,7 @@ class ExprEmitter(CheckEmitter, IntrinsicEmitter, ExternCallEmitter):
         return self.b.select(cond, t, f)
 
     def emit_Let(self, e: Let) -> ir.Value:
+        self.mark_data(e.var, e.value)
         self.vars[e.var] = self.emit(e.value)
         try:
             return self.emit(e.body)
