@@ -92,6 +92,11 @@ def _cmd_grade(args: argparse.Namespace) -> int:
     if duplicates:
         print(f"two submissions share a name: {sorted(duplicates)}", file=sys.stderr)
         return 2
+    unusable = sorted(str(p) for p in paths if p.stem.strip(".") == "")
+    if unusable:  # "...ipynb" is student "..": its feedback would land beside the output folder
+        print(f"a submission's name cannot name its feedback folder: {unusable} (rename it)",
+              file=sys.stderr)
+        return 2
     try:
         executor = _open_executor(args)
     except ClusterError as err:

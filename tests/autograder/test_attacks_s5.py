@@ -10,6 +10,8 @@ a notebook leaves behind. Each attack here once worked:
 * a graph export evaluated in the grader's own process, with no limit: a few KiB of JSON
   (a padded input, then thousands of 16 MiB ops) took the grader's memory and time;
 * a code cell whose source is ``null`` (nbformat reads it) made a ``grader-error`` row;
+* a submission named ``...ipynb`` is student ``..``: its feedback was written beside the
+  output folder;
 * a notebook that spins ran beside a classmate's speed timing (``--jobs 2``, or two Dask
   workers on one machine): the timing lock kept timings apart, not notebooks, and a spinning
   notebook moved the classmate's ratio by 0.3 either way.
@@ -261,3 +263,18 @@ def test_a_cell_without_text_makes_the_notebook_unreadable_not_a_grader_error(de
     result = grade_or_error(path, GradingConfig("demo_numpy", tests_root=demo["tests"]))
     assert result.status == "unreadable" and result.score == 0.0
     assert "no text" in result.tests[0].public_message
+
+
+@pytest.mark.parametrize("name", ["...ipynb", "..ipynb"])
+def test_a_submission_named_dots_cannot_write_beside_the_output_folder(demo, tmp_path, name):
+    from autograder.cli import main
+
+    (tmp_path / "subs").mkdir()
+    submission = tmp_path / "subs" / name  # student "..": feedback in out/../
+    submission.write_bytes(demo["solution"].read_bytes())
+    out = tmp_path / "grades" / "out"
+    rc = main(["grade", "--assignment", "demo_numpy", "--tests", str(demo["tests"]), "--out",
+               str(out), "--timeout", "10", "--quiet", str(submission)])
+    assert rc == 2
+    assert not (tmp_path / "grades" / "feedback.md").exists()
+    assert not (out / "feedback.md").exists() and not (out / "results.json").exists()
