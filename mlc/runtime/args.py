@@ -182,9 +182,13 @@ class ArgumentChecker:
                 out.append(f"    if x{j} != {z}: c{j}.differs(x{j}, {z})")
         if self._exprs:
             out.append(f"    if not check_exprs(args, [{', '.join(sizes)}]): explain(args)")
+        # an output may not overlap any other array (the code is compiled with noalias)
+        for k in range(n) if self._outputs else ():
+            out.append(f"    e{k} = p{k} + a{k}.nbytes")
         for k in self._outputs:
-            others = ", ".join(f"p{j}" for j in range(n) if j != k)
-            out.append(f"    if p{k} in ({others},): explain(args)")
+            for j in range(n):
+                if j != k:
+                    out.append(f"    if p{k} < e{j} and p{j} < e{k}: explain(args)")
         by_value = {id(v) for v in self.scalar_args}
         values = [f"x{j}" for j, (_, v, _) in enumerate(self.scalars) if id(v) in by_value]
         out.append(f"    return [{', '.join([f'p{k}' for k in range(n)] + sizes + values)}]")
@@ -280,11 +284,13 @@ class ArgumentChecker:
         pos = self.buffer_positions
         for k in self._outputs:
             for j in range(len(self.params)):
-                if j != k and _shares_start(args[pos[k]], args[pos[j]]):
+                if j != k and _overlap(args[pos[k]], args[pos[j]]):
+                    same = args[pos[k]].ctypes.data == args[pos[j]].ctypes.data
                     raise ArgumentError(
                         f"argument {pos[k]} {self.params[k].name!r} is written by the function "
-                        f"and is the same memory as argument {pos[j]} {self.params[j].name!r}; "
-                        "the compiled code assumes its arrays do not overlap, so pass a copy"
+                        f"and {'is the same memory as' if same else 'overlaps'} argument "
+                        f"{pos[j]} {self.params[j].name!r}; the compiled code assumes its "
+                        "arrays do not overlap, so pass a copy"
                     )
         raise ArgumentError(f"the arguments do not fit {self.signature()}")  # pragma: no cover
 
@@ -402,8 +408,11 @@ SCALAR_CTYPES: dict[str, Any] = {
 """The C type of a scalar parameter in the native signature (a bool as a byte)."""
 
 
-def _shares_start(a: np.ndarray, b: np.ndarray) -> bool:
-    return bool(a.ctypes.data == b.ctypes.data)
+def _overlap(a: np.ndarray, b: np.ndarray) -> bool:
+    """Do the bytes of two (contiguous) arrays overlap? Views of one array may: ``x[1:]``
+    and ``x[:-1]``."""
+    pa, pb = a.ctypes.data, b.ctypes.data
+    return bool(pa < pb + b.nbytes and pb < pa + a.nbytes)
 
 
 def _expr_text(e: PrimExpr | int) -> str:

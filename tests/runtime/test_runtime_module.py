@@ -66,6 +66,13 @@ def test_size_arguments_reach_the_native_function() -> None:
     np.testing.assert_array_equal(b, [5, 7])
 
 
+_SHARED = np.zeros((6, 4), np.float32)
+
+
+def _rows(start: int) -> np.ndarray:
+    return _SHARED[start:start + 3]
+
+
 @pytest.mark.parametrize(
     "make_args, error, message",
     [
@@ -91,6 +98,13 @@ def test_size_arguments_reach_the_native_function() -> None:
         (lambda a, b, c: (a, b, c.copy()), None, None),
         (lambda a, b, c: (a, b, a), ArgumentError,
          "argument 2 'C' is written by the function and is the same memory as argument 0 'A'"),
+        # rows 0-2 and 1-3 of one array: contiguous views that share two rows (it ran, and
+        # the code, compiled with noalias, was free to read rows it had already written)
+        (lambda a, b, c: (_rows(0), b, _rows(1)), ArgumentError,
+         "argument 2 'C' is written by the function and overlaps argument 0 'A'"),
+        (lambda a, b, c: (a, _rows(1), _rows(0)), ArgumentError,
+         "argument 2 'C' is written by the function and overlaps argument 1 'B'"),
+        (lambda a, b, c: (_SHARED[:3], b, _SHARED[3:6]), None, None),  # adjacent, apart
     ],
 )
 def test_argument_errors_name_the_argument(
