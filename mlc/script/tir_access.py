@@ -17,6 +17,7 @@ from mlc.tir.expr import (
     BufferLoad,
     Call,
     IntImm,
+    IterKind,
     IterVar,
     Let,
     Max,
@@ -158,19 +159,29 @@ def check_declared_access(block_name: str, iter_vars: Sequence[IterVar], body: S
     The schedule trusts the declared regions (``compute_at`` computes a producer only over
     what its consumer declares it reads), so a region that lies gives a wrong answer later.
     Each access of the body that depends on the block's variables alone is evaluated at
-    corners of the iteration domain; one that falls outside every declared region of its
-    buffer is a lie, shown with the point. Accesses under a condition, inside inner loops or
-    over symbolic domains are not judged (no false alarm: only a counterexample refuses)."""
+    corners of the iteration domain (and of inner loops of constant range); one that falls
+    outside every declared region of its buffer is a lie, shown with the point. Accesses
+    under a condition or over symbolic domains are not judged (no false alarm: only a
+    counterexample refuses)."""
     if not all(isinstance(iv.dom.min, IntImm) and isinstance(iv.dom.extent, IntImm)
                for iv in iter_vars):
         return None
+    dims: list[tuple[Var, int, int]] = [
+        (iv.var, iv.dom.min.value, iv.dom.extent.value)  # type: ignore[attr-defined]
+        for iv in iter_vars]
     own = {id(iv.var) for iv in iter_vars}
     local = {id(b) for b in allocs}
     accesses: list[tuple[str, Buffer, tuple[PrimExpr, ...]]] = []
 
     def walk(node: Any) -> None:
+        if isinstance(node, For) and isinstance(node.min, IntImm) and isinstance(
+                node.extent, IntImm) and node.extent.value > 0:
+            dims.append((node.loop_var, node.min.value, node.extent.value))
+            own.add(id(node.loop_var))
+            walk(node.body)
+            return
         if isinstance(node, (For, BlockRealize, IfThenElse, Select, LetStmt, Let)):
-            return  # inner loops, nested blocks, conditions: not judged
+            return  # symbolic inner loops, nested blocks, conditions: not judged
         if isinstance(node, Call) and node.op == "if_then_else":
             return
         if isinstance(node, (BufferLoad, BufferStore)):
@@ -187,7 +198,7 @@ def check_declared_access(block_name: str, iter_vars: Sequence[IterVar], body: S
     if init is not None:
         walk(init)
     walk(body)
-    for point in _corners(iter_vars):
+    for point in _corners(dims):
         for verb, buf, indices in accesses:
             declared = reads if verb == "reads" else writes
             if declared is None:
@@ -203,7 +214,7 @@ def check_declared_access(block_name: str, iter_vars: Sequence[IterVar], body: S
             idx = [evaluate_known(i, point) for i in indices]
             if any(v is None for v in idx) or any(_covers(r, idx, point) for r in regions):
                 continue
-            at = ", ".join(f"{iv.var.name} = {point[id(iv.var)]}" for iv in iter_vars)
+            at = ", ".join(f"{v.name} = {point[id(v)]}" for v, _, _ in dims)
             shown = ", ".join(str(i) for i in indices)
             return (f'block "{block_name}" {verb} {buf.name}[{shown}], which is '
                     f"{buf.name}[{', '.join(str(v) for v in idx)}] at {at}, outside the "
@@ -219,20 +230,20 @@ def _only(e: PrimExpr, own: set[int]) -> bool:
         isinstance(n, BufferLoad) or id(n) not in own))
 
 
-def _corners(iter_vars: Sequence[IterVar]) -> list[dict[int, int]]:
-    """The first, middle and last value of each variable, at most 81 combinations."""
+def _corners(dims: Sequence[tuple[Var, int, int]]) -> list[dict[int, int]]:
+    """The first, middle and last value of each variable (first and last past four
+    variables), at most 256 combinations."""
     import itertools
 
     choices = []
-    for iv in iter_vars:
-        lo, n = int(iv.dom.min.value), int(iv.dom.extent.value)  # type: ignore[attr-defined]
+    for _, lo, n in dims:
         if n <= 0:
             return []  # the block never runs
-        choices.append(sorted({lo, lo + n // 2, lo + n - 1}) if len(iter_vars) <= 4
+        choices.append(sorted({lo, lo + n // 2, lo + n - 1}) if len(dims) <= 4
                        else sorted({lo, lo + n - 1}))
     points = []
-    for combo in itertools.islice(itertools.product(*choices), 81):
-        points.append({id(iv.var): v for iv, v in zip(iter_vars, combo)})
+    for combo in itertools.islice(itertools.product(*choices), 256):
+        points.append({id(v): x for (v, _, _), x in zip(dims, combo)})
     return points
 
 
@@ -244,3 +255,35 @@ def _covers(region: BufferRegion, idx: list[Any], point: dict[int, int]) -> bool
         if not lo <= i < lo + n:
             return False
     return True
+
+
+def unused_spatial_var(iter_vars: Sequence[IterVar], body: Stmt, init: Stmt | None
+                       ) -> IterVar | None:
+    """A spatial block variable (extent > 1) that no element the block stores depends on,
+    or None. Every value of it writes the same elements: the block is a reduction over it
+    (``B[0] = B[0] + A[vk]``) mislabeled spatial, and ``parallel`` or ``vectorize`` on its
+    loop, which trust the label, would make the iterations race. Blocks holding blocks or
+    let-bindings (a store may depend on the variable through them) are not judged."""
+    from mlc.tir.functor import collect
+
+    nodes = [body] + ([init] if init is not None else [])
+    if any(collect(n, lambda x: isinstance(x, (BlockRealize, LetStmt, Let))) for n in nodes):
+        return None
+    stores = [s for n in nodes for s in collect(n, lambda x: isinstance(x, BufferStore))]
+    if not stores:
+        return None
+    for iv in iter_vars:
+        if iv.kind is not IterKind.SPATIAL:
+            continue
+        if isinstance(iv.dom.extent, IntImm) and iv.dom.extent.value <= 1:
+            continue
+        v = iv.var
+        if not any(_uses(i, v) for s in stores for i in s.indices):
+            return iv
+    return None
+
+
+def _uses(e: PrimExpr, v: Var) -> bool:
+    from mlc.tir.functor import uses_var
+
+    return uses_var(e, lambda x: x is v)

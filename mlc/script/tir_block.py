@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from mlc.script.tir_access import _infer_access, check_declared_access
+from mlc.script.tir_access import _infer_access, check_declared_access, unused_spatial_var
 from mlc.script.tir_stmt import _StmtParser
 from mlc.script.tir_syntax import (
     _AXIS_KINDS,
@@ -70,6 +70,15 @@ class _BlockParser(_StmtParser):
         name = self.literal(name_node) if name_node is not None else "block"
         if not isinstance(name, str):
             raise self.error(name_node, 'a block name is a string: T.block("C")')
+        n = 0
+        while name_node is None and name in self.f.block_names:  # unnamed: one of its own
+            n += 1
+            name = f"block_{n}"
+        if name in self.f.block_names:
+            raise self.error(call, f'a second block named "{name}": sch.get_block("{name}") '
+                                   "finds a block by its name, so each block needs its own; "
+                                   f'call this one "{name}_1"')
+        self.f.block_names.add(name)
         iter_vars: list[IterVar] = []
         values: list[PrimExpr] = []
         reads: list[BufferRegion] | None = None
@@ -128,6 +137,13 @@ class _BlockParser(_StmtParser):
             body = self.stmts(body_nodes)
         finally:
             self.f.scopes.pop()
+        unused = unused_spatial_var(iter_vars, body, init)
+        if unused is not None:
+            v = unused.var.name
+            raise self.error(s, f'block "{name}": the spatial variable {v} does not appear in '
+                                f"any element the block writes, so every value of {v} writes "
+                                f"the same elements (a race under parallel). A reduction over "
+                                f"{v} declares it T.axis.reduce (\"R\" in T.axis.remap)")
         lie = check_declared_access(name, iter_vars, body, init, allocs, reads, writes)
         if lie is not None:
             raise self.error(region_node, lie)

@@ -144,9 +144,11 @@ class TIRParser(_BlockParser):
         """``alpha: T.float32``, ``n: T.int32``: parameters passed by value. Defined before
         the buffers, whose shapes may use them (``A: T.Buffer((n,), "float32"), n: T.int32``:
         a size passed as an argument too, a SizeVar like the other sizes)."""
-        in_shapes = {
+        roots = {id(n.value) for a in fdef.args.args if a.annotation is not None
+                 for n in ast.walk(a.annotation) if isinstance(n, ast.Attribute)}
+        in_shapes = {  # names in shapes; not the T of T.Buffer (a scalar may be named T)
             n.id for a in fdef.args.args if a.annotation is not None
-            for n in ast.walk(a.annotation) if isinstance(n, ast.Name)
+            for n in ast.walk(a.annotation) if isinstance(n, ast.Name) and id(n) not in roots
         }
         out: dict[str, Var] = {}
         for a in fdef.args.args:
@@ -238,6 +240,9 @@ class TIRParser(_BlockParser):
         handle = call.args[0].id
         if handle not in self.f.handles:
             raise self.error(call.args[0], f"{handle!r} is not a T.handle parameter")
+        if self.f.handles[handle] is not None:
+            raise self.error(call, f"the handle {handle!r} is matched twice; one "
+                                   f"T.match_buffer({handle}, ...) gives its shape")
         decl = ast.Call(func=call.func, args=call.args[1:], keywords=call.keywords)
         ast.copy_location(decl, call)
         buf = self._buffer_decl(decl, name, for_param=True)

@@ -90,6 +90,7 @@ class _Func:
         self.loops: dict[Var, Range] = {}  # enclosing loop variables and their ranges
         self.attrs: list[tuple[str, Any]] = []
         self.handles: dict[str, Buffer | None] = {}
+        self.block_names: set[str] = set()  # a schedule finds blocks by name
 
     def lookup(self, name: str) -> Any:
         for scope in reversed(self.scopes):

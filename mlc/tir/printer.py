@@ -225,10 +225,14 @@ class _Printer:
         if isinstance(e, IterVar):
             dom = self.range_call(e.dom)
             return f"iter_var({self.name_of(e.var)}, {dom}, {_AXIS_KIND[e.kind]!r})", _P_ATOM
-        if isinstance(e, (list, tuple)):
+        if isinstance(e, list):  # an annotation's value
+            return f"[{self.exprs(e)}]", _P_ATOM
+        if isinstance(e, tuple):
             return f"({self.exprs(e)}{',' if len(e) == 1 else ''})", _P_ATOM
         if isinstance(e, bool):
             return str(e), _P_ATOM
+        if isinstance(e, float) and math.isinf(e):  # a literal that reads back as inf
+            return ("1e999", _P_ATOM) if e > 0 else ("-1e999", _P_UNARY)
         if isinstance(e, (int, float)):
             return repr(e), _P_UNARY if e < 0 else _P_ATOM
         if isinstance(e, str):

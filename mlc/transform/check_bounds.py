@@ -69,11 +69,12 @@ class _Checker(IRVisitor):
     def _check_binding(self, block: Block, var: Var, dom: Range, value: PrimExpr) -> None:
         if not (isinstance(dom.min, IntImm) and isinstance(dom.extent, IntImm)):
             return
-        lo, hi = self.analyzer.const_int_bound(value)
         end = dom.min.value + dom.extent.value
-        if not (isinstance(lo, int) and isinstance(hi, int)) or (
-                lo >= dom.min.value and hi < end):
-            return
+        for form in (value, self.analyzer.simplify(value)):  # a bound may be loose unsimplified
+            lo, hi = self.analyzer.const_int_bound(form)
+            if not (isinstance(lo, int) and isinstance(hi, int)) or (
+                    lo >= dom.min.value and hi < end):
+                return
         loops = ", ".join(f"{v.name} in [{r.min}, {_end(r.min, r.extent)})"
                           for v, r in self.loops.items())
         raise LoweringError(

@@ -13,7 +13,7 @@ import pytest
 
 import mlc
 from mlc import te, tir
-from mlc.errors import LoweringError, ScriptError
+from mlc.errors import LoweringError, ScheduleError, ScriptError
 from mlc.script import from_source
 
 HEADER = '@T.prim_func\ndef f(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):\n'
@@ -221,3 +221,95 @@ def test_honest_reads_compute_at_matches_numpy() -> None:
     a, c = np.arange(8, dtype="float32"), np.zeros(8, "float32")
     mlc.build(sch.mod, target="llvm")(a, c)
     np.testing.assert_array_equal(c, (a + 1)[::-1] * 2)
+
+
+def test_writes_that_lie_inside_an_inner_loop_are_refused() -> None:
+    text = _func("""
+        with T.block("B"):
+            T.reads(A[0])
+            T.writes(B[0])
+            for i in range(8):
+                B[i] = A[i]
+    """)
+    with pytest.raises(ScriptError, match=r'block "B" writes B\[i\], which is B\[4\] at '
+                                          r"i = 4, outside the regions"):
+        from_source(text)
+
+
+MISLABELED = '''
+@T.prim_func
+def f(A: T.Buffer((65536,), "float32"), B: T.Buffer((1,), "float32")):
+    for k in range(65536):
+        with T.block("B"):
+            vk = T.axis.{kind}(65536, k)
+            B[0] = B[0] + A[vk]
+'''
+
+
+def test_a_reduction_labelled_spatial_is_refused() -> None:
+    # parallel(k) trusted the label: two threads gave 32768.0 for a sum of 65536 ones
+    with pytest.raises(ScriptError, match="the spatial variable vk does not appear in any "
+                                          "element the block writes") as info:
+        from_source(MISLABELED.format(kind="spatial"))
+    assert info.value.lineno == 5
+    sch = tir.Schedule(from_source(MISLABELED.format(kind="reduce")))
+    with pytest.raises(ScheduleError, match="reduce"):
+        sch.parallel(sch.get_loops(sch.get_block("B"))[0])
+    b = np.zeros(1, "float32")
+    mlc.build(sch.mod, target="llvm")(np.ones(65536, "float32"), b)
+    assert b[0] == 65536
+
+
+def test_a_scalar_parameter_named_t_takes_negative_values() -> None:
+    # the T of T.Buffer counted as a size named T: the scalar became a SizeVar (>= 0) and
+    # the call refused -3
+    func = from_source('@T.prim_func\ndef f(A: T.Buffer((8,), "float32"), T: T.int32):\n'
+                       '    A[0] = T.Cast("float32", T)\n')
+    a = np.zeros(8, "float32")
+    mlc.build(func, target="llvm")(a, -3)
+    assert a[0] == -3.0
+    _round_trip(func)
+
+
+def test_two_blocks_with_one_name_are_refused() -> None:
+    # the schedule finds blocks by name: sch.get_block("B") silently took the first
+    text = _func("""
+        for i in range(8):
+            with T.block("B"):
+                vi = T.axis.spatial(8, i)
+                B[vi] = A[vi]
+        for i in range(8):
+            with T.block("B"):
+                vi = T.axis.spatial(8, i)
+                B[vi] = B[vi] * 2.0
+    """)
+    with pytest.raises(ScriptError, match='a second block named "B"') as info:
+        from_source(text)
+    assert info.value.lineno == 9
+
+
+def test_unnamed_blocks_get_names_of_their_own() -> None:
+    func = from_source(_func("with T.block():\n    A[0] = 1.0\nwith T.block():\n    A[1] = 1.0\n"))
+    sch = tir.Schedule(func)
+    block = sch.get(sch.get_block("block_1"))
+    assert isinstance(block, tir.Block) and block.name == "block_1"
+
+
+def test_annotations_with_infinities_and_lists_round_trip() -> None:
+    func = from_source(_func("""
+        T.func_attr({"x": 1e400, "y": -1e400, "z": [1, (2, 3)], "v": "a\\nb"})
+        for i in T.serial(8, annotations={"pragma": 3.5}):
+            with T.block("B"):
+                vi = T.axis.spatial(8, i)
+                T.block_attr({"meta": "x\\ty"})
+                A[vi] = 1.0
+    """))
+    _round_trip(func)
+
+
+def test_a_handle_matched_twice_is_refused() -> None:
+    text = ('@T.prim_func\ndef f(a: T.handle):\n    A = T.match_buffer(a, (8,), "float32")\n'
+            '    A2 = T.match_buffer(a, (4,), "float32")\n    A2[0] = 1.0\n')
+    with pytest.raises(ScriptError, match="the handle 'a' is matched twice") as info:
+        from_source(text)
+    assert info.value.lineno == 4
