@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -31,8 +33,12 @@ from conftest import variant
 
 from autograder.cases import load_grader, replay_export, run_plain
 from autograder.grade import GradingConfig, grade_or_error, grade_submission
+from autograder.sandbox import is_root, remove_tree
 
-REPO = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+INNER = "AUTOGRADER_TEST_AS_USER"  # set in the run as an ordinary user
+NOBODY = 65534
 A3 = load_grader(REPO / "autograder" / "tests" / "a3_fusion" / "grader.py")
 A4 = load_grader(REPO / "autograder" / "tests" / "a4_tuning" / "grader.py")
 
@@ -278,3 +284,27 @@ def test_a_submission_named_dots_cannot_write_beside_the_output_folder(demo, tmp
     assert rc == 2
     assert not (tmp_path / "grades" / "feedback.md").exists()
     assert not (out / "feedback.md").exists() and not (out / "results.json").exists()
+
+
+@pytest.mark.skipif(not is_root(), reason="dropping to an ordinary user needs root")
+@pytest.mark.skipif(bool(os.environ.get(INNER)), reason="this is the ordinary user's run")
+def test_again_as_an_ordinary_user():
+    """The same attacks, graded by ``nobody`` (walls from user namespaces, jobs under the
+    grader's own user id)."""
+    home = Path(tempfile.mkdtemp(prefix="ag-s5-user-", dir="/run" if os.path.isdir("/run")
+                                 else None))
+    try:
+        os.chown(home, NOBODY, NOBODY)
+        os.chmod(home, 0o755)
+        env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(home),
+               INNER: "1", "PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8",
+               "PYTHONPATH": str(REPO)}
+        cmd = [sys.executable, str(HERE / "as_user.py"), str(NOBODY), "--", sys.executable,
+               "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+               f"--basetemp={home}/t", str(Path(__file__))]
+        proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True,
+                              timeout=900)
+        assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-3000:]
+        assert " passed" in proc.stdout
+    finally:
+        remove_tree(home)
