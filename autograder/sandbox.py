@@ -239,9 +239,9 @@ def run_sandboxed(cmd: list[str], cwd: Path, env: dict[str, str], limits: Limits
                                     env=_grader_env(),
                                     pass_fds=[f for f in (status_w, outcome_w) if f is not None])
         finally:
-            for f in (status_w, outcome_w):
-                if f is not None:
-                    os.close(f)
+            for end in (status_w, outcome_w):
+                if end is not None:
+                    os.close(end)
         over_disk = ""
         deadline = time.monotonic() + limits.wall_s
         while True:
@@ -263,8 +263,8 @@ def run_sandboxed(cmd: list[str], cwd: Path, env: dict[str, str], limits: Limits
         for reader in readers:
             reader.join(timeout=10)
         os.unlink(config_path)
-        out.seek(0)
-        output = out.read()[-200_000:].decode("utf-8", "replace")
+        out.seek(max(0, out.seek(0, os.SEEK_END) - 200_000))  # the tail: a job may print
+        output = out.read().decode("utf-8", "replace")  # up to RLIMIT_FSIZE (256 MiB)
     status: dict[str, Any] = {}
     text = b"".join(chunks["status"]).decode("utf-8", "replace").strip()
     if text:
