@@ -261,11 +261,10 @@ class _ExprParser:
                     raise self.error(node, f'T.{name}("{args[0].value}"): only a float dtype '
                                            'takes a string ("nan", "inf")')
                 return FloatImm(float(args[0].value), name)  # "nan", "inf"
-            v = self.expr(args[0])
-            if isinstance(v, (IntImm, FloatImm)) and isinstance(args[0], (ast.Constant,
-                                                                         ast.UnaryOp)):
-                return self.constant(v.value, name, node)
-            return self._cast(name, v, node)
+            lit = _number(args[0])
+            if lit is not None:  # T.uint64(18446744073709551615): the literal, not an int64
+                return self.constant(lit, name, node)
+            return self._cast(name, self.expr(args[0]), node)
         if name in ("Cast", "cast"):
             arity(2, 'T.Cast("float32", x)')
             first, second = args
@@ -373,3 +372,15 @@ def _int_range(dtype: str) -> tuple[int, int]:
     if dt.is_uint(dtype):
         return 0, 2**bits - 1
     return -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+
+
+def _number(node: ast.expr) -> int | float | None:
+    """The value of a number literal (``5``, ``-2.5``), or None."""
+    sign = 1
+    while isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        sign = -sign if isinstance(node.op, ast.USub) else sign
+        node = node.operand
+    value = node.value if isinstance(node, ast.Constant) else None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return sign * value
+    return None

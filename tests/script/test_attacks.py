@@ -313,3 +313,19 @@ def test_a_handle_matched_twice_is_refused() -> None:
     with pytest.raises(ScriptError, match="the handle 'a' is matched twice") as info:
         from_source(text)
     assert info.value.lineno == 4
+
+
+@pytest.mark.parametrize("value, dtype", [
+    (2**64 - 1, "uint64"), (-(2**63), "int64"), (2**63 - 1, "int64"), (-128, "int8"),
+    (255, "uint8"), (-(2**31), "int32"), (2**31 - 1, "int32"),
+])
+def test_integer_edges_round_trip_and_compute(value: int, dtype: str) -> None:
+    X = te.placeholder((2,), dtype, name="X")
+    Y = te.compute((2,), lambda i: te.max(X[i], te.const(value, dtype)), name="Y")
+    func = te.create_prim_func([X, Y])
+    info = np.iinfo(dtype)
+    x = np.array([info.min, info.max], dtype)
+    for back in _round_trip(func):
+        y = np.zeros(2, dtype)
+        mlc.build(back, target="llvm")(x, y)
+        np.testing.assert_array_equal(y, np.maximum(x, np.array(value, dtype)))
