@@ -469,6 +469,36 @@ assert np.array_equal(y7, x7.astype("int32") @ w8.astype("int32").T)
 print("7-bit int8 dense matches numpy exactly, 127 x -128 included")
 
 # %% [markdown]
+# ### What 300.0 becomes in int8
+# A quantizer ends with a conversion from float to a small integer type, and some floats have
+# no int8 value: 300.0, -1e10, NaN. C leaves that conversion *undefined* (LLVM's `fptosi`
+# gives "poison": the optimiser may assume it never happens), and numpy's answer depends on
+# the machine it runs on, with only a `RuntimeWarning: invalid value encountered in cast`.
+# mlc gives it one meaning, the one GPUs' conversion instructions have: truncate toward zero,
+# past either end of the range take that end, NaN becomes 0. The compiled code, the C and
+# CUDA sources, the GPU simulator and the constant folder all agree on it.
+
+# %% tags=["nbval-ignore-output"]
+xs = np.array([2.7, -2.7, 127.9, 300.0, -300.0, np.nan, np.inf], np.float32)
+Xf = te.placeholder((len(xs),), name="Xf")
+Q8 = te.compute(Xf.shape, lambda i: Xf[i].astype("int8"), name="Q8")
+to_int8 = mlc.build(te.create_schedule(Q8.op), [Xf, Q8])
+q8 = np.zeros(len(xs), np.int8)
+to_int8(xs, q8)
+with np.errstate(invalid="ignore"):
+    numpy_q8 = xs.astype(np.int8)
+print("float:", xs)
+print("mlc:  ", q8.tolist())
+print("numpy:", numpy_q8.tolist(), "(this machine's; another may differ)")
+assert q8.tolist() == [2, -2, 127, 127, -128, 0, 127]
+
+# %% [markdown]
+# Saturation is what a quantizer wants at the ends, but truncation is not the rounding it
+# wants in the middle (2.7 should become 3): `qnn.quantize` computes
+# `clip(round(x / scale) + zero_point, lo, hi)` and only then converts, so every value it
+# converts is already an integer in range.
+
+# %% [markdown]
 # ### How fast, here?
 # int8 `512 x 512 x 512` with 8-bit and with 7-bit activations against numpy's float32 GEMM
 # (OpenBLAS), in alternating rounds with a short pause before each, medians of the rounds.
