@@ -92,9 +92,15 @@ class _BlockParser(_StmtParser):
         scope: dict[str, Any] = {}
         self.f.scopes.append(scope)
         try:
+            seen_headers: set[str] = set()
             for st in s.body:
                 hdr = _call_of(st)
                 hname = self._callee(hdr) if hdr is not None else None
+                if hname in ("reads", "writes", "where", "block_attr"):
+                    if hname in seen_headers:
+                        raise self.error(st, f"T.{hname}(...) is given twice in block "
+                                             f'"{name}"; give it once')
+                    seen_headers.add(hname)
                 target, value = _assign_parts(st) if isinstance(
                     st, (ast.Assign, ast.AnnAssign)) else (None, None)
                 vname = self._callee(value) if isinstance(value, ast.Call) else None

@@ -329,3 +329,20 @@ def test_integer_edges_round_trip_and_compute(value: int, dtype: str) -> None:
         y = np.zeros(2, dtype)
         mlc.build(back, target="llvm")(x, y)
         np.testing.assert_array_equal(y, np.maximum(x, np.array(value, dtype)))
+
+
+@pytest.mark.parametrize("header", ["T.where(vi < 7)", "T.reads(A[vi])", "T.writes(B[vi])",
+                                    'T.block_attr({"k": 1})'])
+def test_a_block_header_given_twice_is_refused(header: str) -> None:
+    # the second T.where replaced the first without a word
+    text = _func(f"""
+        for i in range(8):
+            with T.block("B"):
+                vi = T.axis.spatial(8, i)
+                {header}
+                {header}
+                B[vi] = A[vi]
+    """)
+    with pytest.raises(ScriptError, match="is given twice in block \"B\"") as info:
+        from_source(text)
+    assert info.value.lineno == 8
