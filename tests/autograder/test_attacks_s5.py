@@ -12,6 +12,8 @@ a notebook leaves behind. Each attack here once worked:
 * a code cell whose source is ``null`` (nbformat reads it) made a ``grader-error`` row;
 * a submission named ``...ipynb`` is student ``..``: its feedback was written beside the
   output folder;
+* as an ordinary user, a folder that a forked process kept at mode 000 until the end was
+  left behind after grading (``rm -rf`` as its owner cannot enter it), up to 1 GiB a job;
 * a notebook that spins ran beside a classmate's speed timing (``--jobs 2``, or two Dask
   workers on one machine): the timing lock kept timings apart, not notebooks, and a spinning
   notebook moved the classmate's ratio by 0.3 either way.
@@ -308,3 +310,39 @@ def test_again_as_an_ordinary_user():
         assert " passed" in proc.stdout
     finally:
         remove_tree(home)
+
+
+# Files in a folder that a process forked off the kernel keeps at mode 000 until the job is
+# killed: as an ordinary user (the folder's owner, not root) `rm -rf` could not remove it.
+HOARD = """
+import os
+os.makedirs("hoard/inner", exist_ok=True)
+with open("hoard/inner/big", "wb") as f:
+    f.write(bytes(8 << 20))
+if os.fork() == 0:
+    os.setsid()
+    while True:
+        try:
+            os.chmod("hoard", 0)
+        except OSError:
+            pass
+"""
+
+
+def test_a_folder_the_job_made_unreadable_is_removed_with_the_job(demo, tmp_path):
+    notebook = variant(demo["solution"], tmp_path / "subs" / "hoard.ipynb", insert={5: HOARD})
+    work = tmp_path / "work"
+    work.mkdir()
+    result = grade_submission(notebook, GradingConfig("demo_numpy", tests_root=demo["tests"],
+                                                      cell_timeout=10), workroot=work)
+    assert result.score == 5.0
+    assert list(work.iterdir()) == []
+
+
+def test_remove_tree_removes_an_unreadable_folder_of_its_owner(tmp_path):
+    folder = tmp_path / "job" / "hoard"
+    (folder / "inner").mkdir(parents=True)
+    (folder / "inner" / "f").write_text("x")
+    os.chmod(folder, 0)
+    remove_tree(tmp_path / "job")
+    assert not (tmp_path / "job").exists()
