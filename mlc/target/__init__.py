@@ -23,8 +23,10 @@ from __future__ import annotations
 from typing import Any
 
 from mlc.target.target import KINDS, Backend, Target, TargetError, TargetKind, backend, parse_target
-from mlc.tir.stmt import PrimFunc
-from mlc.transform import check_bounds, is_lowered, run_passes
+from mlc.tir.expr import BufferLoad
+from mlc.tir.functor import contains
+from mlc.tir.stmt import BufferStore, PrimFunc
+from mlc.transform import check_bounds, flatten_buffers, is_lowered, run_passes
 from mlc.transform import lower as lower_common
 
 
@@ -39,9 +41,16 @@ def lower(func: PrimFunc, target: str | dict[str, Any] | Target | None = None) -
             func = lower_common(func)
     else:  # a script of plain loops: no lowering to do, but no access may leave its array
         func = check_bounds(func)
+        if _multi_dim_access(func):  # A[1, I[i]]: each dimension's index checked on its own
+            func = run_passes(func, [("flatten_buffers", flatten_buffers)])
     if tgt is None:
         return func
     return run_passes(func, tgt.backend.passes, title=f"before the {tgt.kind} passes")
+
+
+def _multi_dim_access(func: PrimFunc) -> bool:
+    return contains(func.body, lambda n: isinstance(n, (BufferLoad, BufferStore))
+                    and len(n.indices) > 1)
 
 
 def build(func: PrimFunc, target: str | dict[str, Any] | Target | None = "llvm") -> Any:

@@ -123,8 +123,16 @@ def _as_shape(shape: Any, what: str) -> tuple[PrimExpr, ...]:
 
 def placeholder(shape: Any, dtype: str = "float32", name: str = "placeholder") -> Tensor:
     """An input tensor: ``A = te.placeholder((n, m), name="A")`` (dtype float32 by default)."""
+    _check_name(name, "te.placeholder")
+    if dtype is None:  # np.dtype(None) would make it float64
+        dtype = "float32"
     op = PlaceholderOp(name, _as_shape(shape, f"te.placeholder(name={name!r})"), dt.check(dtype))
     return op.output(0)
+
+
+def _check_name(name: Any, what: str) -> None:
+    if not isinstance(name, str):
+        raise TEError(f"{what}(name={name!r}): a name is a string, e.g. name=\"B\"")
 
 
 def _arg_names(fcompute: Callable[..., Any], ndim: int, name: str) -> list[str]:
@@ -164,7 +172,11 @@ def compute(
 
         C = te.compute((m, n), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
     """
+    _check_name(name, "te.compute")
     what = f"te.compute(name={name!r})"
+    if not callable(fcompute):
+        raise TEError(f"{what}: the second argument is the function of the indices, e.g. "
+                      f"lambda i: A[i] * 2; got {fcompute!r}")
     shp = _as_shape(shape, what)
     names = _arg_names(fcompute, len(shp), name)
     axis = tuple(

@@ -139,6 +139,8 @@ def _cast_lanes(e: PrimExpr, target: str) -> PrimExpr:
 
 
 def _const_like(value: Any, dtype: str) -> PrimExpr:
+    if isinstance(value, np.generic):  # np.float32(2.5) beside an int8: a float, not 2
+        value = value.item()
     if isinstance(value, float) and not dt.is_float(dtype):
         return const(value, "float32" if dt.bits(dtype) <= 32 else "float64")
     if isinstance(value, bool) and not dt.is_bool(dtype):

@@ -86,6 +86,7 @@ from mlc.tir.stmt import (
     SeqStmt,
     Stmt,
 )
+from mlc.tir.thread_tag import ALL_TAGS
 
 __all__ = ["expr_to_str", "to_str", "to_html"]
 
@@ -502,6 +503,8 @@ def _identifier(name: str) -> str:
     ``v``, a keyword a trailing ``_`` (``lambda_``), and the text is NFKC-normalized as
     Python normalizes identifiers (``"\ufb01"``, the ligature fi, reads back as ``fi``)."""
     if name.isidentifier() and name.isascii() and not keyword.iskeyword(name):
+        return name
+    if name in ALL_TAGS:  # a GPU kernel's blockIdx.x / threadIdx.x, printed as CUDA reads
         return name
     text = unicodedata.normalize("NFKC", name)
     text = "".join(c if ("_" + c).isidentifier() else "_" for c in text)

@@ -27,7 +27,17 @@ from typing import Any
 
 from mlc.errors import LoweringError
 from mlc.tir.arith import Analyzer
-from mlc.tir.expr import BufferLoad, IntImm, IterVar, PrimExpr, Range, Select, Var
+from mlc.tir.expr import (
+    Broadcast,
+    BufferLoad,
+    IntImm,
+    IterVar,
+    PrimExpr,
+    Ramp,
+    Range,
+    Select,
+    Var,
+)
 from mlc.tir.functor import IRVisitor
 from mlc.tir.stmt import Block, BlockRealize, BufferStore, For, IfThenElse, PrimFunc
 
@@ -113,12 +123,15 @@ class _Checker(IRVisitor):
         self._check(op, "writes")
         self.generic_visit(op)
 
+    def _bound(self, index: PrimExpr) -> tuple[Any, Any]:
+        return _lanes_bound(self.analyzer, index)
+
     def _check(self, op: Any, verb: str) -> None:
         buf = op.buffer
         for dim, (index, size) in enumerate(zip(op.indices, buf.shape)):
-            if not isinstance(size, IntImm):
-                continue
-            lo, hi = self.analyzer.const_int_bound(index)
+            if not isinstance(size, IntImm) or _reads_data(index):
+                continue  # an index read from data (A[I[i]]) is checked when the code runs
+            lo, hi = self._bound(index)
             if not (isinstance(lo, int) and isinstance(hi, int)):
                 continue
             if lo >= 0 and hi < size.value:
@@ -145,6 +158,18 @@ class _Checker(IRVisitor):
             )
 
 
+def _lanes_bound(analyzer: Analyzer, index: PrimExpr) -> tuple[Any, Any]:
+    """The bound of an index; for a vector index ``ramp(b, s, n)``, of its first and last
+    lanes (``A[ramp(6, 1, 4)]`` of an 8-element A reaches 9)."""
+    if isinstance(index, Ramp):
+        ends = [analyzer.const_int_bound(index.base),
+                analyzer.const_int_bound(index.base + index.stride * (index.lanes - 1))]
+        return min(e[0] for e in ends), max(e[1] for e in ends)
+    if isinstance(index, Broadcast):
+        return analyzer.const_int_bound(index.value)
+    return analyzer.const_int_bound(index)
+
+
 def _end(lo: PrimExpr, extent: PrimExpr) -> str:
     if isinstance(lo, IntImm) and isinstance(extent, IntImm):
         return str(lo.value + extent.value)
@@ -163,3 +188,9 @@ def _uses(e: PrimExpr, v: Var) -> bool:
     from mlc.tir.functor import uses_var
 
     return uses_var(e, lambda x: x is v)
+
+
+def _reads_data(e: PrimExpr) -> bool:
+    from mlc.tir.functor import contains
+
+    return contains(e, lambda n: isinstance(n, BufferLoad))

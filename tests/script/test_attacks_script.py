@@ -13,7 +13,7 @@ import pytest
 
 import mlc
 from mlc import te, tir
-from mlc.errors import LoweringError, ScheduleError, ScriptError
+from mlc.errors import IndexOutOfBoundsError, LoweringError, ScheduleError, ScriptError
 from mlc.script import from_source
 
 HEADER = '@T.prim_func\ndef f(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):\n'
@@ -149,6 +149,8 @@ def test_a_return_annotation_of_none_is_accepted() -> None:
     ("A[100000] = 1.0\n", "reaches 100000"),
     ("for i in range(100):\n    A[i] = 1.0\n", "writes A[i] with i in [0, 100)"),
     ("for i in range(8):\n    B[i] = A[i + 1]\n", "reads A[i + 1] with i in [0, 8)"),
+    ("A[T.ramp(6, 1, 4)] = T.broadcast(1.0, 4)\n", "writes A[ramp(6, 1, 4)]: its index in "
+     "dimension 0 (ramp(6, 1, 4)) reaches 9"),
 ])
 def test_plain_loop_scripts_are_bounds_checked(body: str, expected: str) -> None:
     # these wrote outside the numpy array (heap corruption, then an abort of the process)
@@ -346,3 +348,16 @@ def test_a_block_header_given_twice_is_refused(header: str) -> None:
     with pytest.raises(ScriptError, match="is given twice in block \"B\"") as info:
         from_source(text)
     assert info.value.lineno == 8
+
+
+def test_plain_loop_gathers_check_each_dimension() -> None:
+    # A[1, I[i]] with I[i] = 5 read A[2, 1]: the flat index stayed inside the array
+    func = from_source('@T.prim_func\ndef f(A: T.Buffer((4, 4), "float32"), '
+                       'I: T.Buffer((4,), "int32"), B: T.Buffer((4,), "float32")):\n'
+                       "    for i in range(4):\n        B[i] = A[1, I[i]]\n")
+    f = mlc.build(func, target="llvm")
+    a, b = np.arange(16, dtype="float32").reshape(4, 4), np.zeros(4, "float32")
+    with pytest.raises(IndexOutOfBoundsError, match=r"A\[1, I\[i\]\] in dimension 1"):
+        f(a, np.array([0, 5, -1, 2], "int32"), b)
+    f(a, np.array([3, 2, 1, 0], "int32"), b)
+    np.testing.assert_array_equal(b, a[1, [3, 2, 1, 0]])

@@ -5,12 +5,14 @@ exception or crash later; each now computes what numpy computes or raises a type
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
 import mlc
 from mlc import te, tir
-from mlc.errors import MLCTypeError, TEError
+from mlc.errors import IndexOutOfBoundsError, MLCTypeError, TEError
 from mlc.script import from_source
 
 
@@ -144,3 +146,49 @@ def test_names_with_spaces_build_and_round_trip() -> None:
         out = np.zeros(4, "float32")
         mlc.build(f, target="llvm")(x, out)
         np.testing.assert_array_equal(out, x + 1)
+
+
+def test_a_gather_with_uint8_indices_is_checked_when_it_runs() -> None:
+    # the index's dtype bound (255) was taken for a proof that the read leaves A: refused
+    # before running even with indices in range
+    A = te.placeholder((4,), name="A")
+    idx = te.placeholder((4,), "uint8", name="I")
+    B = te.compute((4,), lambda i: A[idx[i]], name="B")
+    f = mlc.build(te.create_prim_func([A, idx, B]), target="llvm")
+    a, b = np.arange(4, dtype="float32") * 10, np.zeros(4, "float32")
+    f(a, np.array([3, 0, 2, 1], "uint8"), b)
+    np.testing.assert_array_equal(b, [30, 0, 20, 10])
+    with pytest.raises(IndexOutOfBoundsError, match="the index was 255"):
+        f(a, np.array([0, 255, 1, 2], "uint8"), b)
+
+
+def test_numpy_scalars_beside_an_int8_operand() -> None:
+    X = te.placeholder((4,), "int8", name="X")
+    # np.float32(2.5) became the int8 constant 2: X * 2.5 computed X * 2
+    Y = te.compute((4,), lambda i: X[i] * np.float32(2.5), name="Y")
+    assert Y.dtype == "float32"
+    x = np.array([-4, -1, 2, 3], "int8")
+    np.testing.assert_array_equal(_run([X, Y], [x], np.zeros(4, "float32")), x * 2.5)
+    with pytest.raises(MLCTypeError, match="1000 does not fit int8"):
+        te.compute((4,), lambda i: X[i] * np.int64(1000), name="Z")
+
+
+@pytest.mark.parametrize("kind, expected", [
+    ("compute name", "a name is a string"),
+    ("placeholder name", "a name is a string"),
+    ("fcompute", "the function of the indices"),
+])
+def test_malformed_compute_arguments_are_te_errors(kind: str, expected: str) -> None:
+    A = te.placeholder((4,), name="A")
+    bad: Any = {"compute name": None, "placeholder name": 3, "fcompute": 3}[kind]
+    with pytest.raises(TEError, match=expected):
+        if kind == "compute name":
+            te.compute((4,), lambda i: A[i], name=bad)
+        elif kind == "placeholder name":
+            te.placeholder((4,), name=bad)
+        else:
+            te.compute((4,), bad, name="B")
+
+
+def test_dtype_none_is_the_default_float32() -> None:
+    assert te.placeholder((4,), dtype=None, name="X").dtype == "float32"  # type: ignore[arg-type]
