@@ -101,6 +101,7 @@ from mlc.tir.stmt import (
     PrimFunc,
     SeqStmt,
     Stmt,
+    seq,
 )
 
 
@@ -113,19 +114,52 @@ class _CannotVectorize(Exception):
     """Raised inside the vectorizer when the loop must stay a scalar loop."""
 
 
+MAX_LANES = 256
+"""The widest vector this pass makes. A vectorized loop longer than this runs as a serial
+loop over vectors of ``MAX_LANES`` lanes (and one shorter vector for the rest): LLVM took 6 s
+to compile a 4096-lane vector, 150 s for 16384, and aborted the process (an assertion in
+instruction selection) at 65536, where a student had only vectorized a long axis."""
+
+
 class _LoopVectorizer(IRMutator):
     def visit_For(self, op: For) -> Stmt:
         body = self.visit(op.body)
         if op.kind is not ForKind.VECTORIZED:
             return op if body is op.body else _with_body(op, body)
         lanes = as_int(op.extent)
-        if lanes == 1:
-            return substitute(body, {op.loop_var: op.min})  # type: ignore[no-any-return]
-        if lanes is not None and lanes > 1:
-            vectorized = vectorize_loop(op.loop_var, op.min, lanes, body)
-            if vectorized is not None:
-                return vectorized
-        return For(op.loop_var, op.min, op.extent, ForKind.SERIAL, body, None, op.annotations)
+        if lanes is not None and lanes > MAX_LANES:
+            return _in_chunks(op, body, lanes)
+        return _vector_or_serial(op, body)
+
+
+def _vector_or_serial(op: For, body: Stmt) -> Stmt:
+    lanes = as_int(op.extent)
+    if lanes == 1:
+        return substitute(body, {op.loop_var: op.min})  # type: ignore[no-any-return]
+    if lanes is not None and lanes > 1:
+        vectorized = vectorize_loop(op.loop_var, op.min, lanes, body)
+        if vectorized is not None:
+            return vectorized
+    return For(op.loop_var, op.min, op.extent, ForKind.SERIAL, body, None, op.annotations)
+
+
+def _in_chunks(op: For, body: Stmt, lanes: int) -> Stmt:
+    """``for v in vectorized(lanes)`` as ``for c in range(lanes // MAX_LANES)`` over vectors
+    of ``MAX_LANES`` lanes, then one vector of the ``lanes % MAX_LANES`` left."""
+    var, chunks, rest = op.loop_var, lanes // MAX_LANES, lanes % MAX_LANES
+    chunk = Var(f"{var.name}_chunk", var.dtype)
+    lane = Var(var.name, var.dtype)
+    start = op.min + chunk * MAX_LANES
+    vector = For(lane, const(0, var.dtype), const(MAX_LANES, var.dtype), ForKind.VECTORIZED,
+                 substitute(body, {var: start + lane}))
+    parts: list[Stmt] = [For(chunk, const(0, var.dtype), const(chunks, var.dtype), ForKind.SERIAL,
+                 _vector_or_serial(vector, vector.body))]
+    if rest:
+        last = Var(var.name, var.dtype)
+        tail = For(last, const(0, var.dtype), const(rest, var.dtype), ForKind.VECTORIZED,
+                   substitute(body, {var: op.min + chunks * MAX_LANES + last}))
+        parts.append(_vector_or_serial(tail, tail.body))
+    return seq(*parts)
 
 
 def _with_body(op: For, body: Stmt) -> For:
