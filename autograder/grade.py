@@ -417,9 +417,12 @@ def grade_submission(path: Path, config: GradingConfig, workroot: Path | None = 
                f"--nbval-cell-timeout={config.cell_timeout}", "-p", "autograder._nbval_log",
                "-p", "no:cacheprovider", "-c", "pytest.ini", "--rootdir", ".", "-q",
                "submission.ipynb"]
+        # cover the folder of every job's folder ($TMPDIR, or workroot), not only this job's:
+        # where it is not /tmp (a cluster's scratch), the jobs beside were visible, and as an
+        # ordinary user (one user id for all jobs) readable
         with job_running():  # never beside another submission's speed timing
             result = run_sandboxed(cmd, box, _sandbox_env(box, config), limits, uid,
-                                   cover=[str(run_root)], outcome_env=OUTCOME_FD_ENV)
+                                   cover=[str(run_root.parent)], outcome_env=OUTCOME_FD_ENV)
         missing = missing_protections(result.status, config.insecure)
         if result.status.get("error") or missing or not result.status:
             raise SandboxUnavailable(

@@ -14,6 +14,9 @@ a notebook leaves behind. Each attack here once worked:
   output folder;
 * as an ordinary user, a folder that a forked process kept at mode 000 until the end was
   left behind after grading (``rm -rf`` as its owner cannot enter it), up to 1 GiB a job;
+* with the grader's ``$TMPDIR`` outside ``/tmp`` (a cluster's scratch), the jobs graded
+  beside were visible in the folder above the job's, and as an ordinary user (one user id
+  for every job) a classmate's export could be read and handed in;
 * a notebook that spins ran beside a classmate's speed timing (``--jobs 2``, or two Dask
   workers on one machine): the timing lock kept timings apart, not notebooks, and a spinning
   notebook moved the classmate's ratio by 0.3 either way.
@@ -288,19 +291,57 @@ def test_a_submission_named_dots_cannot_write_beside_the_output_folder(demo, tmp
     assert not (out / "feedback.md").exists() and not (out / "results.json").exists()
 
 
+# A classmate graded beside: their job's folder is a sibling of ours in the grader's working
+# folder ($TMPDIR, which on a cluster is often not under /tmp). Copy their export if it shows.
+COPY_CLASSMATE = """
+import glob, os, shutil
+import autograder.harness as h
+real_export = h.export
+h.export = lambda case, value: None if case == "add_hidden" else real_export(case, value)
+workroot = os.path.dirname(os.path.dirname(os.getcwd()))
+found = glob.glob(os.path.join(workroot, "*", "job", "exchange", "exports", "add_hidden.npy"))
+found = [f for f in found if not f.startswith(os.getcwd())]
+print("classmates' exports seen:", found)
+if found:
+    shutil.copyfile(found[0], os.path.join(os.environ["AUTOGRADER_EXCHANGE"], "exports",
+                                           "add_hidden.npy"))
+"""
+WORKROOT_ENV = "AG_S5_WORKROOT"  # set by the ordinary user's run: a folder outside /tmp and home
+
+
+def test_a_classmates_job_folder_beside_ours_is_invisible(demo, tmp_path):
+    import numpy as np
+
+    workroot = Path(os.environ.get(WORKROOT_ENV) or tmp_path) / f"work{os.getpid()}"
+    workroot.mkdir()
+    exports = workroot / "ag-classmate-x" / "job" / "exchange" / "exports"
+    exports.mkdir(parents=True)
+    case = load_grader(demo["tests"] / "demo_numpy" / "grader.py").case("add_hidden")
+    np.save(exports / "add_hidden.npy", case.expected())
+    notebook = variant(demo["solution"], tmp_path / "subs" / "copy.ipynb",
+                       insert={3: COPY_CLASSMATE},
+                       replace={2: "def add_scaled(a, b, alpha):\n    return a + alpha * b "
+                                "if a.shape == (2, 3) else a"})  # right on the public test only
+    result = grade_submission(notebook, GradingConfig("demo_numpy", tests_root=demo["tests"],
+                                                      cell_timeout=10), workroot=workroot)
+    assert [(t.id, t.score) for t in result.tests] == [("t_add", 0.0), ("t_softmax", 3.0)]
+
+
 @pytest.mark.skipif(not is_root(), reason="dropping to an ordinary user needs root")
 @pytest.mark.skipif(bool(os.environ.get(INNER)), reason="this is the ordinary user's run")
 def test_again_as_an_ordinary_user():
     """The same attacks, graded by ``nobody`` (walls from user namespaces, jobs under the
     grader's own user id)."""
-    home = Path(tempfile.mkdtemp(prefix="ag-s5-user-", dir="/run" if os.path.isdir("/run")
-                                 else None))
+    where = "/run" if os.path.isdir("/run") else None
+    home = Path(tempfile.mkdtemp(prefix="ag-s5-user-", dir=where))
+    workroot = Path(tempfile.mkdtemp(prefix="ag-s5-work-", dir=where))  # neither /tmp nor home
     try:
-        os.chown(home, NOBODY, NOBODY)
-        os.chmod(home, 0o755)
+        for folder in (home, workroot):
+            os.chown(folder, NOBODY, NOBODY)
+            os.chmod(folder, 0o755)
         env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(home),
                INNER: "1", "PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8",
-               "PYTHONPATH": str(REPO)}
+               "PYTHONPATH": str(REPO), WORKROOT_ENV: str(workroot)}
         cmd = [sys.executable, str(HERE / "as_user.py"), str(NOBODY), "--", sys.executable,
                "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
                f"--basetemp={home}/t", str(Path(__file__))]
@@ -310,6 +351,7 @@ def test_again_as_an_ordinary_user():
         assert " passed" in proc.stdout
     finally:
         remove_tree(home)
+        remove_tree(workroot)
 
 
 # Files in a folder that a process forked off the kernel keeps at mode 000 until the job is
