@@ -6,6 +6,7 @@ round-trip; each now round-trips, computes what numpy computes, or raises a type
 
 from __future__ import annotations
 
+import dataclasses
 import textwrap
 
 import numpy as np
@@ -15,6 +16,7 @@ import mlc
 from mlc import te, tir
 from mlc.errors import IndexOutOfBoundsError, LoweringError, ScheduleError, ScriptError
 from mlc.script import from_source
+from mlc.tir.expr import IterKind
 
 HEADER = '@T.prim_func\ndef f(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):\n'
 
@@ -361,3 +363,22 @@ def test_plain_loop_gathers_check_each_dimension() -> None:
         f(a, np.array([0, 5, -1, 2], "int32"), b)
     f(a, np.array([3, 2, 1, 0], "int32"), b)
     np.testing.assert_array_equal(b, a[1, [3, 2, 1, 0]])
+
+
+class _Relabel(tir.IRMutator):
+    """Every block variable spatial: a reduction mislabelled in IR built by hand (the
+    parser refuses it in a script)."""
+
+    def visit_Block(self, op: tir.Block) -> tir.Stmt:
+        op = self.generic_visit(op)
+        ivs = tuple(dataclasses.replace(iv, kind=IterKind.SPATIAL) for iv in op.iter_vars)
+        return dataclasses.replace(op, iter_vars=ivs)
+
+
+@pytest.mark.parametrize("primitive", ["parallel", "vectorize"])
+def test_a_mislabelled_reduction_in_hand_built_ir_cannot_run_at_once(primitive: str) -> None:
+    func = from_source(MISLABELED.format(kind="reduce"))
+    func = func.with_body(_Relabel().visit(func.body))
+    sch = tir.Schedule(func)
+    with pytest.raises(ScheduleError, match=r"block 'B' writes B\[0\] and reads B\[0\]"):
+        getattr(sch, primitive)(sch.get_loops(sch.get_block("B"))[0])

@@ -22,9 +22,9 @@ may write the same elements of it, with the same values.
 from __future__ import annotations
 
 from mlc.tir.arith.analyzer import Analyzer
-from mlc.tir.expr import BufferLoad, IntImm, PrimExpr, Range, Var
+from mlc.tir.expr import BufferLoad, IntImm, PrimExpr, Range, Select, Var
 from mlc.tir.functor import collect, substitute, uses_var
-from mlc.tir.stmt import Block, BlockRealize, BufferStore, For, Stmt
+from mlc.tir.stmt import Block, BlockRealize, BufferStore, For, IfThenElse, Stmt
 
 
 def conflicting_access(for_: For, br: BlockRealize) -> tuple[BufferStore, BufferLoad] | None:
@@ -39,20 +39,43 @@ def conflicting_access(for_: For, br: BlockRealize) -> tuple[BufferStore, Buffer
              for f in collect(for_, lambda n: isinstance(n, For))}
     moves = {iv.var for iv, value in zip(block.iter_vars, br.iter_values)
              if _one_to_one(value, for_.loop_var, inner)}
+    fixed = _fixed_stores(for_, br, stores)
     ana = Analyzer()
     for store in stores:
+        if id(store) in fixed and not any(load.buffer.data is store.buffer.data
+                                          for load in loads):
+            return store, BufferLoad(store.buffer, store.indices)  # written by every one
         for load in loads:
             if load.buffer.data is not store.buffer.data:
                 continue
             same = [len(load.indices) == len(store.indices)
                     and ana.can_prove_equal(r, w) for r, w in zip(load.indices, store.indices)]
-            if all(same):
+            if all(same) and id(store) not in fixed:
                 continue  # the element this instance writes
             if any(s and isinstance(w, Var) and w in moves
                    for s, w in zip(same, store.indices)):
                 continue  # a slice along a variable only this iteration takes
             return store, load
     return None
+
+
+def _fixed_stores(for_: For, br: BlockRealize, stores: list[BufferStore]) -> set[int]:
+    """The stores (by id) whose element is the same for every iteration of ``for_``: none
+    of their indices depends on the loop. A block labelled spatial that updates one element
+    (``B[0] = B[0] + A[vk]`` with ``vk = T.axis.spatial(n, k)``, a reduction mislabelled)
+    would make every iteration update it at once. Not judged: a loop of one iteration, a
+    block with a predicate or a condition in its body (it may pick one iteration)."""
+    if isinstance(for_.extent, IntImm) and for_.extent.value <= 1:
+        return set()
+    pred = br.predicate
+    if not (isinstance(pred, IntImm) and pred.value == 1) or collect(
+            br.block.body, lambda n: isinstance(n, (IfThenElse, Select))):
+        return set()
+    loop = for_.loop_var
+    movers = {id(iv.var) for iv, value in zip(br.block.iter_vars, br.iter_values)
+              if uses_var(value, lambda x: x is loop)} | {id(loop)}
+    return {id(s) for s in stores
+            if not any(uses_var(i, lambda x: id(x) in movers) for i in s.indices)}
 
 
 def _one_to_one(value: PrimExpr, v: Var, inner: dict[Var, Range]) -> bool:
