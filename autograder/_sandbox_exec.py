@@ -2,8 +2,9 @@
 
 Run by :mod:`autograder.sandbox` (never by hand). In order:
 
-1. new namespaces: mount, PID and network (as root), plus a user namespace when the grader is
-   not root (an ordinary user gets the same walls from the kernel's unprivileged namespaces);
+1. new namespaces: mount, PID, IPC and network (as root), plus a user namespace when the
+   grader is not root (an ordinary user gets the same walls from the kernel's unprivileged
+   namespaces);
 2. the file system, in the new mount namespace only:
 
    * everything is remounted read-only;
@@ -43,6 +44,7 @@ CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWNET = 0x40000000
 CLONE_NEWPID = 0x20000000
+CLONE_NEWIPC = 0x08000000
 MS_RDONLY = 1
 MS_NOSUID = 2
 MS_NODEV = 4
@@ -195,7 +197,9 @@ def _namespaces(libc: ctypes.CDLL, config: dict[str, Any], status: dict[str, Any
     """Create the namespaces and the file system view; return True when a PID namespace is
     new (the caller must fork to enter it)."""
     root = os.geteuid() == 0
-    flags = CLONE_NEWNS | CLONE_NEWPID
+    # IPC: System V shared memory and semaphores belong to the namespace, not to a process;
+    # in the machine's, a job's segments outlived it (and all other jobs could attach them)
+    flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC
     if config.get("no_network", True):
         flags |= CLONE_NEWNET
     if not root:
@@ -208,7 +212,7 @@ def _namespaces(libc: ctypes.CDLL, config: dict[str, Any], status: dict[str, Any
     if not root:
         _map_ids(uid, gid)
         status["user_ns"] = True
-    status["mount_ns"] = status["pid_ns"] = True
+    status["mount_ns"] = status["pid_ns"] = status["ipc_ns"] = True
     status["net_ns"] = bool(flags & CLONE_NEWNET)
     _mount(libc, None, "/", None, MS_REC | MS_PRIVATE)
     _filesystem(libc, config, status)
@@ -259,6 +263,7 @@ def main(argv: list[str]) -> int:
         if os.getppid() != parent:
             return 125
     status: dict[str, Any] = {"root": os.geteuid() == 0, "mount_ns": False, "pid_ns": False,
+                              "ipc_ns": False,
                               "net_ns": False, "user_ns": False, "private_proc": False,
                               "private_tmp": False, "readonly_root": False, "hidden": [],
                               "uid": None}

@@ -17,6 +17,8 @@ a notebook leaves behind. Each attack here once worked:
 * with the grader's ``$TMPDIR`` outside ``/tmp`` (a cluster's scratch), the jobs graded
   beside were visible in the folder above the job's, and as an ordinary user (one user id
   for every job) a classmate's export could be read and handed in;
+* System V shared memory that a job made outlived it (the IPC namespace was the machine's):
+  4096 segments as large as the memory limit would hold the machine's memory for good;
 * a notebook that spins ran beside a classmate's speed timing (``--jobs 2``, or two Dask
   workers on one machine): the timing lock kept timings apart, not notebooks, and a spinning
   notebook moved the classmate's ratio by 0.3 either way.
@@ -325,6 +327,42 @@ def test_a_classmates_job_folder_beside_ours_is_invisible(demo, tmp_path):
     result = grade_submission(notebook, GradingConfig("demo_numpy", tests_root=demo["tests"],
                                                       cell_timeout=10), workroot=workroot)
     assert [(t.id, t.score) for t in result.tests] == [("t_add", 0.0), ("t_softmax", 3.0)]
+
+
+# System V shared memory lives in the IPC namespace, not in a process: a segment that a job
+# creates and fills outlives it (4096 of them, each as large as the memory limit, would hold
+# the machine's memory until someone runs ipcrm).
+SHM = """
+import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.shmat.restype = ctypes.c_void_p
+sid = libc.shmget(int(sys.argv[1]), 1 << 20, 0o1000 | 0o600)  # IPC_CREAT
+addr = libc.shmat(sid, None, 0)
+ctypes.memset(addr, 7, 1 << 20)
+libc.shmdt(ctypes.c_void_p(addr))
+print("segment", sid)
+"""
+
+
+def test_shared_memory_a_job_creates_dies_with_it(tmp_path):
+    from autograder.sandbox import Limits, acquire_uid, prepare_dir, release_uid, run_sandboxed
+
+    key = 0x5E5000 + os.getpid() % 0x1000
+    box = tmp_path / "job"
+    box.mkdir()
+    uid = acquire_uid()
+    try:
+        prepare_dir(box, uid)
+        result = run_sandboxed([sys.executable, "-s", "-c", SHM, str(key)], box,
+                               {"PATH": "/usr/bin:/bin", "HOME": str(box)}, Limits(wall_s=60),
+                               uid, cover=[str(tmp_path)])
+        assert "segment" in result.output, result.output
+        keys = [line.split()[0] for line in Path("/proc/sysvipc/shm").read_text().splitlines()]
+        assert str(key) not in keys, "the job's shared memory outlived it"
+        assert result.status["ipc_ns"]
+    finally:
+        release_uid(uid)
+        subprocess.run(["ipcrm", "-M", str(key)], capture_output=True, check=False)
 
 
 @pytest.mark.skipif(not is_root(), reason="dropping to an ordinary user needs root")
