@@ -111,6 +111,22 @@ try_it(lambda: s2.vectorize(s2.get_loops(s2.get_block("C"))[0]))  # i holds the 
 # `k` outside and all lanes at once, so the pass does it only when every lane provably
 # touches its own elements of what the body writes; otherwise it leaves the loop serial:
 # correct, only slower. Exercise 3 meets such a loop.
+#
+# How wide may a vector be? The machine's registers hold 8 or 16 floats; LLVM splits a wider
+# vector into several registers, but a very wide one costs it dearly: 4096 lanes took 6 s
+# to compile, and 65536 crashed LLVM (and with it the notebook). So `vectorize_loops` makes
+# vectors of at most `MAX_LANES` lanes, and a longer vectorized loop becomes a loop over such
+# vectors plus one shorter vector for the rest:
+
+# %%
+from mlc.transform.vectorize import MAX_LANES
+
+Xw = te.placeholder((1000,), name="Xw")
+Yw = te.compute((1000,), lambda i: Xw[i] * 2.0, name="Yw")
+sw = te.create_schedule(Yw.op)
+sw[Yw].vectorize(Yw.op.axis[0])
+print("MAX_LANES =", MAX_LANES)
+print(mlc.lower(sw, [Xw, Yw]))
 
 # %%
 s3 = tir.Schedule(func)
