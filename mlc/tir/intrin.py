@@ -230,11 +230,10 @@ def names(llvm: LLVMForm | None = None) -> list[str]:
     return sorted(n for n, i in INTRINSICS.items() if llvm is None or i.llvm == llvm)
 
 
-# The rows whose result is not of the first argument's dtype: an argument's position (the
-# accumulator of a dot product) or a dtype.
+# The rows whose result is not of the first argument's dtype: an argument's position or a
+# dtype. (A dot product's result is its accumulator's, the first argument: dp4a(acc, a, b).)
 _RESULT: dict[str, int | str] = {
-    "dp4a": 2, "dp4a_u7": 2, "dp2a_bf16": 2, "bf16_to_f32": "float32",
-    "omp_get_thread_num": "int32", "tvm_warp_shuffle_down": 1,
+    "bf16_to_f32": "float32", "omp_get_thread_num": "int32", "tvm_warp_shuffle_down": 1,
 }  # fmt: skip
 
 

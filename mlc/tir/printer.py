@@ -196,6 +196,9 @@ class _Printer:
         if isinstance(e, Not):
             return f"not {self._wrap(e.a, _P_NOT)}", _P_NOT
         if isinstance(e, Cast):
+            if isinstance(e.value, (IntImm, FloatImm)):  # T.int8(300) would read back as a
+                # constant (and 300 is no int8): the conversion, spelled out
+                return f'{self.t("Cast")}("{e.dtype}", {self.expr(e.value)})', _P_ATOM
             return f"{self.t(e.dtype)}({self.expr(e.value)})", _P_ATOM
         if isinstance(e, Select):
             args = self.exprs((e.condition, e.true_value, e.false_value))

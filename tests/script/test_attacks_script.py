@@ -382,3 +382,45 @@ def test_a_mislabelled_reduction_in_hand_built_ir_cannot_run_at_once(primitive: 
     sch = tir.Schedule(func)
     with pytest.raises(ScheduleError, match=r"block 'B' writes B\[0\] and reads B\[0\]"):
         getattr(sch, primitive)(sch.get_loops(sch.get_block("B"))[0])
+
+
+def test_a_cast_of_a_constant_round_trips_as_a_conversion() -> None:
+    # printed as T.int8(300), which read back as a constant that int8 cannot hold
+    X = te.placeholder((4,), "int8", name="X")
+    Y = te.compute((4,), lambda i: X[i] + te.const(100).astype("int8")
+                   + te.const(2.7).astype("int8"), name="Y")
+    func = te.create_prim_func([X, Y])
+    x = np.array([-100, -1, 0, 20], "int8")
+    for back in _round_trip(func):
+        y = np.zeros(4, "int8")
+        mlc.build(back, target="llvm")(x, y)
+        np.testing.assert_array_equal(y, x + np.int8(100) + np.int8(2))
+    Z = te.compute((4,), lambda i: X[i] + te.const(300).astype("int8"), name="Z")
+    _round_trip(te.create_prim_func([X, Z]))
+
+
+class _FlattenSeq(tir.IRMutator):
+    def visit_SeqStmt(self, op: tir.SeqStmt) -> tir.Stmt:
+        return tir.seq(*(self.visit(s) for s in op.seq))
+
+
+def test_a_tensorized_int8_dense_round_trips_and_computes() -> None:
+    # T.dp4a(acc, a, b) read back with the dtype of b (int8x64) instead of acc's (int32x16)
+    from mlc.topi.x86 import dense_int8, schedule_dense_int8
+
+    A = te.placeholder((16, 16), "int8", "A")
+    W = te.placeholder((1, 4, 64), "int8", "W")
+    comp = te.placeholder((16,), "int32", "comp")
+    D = dense_int8(A, W, comp, units=16)
+    func = schedule_dense_int8([A, W, comp, D]).mod
+    func = func.with_body(_FlattenSeq().visit(func.body))
+    rng = np.random.default_rng(0)
+    a = rng.integers(-128, 128, (16, 16)).astype("int8")
+    w = rng.integers(-128, 128, (1, 4, 64)).astype("int8")
+    c = rng.integers(-1000, 1000, 16).astype("int32")
+    want = np.zeros((16, 16), "int32")
+    mlc.build(func, target="llvm")(a, w, c, want)
+    for back in _round_trip(func):
+        got = np.zeros((16, 16), "int32")
+        mlc.build(back, target="llvm")(a, w, c, got)
+        np.testing.assert_array_equal(got, want)
