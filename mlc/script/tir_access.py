@@ -263,12 +263,14 @@ def unused_spatial_var(iter_vars: Sequence[IterVar], body: Stmt, init: Stmt | No
     or None. Every value of it writes the same elements: the block is a reduction over it
     (``B[0] = B[0] + A[vk]``) mislabeled spatial, and ``parallel`` or ``vectorize`` on its
     loop, which trust the label, would make the iterations race. Blocks holding blocks or
-    let-bindings (a store may depend on the variable through them) are not judged."""
+    let-bindings (a store may depend on the variable through them) or conditions are not
+    judged."""
     from mlc.tir.functor import collect
 
     nodes = [body] + ([init] if init is not None else [])
-    if any(collect(n, lambda x: isinstance(x, (BlockRealize, LetStmt, Let))) for n in nodes):
-        return None
+    if any(collect(n, lambda x: isinstance(x, (BlockRealize, LetStmt, Let, IfThenElse, Select)))
+           for n in nodes):
+        return None  # a condition may let one value of the variable write (if vk == 0: ...)
     stores = [s for n in nodes for s in collect(n, lambda x: isinstance(x, BufferStore))]
     if not stores:
         return None
