@@ -32,6 +32,7 @@ from mlc.tir.expr import (
     BufferLoad,
     IntImm,
     IterVar,
+    Not,
     PrimExpr,
     Ramp,
     Range,
@@ -81,7 +82,7 @@ class _Checker(IRVisitor):
             return
         end = dom.min.value + dom.extent.value
         for form in (value, self.analyzer.simplify(value)):  # a bound may be loose unsimplified
-            lo, hi = self.analyzer.const_int_bound(form)
+            lo, hi = self._bound(form)
             if not (isinstance(lo, int) and isinstance(hi, int)) or (
                     lo >= dom.min.value and hi < end):
                 return
@@ -166,7 +167,13 @@ def _lanes_bound(analyzer: Analyzer, index: PrimExpr) -> tuple[Any, Any]:
                 analyzer.const_int_bound(index.base + index.stride * (index.lanes - 1))]
         return min(e[0] for e in ends), max(e[1] for e in ends)
     if isinstance(index, Broadcast):
-        return analyzer.const_int_bound(index.value)
+        return _lanes_bound(analyzer, index.value)
+    if isinstance(index, Select):  # B[select(vi < 32, vi + 32, vi - 32)]: each value
+        with analyzer.constraint_scope(index.condition):  # under its own condition
+            t = _lanes_bound(analyzer, index.true_value)
+        with analyzer.constraint_scope(Not(index.condition)):
+            f = _lanes_bound(analyzer, index.false_value)
+        return min(t[0], f[0]), max(t[1], f[1])
     return analyzer.const_int_bound(index)
 
 

@@ -12,7 +12,7 @@ import pytest
 
 import mlc
 from mlc import te, tir
-from mlc.errors import IndexOutOfBoundsError, MLCTypeError, TEError
+from mlc.errors import IndexOutOfBoundsError, LoweringError, MLCTypeError, TEError
 from mlc.script import from_source
 
 
@@ -192,3 +192,17 @@ def test_malformed_compute_arguments_are_te_errors(kind: str, expected: str) -> 
 
 def test_dtype_none_is_the_default_float32() -> None:
     assert te.placeholder((4,), dtype=None, name="X").dtype == "float32"  # type: ignore[arg-type]
+
+
+def test_an_index_chosen_by_if_then_else_is_bounded_per_branch() -> None:
+    # B[select(i < 32, i + 32, i - 32)] was refused before running: the bound of the index
+    # joined both branches over all of i ([-32, 95])
+    A = te.placeholder((64,), name="A")
+    B = te.compute((64,), lambda i: A[te.if_then_else(i < 32, i + 32, i - 32)] * 2.0,
+                   name="B")
+    a = np.arange(64, dtype="float32")
+    np.testing.assert_array_equal(_run([A, B], [a], np.zeros(64, "float32")),
+                                  np.roll(a, 32) * 2)
+    C = te.compute((64,), lambda i: A[te.if_then_else(i < 32, i + 33, i - 32)], name="C")
+    with pytest.raises(LoweringError, match="reaches 64"):
+        mlc.build(te.create_prim_func([A, C]), target="llvm")
