@@ -332,7 +332,7 @@ class _Printer:
             for a in f.arguments
         )
         self.emit(0, "@" + self.t("prim_func"))
-        self.emit(0, f"def {f.name}({params}):", f)
+        self.emit(0, f"def {_identifier(f.name)}({params}):", f)
         scalars = {id(v) for _, v in f.scalars}
         for v in f.size_vars:  # sizes that are not int32 say so: `n = T.int64()`
             if v.dtype != "int32" and id(v) not in scalars:

@@ -424,3 +424,16 @@ def test_a_tensorized_int8_dense_round_trips_and_computes() -> None:
         got = np.zeros((16, 16), "int32")
         mlc.build(back, target="llvm")(a, w, c, got)
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("name", ["my func", "class", "1abc"])
+def test_a_function_name_that_is_not_an_identifier_prints_as_one(name: str) -> None:
+    A = te.placeholder((4,), name="A")
+    B = te.compute((4,), lambda i: A[i] + 1.0, name="B")
+    func = te.create_prim_func([A, B], name=name)
+    for text in (str(func), func.script()):
+        back = from_source(text)
+        assert back.name.isidentifier()
+        a, b = np.ones(4, "float32"), np.zeros(4, "float32")
+        mlc.build(back, target="llvm")(a, b)
+        np.testing.assert_array_equal(b, a + 1)
