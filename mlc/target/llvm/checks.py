@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
 
-def splat(t: ir.Type, value: int) -> ir.Constant:
+def splat(t: ir.Type, value: int | float) -> ir.Constant:
     """The constant ``value`` of type ``t``, in every lane of a vector type."""
     return ir.Constant(t, [value] * t.count) if ty.is_vector(t) else ir.Constant(t, value)
 
