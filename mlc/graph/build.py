@@ -38,8 +38,13 @@ def compile_group(group: FusedGroup, target: str) -> Kernel:
     from mlc.topi.schedule import schedule_group
     from mlc.transform.pipeline import lower
 
-    lowered = lower_group(group)
-    sch = schedule_group(lowered)
+    try:
+        lowered = lower_group(group)
+        sch = schedule_group(lowered)
+    except RecursionError:
+        raise GraphError(f"group {group.gid} ({len(group.nodes)} ops) is too deep to lower as "
+                         "one kernel; fuse fewer ops (graph.optimize(..., max_fuse_depth=32), "
+                         "the default)") from None
     func = sch.mod
     func = dataclasses.replace(func, name=_c_name(group))
     return Kernel(group, lowered.inputs, native=True, target=target, prim_func=sch.mod,

@@ -36,8 +36,10 @@ def eval_call(n: Call, args: list[np.ndarray]) -> np.ndarray:
     return out.astype(n.dtype, copy=False)
 
 
-def evaluate(g: Graph, inputs: Mapping[str, Any] | None = None, **kw: Any) -> list[np.ndarray]:
-    """Run ``g`` on numpy arrays (by input name) and return the outputs."""
+def evaluate(g: Graph, inputs: Mapping[str, Any] | None = None, /,
+             **kw: Any) -> list[np.ndarray]:
+    """Run ``g`` on numpy arrays (by input name: a mapping, keywords, or both) and return
+    the outputs. Any input name works as a keyword, ``g`` and ``inputs`` too."""
     feed = dict(inputs or {}, **kw)
     values: dict[Node, np.ndarray] = {}
     for v in g.inputs:

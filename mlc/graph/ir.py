@@ -14,6 +14,7 @@ Types are inferred when a node is made, so a shape mismatch raises at the line t
 from __future__ import annotations
 
 import itertools
+import operator
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -95,6 +96,7 @@ class Constant(Node):
 
     def __post_init__(self) -> None:
         value = np.array(self.value, order="C")
+        check_dtype(value.dtype, f"const {self.name or '?'}")
         value.setflags(write=False)
         object.__setattr__(self, "value", value)
         object.__setattr__(self, "type", TensorType(tuple(value.shape), str(value.dtype)))
@@ -116,24 +118,62 @@ class Call(Node):
         return f"Call({self.op.name}: {self.type})"
 
 
+#: the dtypes a graph value may have: what the code generators compile
+DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+          "float16", "float32", "float64")
+
+
+def check_dtype(dtype: Any, what: str) -> str:
+    """``dtype`` as a string mlc compiles, or a GraphError naming ``what`` and the choices."""
+    try:
+        name = str(np.dtype(dtype))
+    except TypeError:
+        name = None
+    if name not in DTYPES:
+        raise GraphError(f"{what}: dtype {name or dtype!r} cannot be compiled; use one of "
+                         f"{', '.join(DTYPES)}")
+    return name
+
+
 def var(name: str, shape: Sequence[int], dtype: str = "float32") -> Var:
     """A graph input called ``name`` with a static shape."""
     try:
-        shape_t = tuple(int(s) for s in shape)
-    except (TypeError, ValueError):
+        shape_t = tuple(operator.index(s) for s in shape)
+    except TypeError:
         raise GraphError(f"var {name!r}: shape must be a tuple of ints, got {shape!r}") from None
     if any(s <= 0 for s in shape_t):
         raise GraphError(f"var {name!r}: every dimension must be positive, got {shape_t}")
-    np.dtype(dtype)
-    return Var(name, TensorType(shape_t, str(np.dtype(dtype))))
+    return Var(name, TensorType(shape_t, check_dtype(dtype, f"var {name!r}")))
 
 
 def const(value: Any, dtype: str | None = None, name: str = "") -> Constant:
     """A compile-time tensor: a numpy array (copied) or a Python scalar (float32 by default)."""
     if dtype is None and not isinstance(value, np.ndarray):
         dtype = "float32"
-    arr = np.array(value, dtype=dtype)
+    try:
+        arr = np.array(value, dtype=dtype)
+    except (OverflowError, TypeError, ValueError) as e:
+        raise GraphError(f"const {name or '?'}: {value!r} is not a {dtype} array ({e})") from None
+    check_dtype(arr.dtype, f"const {name or '?'}")
     return Constant(arr, name)
+
+
+def _scalar_const(value: Any, dtype: str) -> Constant:
+    """A Python/numpy scalar operand as a constant of the other operand's ``dtype``, refused
+    when it would change: ``x * 2.5`` on an int32 ``x`` is not ``x * 2``."""
+    arr = np.asarray(value)
+    if np.dtype(dtype).kind in "iub" and arr.dtype.kind not in "iub":
+        f = float(value)
+        if not np.isfinite(f) or f != int(f):
+            raise GraphError(f"the scalar {value!r} is not an integer, and the other operand "
+                             f"is {dtype}: an integer graph cannot hold it (use a float "
+                             "input, or an integer scalar)")
+    if np.dtype(dtype).kind in "iu":
+        info = np.iinfo(dtype)
+        if not info.min <= int(value) <= info.max:
+            raise GraphError(f"the scalar {value!r} does not fit in {dtype} "
+                             f"({info.min}..{info.max}), the other operand's dtype")
+    return const(value, dtype)
 
 
 def as_node(value: Any, like: Node | None = None) -> Node:
@@ -142,7 +182,7 @@ def as_node(value: Any, like: Node | None = None) -> Node:
     if isinstance(value, Node):
         return value
     if isinstance(value, (int, float, bool, np.number)):
-        return const(value, like.dtype if like is not None else "float32")
+        return _scalar_const(value, like.dtype if like is not None else "float32")
     if isinstance(value, np.ndarray):
         return const(value)
     raise GraphError(f"cannot use {type(value).__name__} {value!r} as a graph value; "
@@ -263,7 +303,8 @@ class Graph:
                 f"Graph(inputs=...): add them to the inputs (or make them graph.const)")
 
     def topo(self) -> list[Node]:
-        """Every node the outputs depend on, producers before consumers (inputs first)."""
+        """Every node the outputs depend on, producers before consumers (inputs first).
+        A cycle (only possible by editing frozen nodes) raises a GraphError."""
         order: list[Node] = []
         seen: set[Node] = set()
         for v in self.inputs:
@@ -271,16 +312,22 @@ class Graph:
             order.append(v)
         for out in self.outputs:
             stack: list[tuple[Node, int]] = [(out, 0)]
+            open_: set[Node] = set()  # on the current path from ``out``
             while stack:
                 node, i = stack.pop()
                 if node in seen:
                     continue
+                open_.add(node)
                 args = node.args if isinstance(node, Call) else ()
                 if i < len(args):
                     stack.append((node, i + 1))
+                    if args[i] in open_:
+                        raise GraphError(f"the graph has a cycle through {args[i]!r}: a node "
+                                         "depends on itself")
                     if args[i] not in seen:
                         stack.append((args[i], 0))
                 else:
+                    open_.discard(node)
                     seen.add(node)
                     order.append(node)
         return order

@@ -134,6 +134,6 @@ def param_arrays(linked: LinkedGraph, outputs: dict[Node, np.ndarray],
                  inputs: dict[Node, np.ndarray]) -> list[np.ndarray]:
     """The arrays to bind to the linked function's parameters, in order."""
     arrays: list[np.ndarray] = [inputs[v] for v in linked.inputs]
-    arrays += [np.ascontiguousarray(c.value) for c in linked.constants]
+    arrays += [c.value for c in linked.constants]  # C-ordered already; 0-d stays 0-d
     arrays += [outputs[o] for o in linked.outputs]
     return arrays

@@ -6,8 +6,9 @@ per-group :class:`Kernel` records it runs when the graph cannot be one native ca
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -72,55 +73,43 @@ def _value(a: Node, values: dict[Node, np.ndarray]) -> np.ndarray:
     raise GraphError(f"internal: value of {a!r} is not available")
 
 
-@dataclass
-class GraphModule:
-    """A compiled graph. Buffers are allocated once; ``run`` is one native call (or, for a
-    graph with numpy-only ops, the groups in order). ``get_output`` returns arrays that the
-    next run overwrites (copy them to keep them)."""
+class _Buffers:
+    """One set of input, intermediate and output arrays, and the call that runs on them.
+    Each Python thread that runs a module gets its own (see :class:`GraphModule`)."""
 
-    graph: Graph
-    kernels: list[Kernel]
-    target: str
-    linked: LinkedGraph | None = None
-    module: Any = None  # the one compiled function (None when the graph runs group by group)
-    _inputs: dict[str, np.ndarray] = field(default_factory=dict)
-    _vars: dict[str, Var] = field(default_factory=dict)
-    _values: dict[Node, np.ndarray] = field(default_factory=dict)
-    _calls: list[Callable[[], None]] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        g = self.graph
+    def __init__(self, mod: GraphModule) -> None:
+        g = mod.graph
+        self.values: dict[Node, np.ndarray] = {}
+        self.inputs: dict[str, np.ndarray] = {}
         for v in g.inputs:
-            self._values[v] = np.zeros(v.shape, v.dtype)
-            self._inputs[v.name] = self._values[v]
-            self._vars[v.name] = v
+            self.values[v] = np.zeros(v.shape, v.dtype)
+            self.inputs[v.name] = self.values[v]
         for n in g.topo():
             if isinstance(n, Constant):
-                self._values[n] = np.ascontiguousarray(n.value)
-        if self.module is not None and self.linked is not None:
-            outs = {o: np.empty(o.shape, o.dtype) for o in self.linked.outputs}
-            self._values.update(outs)
-            self._calls = [self.module.bind(*param_arrays(self.linked, outs, self._values))]
+                self.values[n] = n.value  # read-only, C-ordered, of the node's shape
+        if mod.module is not None and mod.linked is not None:
+            outs = {o: np.empty(o.shape, o.dtype) for o in mod.linked.outputs}
+            self.values.update(outs)
+            calls = [mod.module.bind(*param_arrays(mod.linked, outs, self.values))]
         else:
-            self._calls = self._sequential_calls()
-        self._run = self._calls[0] if len(self._calls) == 1 else self._run_all
-        self._outputs = [self._values[o] for o in g.outputs]
-        self._plain_outputs = not any(isinstance(o, (Var, Constant)) for o in g.outputs)
+            calls = self._sequential_calls(mod)
+        self.run: Callable[[], None] = calls[0] if len(calls) == 1 else _run_all(calls)
+        self.outputs = [self.values[o] for o in g.outputs]
 
-    def _sequential_calls(self) -> list[Callable[[], None]]:
+    def _sequential_calls(self, mod: GraphModule) -> list[Callable[[], None]]:
         """One call per group on buffers laid out by the memory plan."""
-        plan = self.graph.memory
+        plan = mod.graph.memory
         arenas = [np.empty(max(s, 1), np.uint8) for s in (plan.sizes if plan else ())]
-        for k in self.kernels:
+        for k in mod.kernels:
             out = k.group.root
             if plan is not None and out in plan.storage:
                 raw = arenas[plan.storage[out]][: out.type.nbytes]
-                self._values[out] = raw.view(out.dtype).reshape(out.shape)
+                self.values[out] = raw.view(out.dtype).reshape(out.shape)
             else:
-                self._values[out] = np.empty(out.shape, out.dtype)
+                self.values[out] = np.empty(out.shape, out.dtype)
         calls: list[Callable[[], None]] = []
-        for k in self.kernels:
-            args = [self._values[a] for a in k.inputs] + [self._values[k.group.root]]
+        for k in mod.kernels:
+            args = [self.values[a] for a in k.inputs] + [self.values[k.group.root]]
             if k.native:
                 calls.append(k.module.bind(*args))
             else:
@@ -128,9 +117,46 @@ class GraphModule:
                 calls.append(lambda fn=fn, args=args: fn(*args))  # type: ignore[misc]
         return calls or [lambda: None]
 
-    def _run_all(self) -> None:
-        for call in self._calls:
+
+def _run_all(calls: list[Callable[[], None]]) -> Callable[[], None]:
+    def run() -> None:
+        for call in calls:
             call()
+    return run
+
+
+@dataclass
+class GraphModule:
+    """A compiled graph. Buffers are allocated once; ``run`` is one native call (or, for a
+    graph with numpy-only ops, the groups in order). ``get_output`` returns arrays that the
+    next run overwrites (copy them to keep them).
+
+    Each Python thread has its own input and output buffers (made on its first use), so
+    threads may call one module at once: ``mod(x=batch)`` in a thread returns that thread's
+    result, and ``set_input`` in one thread is not seen by ``run`` in another."""
+
+    graph: Graph
+    kernels: list[Kernel]
+    target: str
+    linked: LinkedGraph | None = None
+    module: Any = None  # the one compiled function (None when the graph runs group by group)
+
+    def __post_init__(self) -> None:
+        g = self.graph
+        self._vars: dict[str, Var] = {v.name: v for v in g.inputs}
+        self._plain_outputs = not any(isinstance(o, (Var, Constant)) for o in g.outputs)
+        self._owner = threading.get_ident()
+        self._main = _Buffers(self)
+        self._local = threading.local()
+
+    def _buffers(self) -> _Buffers:
+        """This thread's buffers."""
+        if threading.get_ident() == self._owner:
+            return self._main
+        mine: _Buffers | None = getattr(self._local, "buffers", None)
+        if mine is None:
+            mine = self._local.buffers = _Buffers(self)
+        return mine
 
     @property
     def prim_func(self) -> Any:
@@ -145,15 +171,17 @@ class GraphModule:
         return sum(1 for k in self.kernels if k.native)
 
     # -- the executor API (TVM's graph executor) -------------------------------------------
-    def set_input(self, name: str | None = None, value: Any = None, **kwargs: Any) -> None:
-        """``set_input("x", arr)`` or ``set_input(x=arr)``: copy into the input buffer."""
+    def set_input(self, name: str | None = None, value: Any = None, /, **kwargs: Any) -> None:
+        """``set_input("x", arr)`` or ``set_input(x=arr)``: copy into the input buffer (any
+        input name works as a keyword, ``name`` and ``value`` too)."""
         if name is not None:
             kwargs[name] = value
+        inputs = self._buffers().inputs
         for key, arr in kwargs.items():
-            buf = self._inputs.get(key)
+            buf = inputs.get(key)
             if buf is None:
                 raise GraphError(f"the graph has no input {key!r}; its inputs are "
-                                 f"{list(self._inputs)}")
+                                 f"{list(inputs)}")
             if (type(arr) is np.ndarray and arr.shape == buf.shape and arr.dtype == buf.dtype):
                 buf[...] = arr  # the common case, checked without a function call
             else:
@@ -163,16 +191,17 @@ class GraphModule:
         """Run the graph once (after setting any inputs given here): one native call."""
         if inputs:
             self.set_input(**inputs)
-        self._run()
+        self._buffers().run()
 
     def get_output(self, i: int) -> np.ndarray:
-        if not 0 <= i < len(self._outputs):
+        if not 0 <= i < len(self.graph.outputs):
             raise GraphError(f"output {i} does not exist; the graph has "
-                             f"{len(self._outputs)} output(s)")
+                             f"{len(self.graph.outputs)} output(s)")
         out = self.graph.outputs[i]
+        mine = self._buffers()
         if isinstance(out, (Var, Constant)):
-            return np.array(self._values[out])
-        return self._outputs[i]
+            return np.array(mine.values[out])
+        return mine.outputs[i]
 
     @property
     def num_outputs(self) -> int:
@@ -180,17 +209,27 @@ class GraphModule:
 
     def __call__(self, **inputs: Any) -> list[np.ndarray]:
         """``mod(x=arr)`` runs and returns the list of outputs."""
+        mine = self._main if threading.get_ident() == self._owner else self._buffers()
         for key, arr in inputs.items():  # set_input, inlined for the common case
-            buf = self._inputs.get(key)
+            buf = mine.inputs.get(key)
             if (buf is not None and type(arr) is np.ndarray and arr.dtype is buf.dtype
                     and arr.shape == buf.shape):
                 buf[...] = arr
             else:
                 self.set_input(**{key: arr})
-        self._run()
+        mine.run()
         if self._plain_outputs:
-            return list(self._outputs)
-        return [self.get_output(i) for i in range(len(self._outputs))]
+            return list(mine.outputs)
+        return [self.get_output(i) for i in range(len(mine.outputs))]
+
+    def _no_hidden_input(self, **options: Any) -> None:
+        """An input named like an option (``rtol``, ``number``...) cannot be given to
+        ``debug_run``/``benchmark`` as a keyword: the option takes it."""
+        for name, value in options.items():
+            if name in self._vars and not isinstance(value, (int, float)):
+                raise GraphError(f"the graph's input {name!r} has the name of an option of "
+                                 f"this method, which took the array; call "
+                                 f"mod.set_input({name}=...) first")
 
     def debug_run(self, rtol: float = 1e-4, atol: float = 1e-4,
                   **inputs: Any) -> list[tuple[str, float]]:
@@ -198,9 +237,11 @@ class GraphModule:
         group with numpy from the same inputs and compare. Raises GraphError naming the first
         group that disagrees; returns ``[(group name, max abs error)]``. The outputs are then
         in ``get_output`` as after ``run``."""
+        self._no_hidden_input(rtol=rtol, atol=atol)
         if inputs:
             self.set_input(**inputs)
-        values: dict[Node, np.ndarray] = {v: self._values[v] for v in self.graph.inputs}
+        mine = self._buffers()
+        values: dict[Node, np.ndarray] = {v: mine.values[v] for v in self.graph.inputs}
         report = []
         for k in self.kernels:
             root = k.group.root
@@ -218,26 +259,28 @@ class GraphModule:
             values[root] = got
         for i, o in enumerate(self.graph.outputs):
             if not isinstance(o, (Var, Constant)):
-                self._outputs[i][...] = values[o]
+                mine.outputs[i][...] = values[o]
         return report
 
     def benchmark(self, number: int = 10, repeat: int = 3, **inputs: Any) -> float:
         """Median seconds per run."""
         import time
 
+        self._no_hidden_input(number=number, repeat=repeat)
         if inputs:
             self.set_input(**inputs)
+        run = self._buffers().run
         times = []
         for _ in range(repeat):
             t0 = time.perf_counter()
             for _ in range(number):
-                self._run()
+                run()
             times.append((time.perf_counter() - t0) / number)
         return float(np.median(times))
 
     def summary(self) -> str:
         how = ("one native call" if self.module is not None
-               else f"{len(self._calls)} calls, group by group")
+               else f"{max(len(self.kernels), 1)} calls, group by group")
         lines = [f"GraphModule({self.target}): {len(self.kernels)} kernels, {how}"]
         for k in self.kernels:
             kind = "native" if k.native else "numpy"

@@ -73,7 +73,19 @@ def lower_group(group: FusedGroup) -> LoweredGroup:
     for n in group.nodes:
         args = [float(a.value) if _is_scalar_const(a) else tensors[a] for a in n.args]
         tensors[n] = topi_compute(n)(*args, **n.attrs)
+        _check_type(n, tensors[n])
     return LoweredGroup(group, inputs, params, tensors[group.root], tensors)
+
+
+def _check_type(n: Call, t: Any) -> None:
+    """The te tensor must have the node's inferred type: the linked function's buffers are
+    sized from the graph's types, so a kernel computing float64 into a float32 buffer would
+    write past its end."""
+    shape = tuple(int(getattr(s, "value", s)) for s in t.shape)
+    if str(t.dtype) != n.dtype or shape != n.shape:
+        raise GraphError(f"op {n.op.name}: its te computation (mlc.topi.{n.op.topi}) makes "
+                         f"{shape} {t.dtype}, but the graph inferred {n.shape} {n.dtype}; the "
+                         "op's inference and its computation disagree (fix one of them)")
 
 
 def _is_scalar_const(n: Node) -> TypeGuard[Constant]:

@@ -106,12 +106,17 @@ def relu(x: te.Tensor) -> te.Tensor:
                       tag="elemwise")
 
 
-def gelu(x: te.Tensor) -> te.Tensor:
-    """GELU, tanh approximation: ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``."""
+def gelu(x: te.Tensor, approximate: str = "tanh") -> te.Tensor:
+    """GELU. ``approximate="tanh"`` (the default): ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715
+    x^3)))``; ``"none"``: the exact ``0.5 x (1 + erf(x / sqrt(2)))`` (PyTorch's default)."""
+    if approximate not in ("tanh", "none"):
+        raise TEError(f"gelu: approximate must be 'tanh' or 'none', got {approximate!r}")
     c = math.sqrt(2.0 / math.pi)
 
     def f(*i: PrimExpr) -> PrimExpr:
         v = x[i]
+        if approximate == "none":
+            return 0.5 * v * (1.0 + te.erf(v * (1.0 / math.sqrt(2.0))))
         return 0.5 * v * (1.0 + te.tanh(c * (v + 0.044715 * v * v * v)))
 
     return te.compute(x.shape, f, name="gelu", tag="elemwise")

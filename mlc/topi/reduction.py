@@ -19,6 +19,8 @@ def normalize_axes(axis: Any, ndim: int) -> tuple[int, ...]:
         return tuple(range(ndim))
     axes = (axis,) if isinstance(axis, int) else tuple(axis)
     for a in axes:
+        if not isinstance(a, int):
+            raise TEError(f"axis must be an int or a tuple of ints, got {axis!r}")
         if not -ndim <= a < ndim:
             raise TEError(f"axis {a} is out of range for a tensor of rank {ndim}")
     return tuple(sorted({a % ndim for a in axes}))
@@ -28,6 +30,8 @@ def _reduce(name: str, reducer: Callable[..., PrimExpr], mean: bool = False) -> 
     def op(x: te.Tensor, axis: Any = None, keepdims: bool = False) -> te.Tensor:
         shape = const_shape(x)
         axes = normalize_axes(axis, len(shape))
+        if not axes:  # numpy: a reduction over no axis (axis=()) is the tensor itself
+            return te.compute(shape, lambda *i: x[i], name=name, tag="elemwise")
         rvs = {a: te.reduce_axis((0, shape[a]), name=f"k{a}") for a in axes}
         out_shape = tuple(1 if a in axes else s for a, s in enumerate(shape)
                           if keepdims or a not in axes)

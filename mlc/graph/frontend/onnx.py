@@ -2,7 +2,8 @@
 
 onnx is optional; without it ``from_onnx`` raises an ImportError that says so. Supported ops:
 Gemm, MatMul, Add, Sub, Mul, Div, Relu, Sigmoid, Tanh, Conv, MaxPool, AveragePool,
-GlobalAveragePool, BatchNormalization, Flatten, Reshape, Transpose, Concat, Softmax, Identity.
+GlobalAveragePool, BatchNormalization, Flatten, Reshape, Transpose, Concat, Softmax,
+LogSoftmax, Identity.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ _UNSUPPORTED = object()  # what _convert returns for an op it does not know
 
 SUPPORTED = ("Gemm, MatMul, Add, Sub, Mul, Div, Relu, Sigmoid, Tanh, Conv, MaxPool, AveragePool, "
              "GlobalAveragePool, BatchNormalization, Flatten, Reshape, Transpose, Concat, "
-             "Softmax, Identity, Constant")
+             "Softmax, LogSoftmax, Identity, Constant")
 
 
 def _attrs(node: Any, onnx: Any) -> dict[str, Any]:
@@ -36,7 +37,34 @@ def _pads(p: Sequence[int] | None) -> tuple[int, int, int, int]:
     return (int(p[0]), int(p[1]), int(p[2]), int(p[3]))  # onnx: t, l, b, r
 
 
-def _convert(op: str, xs: list[Any], a: dict[str, Any]) -> Any:
+def _plain_window(op: str, a: dict[str, Any]) -> None:
+    """Refuse the window attributes mlc's conv2d and pools do not have (they would be
+    silently ignored): automatic padding, ceil rounding, dilated pooling."""
+    if a.get("auto_pad", b"NOTSET") not in (b"NOTSET", b"VALID", "NOTSET", "VALID"):
+        raise GraphError(f"from_onnx: {op} with auto_pad={a['auto_pad']!r} is not supported; "
+                         "export with explicit pads")
+    if a.get("ceil_mode", 0):
+        raise GraphError(f"from_onnx: {op} with ceil_mode=1 is not supported (mlc rounds "
+                         "the output size down)")
+    if op != "Conv" and any(d != 1 for d in a.get("dilations", ())):
+        raise GraphError(f"from_onnx: {op} with dilations {a['dilations']} is not supported")
+
+
+def _softmax(fn: Any, x: Any, a: dict[str, Any], opset: int) -> Any:
+    """Before opset 13, Softmax(axis) flattens the input to 2-d at ``axis`` (default 1) and
+    normalizes over everything from ``axis`` on; from 13, over the one axis (default -1)."""
+    if opset >= 13:
+        return fn(x, axis=a.get("axis", -1))
+    axis = a.get("axis", 1) % x.ndim
+    if axis == x.ndim - 1:
+        return fn(x, axis=-1)
+    flat = gt.reshape(x, (int(np.prod(x.shape[:axis], dtype=np.int64)), -1))
+    return gt.reshape(fn(flat, axis=-1), x.shape)
+
+
+def _convert(op: str, xs: list[Any], a: dict[str, Any], opset: int = 13) -> Any:
+    if op in ("Conv", "MaxPool", "AveragePool"):
+        _plain_window(op, a)
     if op == "Gemm":
         x, w = xs[0], xs[1]
         if a.get("transA", 0):
@@ -92,7 +120,9 @@ def _convert(op: str, xs: list[Any], a: dict[str, Any]) -> Any:
     if op == "Concat":
         return gt.concatenate(xs, axis=a["axis"])
     if op == "Softmax":
-        return gnn.softmax(xs[0], axis=a.get("axis", -1))
+        return _softmax(gnn.softmax, xs[0], a, opset)
+    if op == "LogSoftmax":
+        return _softmax(gnn.log_softmax, xs[0], a, opset)
     return _UNSUPPORTED
 
 
@@ -106,6 +136,7 @@ def from_onnx(model: Any, shape: Mapping[str, Sequence[int]] | None = None) -> i
     if isinstance(model, str):
         model = onnx.load(model)
     g = model.graph
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 13)
     env: dict[str, Any] = {}
     for init in g.initializer:
         env[init.name] = ir.const(numpy_helper.to_array(init), name=init.name)
@@ -113,15 +144,21 @@ def from_onnx(model: Any, shape: Mapping[str, Sequence[int]] | None = None) -> i
     for inp in g.input:
         if inp.name in env:
             continue
-        dims = [d.dim_value for d in inp.type.tensor_type.shape.dim]
+        tt = inp.type.tensor_type
+        dims = [d.dim_value for d in tt.shape.dim]
         if shape and inp.name in shape:
             dims = list(shape[inp.name])
-        v = ir.var(inp.name, dims)
+        elif any(d <= 0 for d in dims):
+            raise GraphError(f"from_onnx: input {inp.name!r} has a dynamic shape "
+                             f"{[d.dim_param or d.dim_value for d in tt.shape.dim]}; give it "
+                             f"with from_onnx(model, shape={{{inp.name!r}: (...)}})")
+        dtype = onnx.helper.tensor_dtype_to_np_dtype(tt.elem_type) if tt.elem_type else None
+        v = ir.var(inp.name, dims, str(dtype) if dtype is not None else "float32")
         inputs.append(v)
         env[inp.name] = v
     for k, node in enumerate(g.node):
         xs = [env[n] for n in node.input if n]
-        out = _convert(node.op_type, xs, _attrs(node, onnx))
+        out = _convert(node.op_type, xs, _attrs(node, onnx), opset)
         if out is _UNSUPPORTED:
             raise GraphError(
                 f"from_onnx: no conversion for op {node.op_type}, node {k} "

@@ -54,6 +54,9 @@ def _module_op(m: Any, args: list[Any], torch: Any, where: str = "") -> Any:
     if isinstance(m, tnn.Conv2d):
         if isinstance(m.padding, str):
             raise GraphError(f"Conv2d padding={m.padding!r}: give explicit ints")
+        if m.padding_mode != "zeros":
+            raise GraphError(f"from_torch: Conv2d self.{where} pads with "
+                             f"padding_mode={m.padding_mode!r}; mlc's conv2d pads with zeros")
         y = gnn.conv2d(x, param(m.weight, "weight"), strides=m.stride,
                        padding=m.padding, dilation=m.dilation, groups=m.groups)
         return y if m.bias is None else gnn.bias_add(y, param(m.bias, "bias"))
@@ -69,7 +72,7 @@ def _module_op(m: Any, args: list[Any], torch: Any, where: str = "") -> Any:
     if isinstance(m, tnn.ReLU):
         return gnn.relu(x)
     if isinstance(m, tnn.GELU):
-        return gnn.gelu(x)
+        return gnn.gelu(x, approximate=m.approximate)
     if isinstance(m, tnn.Sigmoid):
         return gt.sigmoid(x)
     if isinstance(m, tnn.Tanh):
@@ -82,22 +85,40 @@ def _module_op(m: Any, args: list[Any], torch: Any, where: str = "") -> Any:
                          "mlc pools are not dilated")
     if isinstance(m, tnn.MaxPool2d):
         return gnn.max_pool2d(x, m.kernel_size, m.stride, m.padding)
+    if isinstance(m, tnn.AvgPool2d) and m.divisor_override is not None:
+        raise GraphError(f"from_torch: AvgPool2d self.{where} has divisor_override="
+                         f"{m.divisor_override}; mlc divides by the window's size")
     if isinstance(m, tnn.AvgPool2d):
         return gnn.avg_pool2d(x, m.kernel_size, m.stride, m.padding,
                               count_include_pad=m.count_include_pad)
     if isinstance(m, tnn.AdaptiveAvgPool2d) and m.output_size in (1, (1, 1)):
         return gnn.global_avg_pool2d(x)
     if isinstance(m, tnn.Flatten):
-        return gnn.batch_flatten(x)
+        return _flatten(x, m.start_dim, m.end_dim)
     if isinstance(m, tnn.Softmax):
         return gnn.softmax(x, axis=m.dim if m.dim is not None else -1)
     if isinstance(m, tnn.LogSoftmax):
         return gnn.log_softmax(x, axis=m.dim if m.dim is not None else -1)
     if isinstance(m, tnn.LayerNorm):
-        return gnn.layer_norm(x, ir.const(_np(m.weight)), ir.const(_np(m.bias)), epsilon=m.eps)
+        if len(m.normalized_shape) != 1:
+            raise GraphError(f"from_torch: LayerNorm self.{where} normalizes over "
+                             f"{tuple(m.normalized_shape)}; mlc's layer_norm normalizes one axis")
+        n = m.normalized_shape[0]
+        gamma = _np(m.weight) if m.weight is not None else np.ones(n, np.float32)
+        beta = _np(m.bias) if m.bias is not None else np.zeros(n, np.float32)
+        return gnn.layer_norm(x, ir.const(gamma), ir.const(beta), epsilon=m.eps)
     if isinstance(m, (tnn.Dropout, tnn.Identity)):
         return x
     return _UNSUPPORTED
+
+
+def _flatten(x: Any, start: int = 0, end: int = -1) -> Any:
+    """torch.flatten: the axes start..end (inclusive, negatives from the end) become one."""
+    start, end = start % x.ndim, end % x.ndim
+    if start > end:
+        raise GraphError(f"flatten: start_dim {start} is after end_dim {end}")
+    merged = int(np.prod(x.shape[start:end + 1], dtype=np.int64))
+    return gt.reshape(x, x.shape[:start] + (merged,) + x.shape[end + 1:])
 
 
 def _function_op(fn: Any, args: list[Any], kwargs: dict[str, Any], torch: Any) -> Any:
@@ -106,7 +127,14 @@ def _function_op(fn: Any, args: list[Any], kwargs: dict[str, Any], torch: Any) -
               torch.sub: gt.subtract, operator.mul: gt.multiply, torch.mul: gt.multiply,
               operator.truediv: gt.divide, torch.div: gt.divide}
     if fn in binary:
-        return binary[fn](args[0], args[1])
+        kw = dict(kwargs)
+        alpha = kw.pop("alpha", 1)  # torch.add / torch.sub: a + alpha * b
+        if kw.pop("rounding_mode", None) is not None or kw:
+            return _UNSUPPORTED  # torch.div(..., rounding_mode="floor"), out=...: not these
+        b = args[1]
+        if alpha != 1:
+            b = gt.multiply(b, alpha) if isinstance(b, ir.Node) else b * alpha
+        return binary[fn](args[0], b)
     if fn in (torch.relu, F.relu):
         return gnn.relu(args[0])
     if fn in (torch.sigmoid,):
@@ -115,14 +143,14 @@ def _function_op(fn: Any, args: list[Any], kwargs: dict[str, Any], torch: Any) -
         return gt.tanh(args[0])
     if fn is torch.flatten:
         start = args[1] if len(args) > 1 else kwargs.get("start_dim", 0)
-        x = args[0]
-        return gt.reshape(x, x.shape[:start] + (-1,))
+        end = args[2] if len(args) > 2 else kwargs.get("end_dim", -1)
+        return _flatten(args[0], start, end)
     if fn is torch.cat:
         return gt.concatenate(args[0], axis=args[1] if len(args) > 1 else kwargs.get("dim", 0))
     if fn in (F.softmax, torch.softmax):
         return gnn.softmax(args[0], axis=kwargs.get("dim", args[1] if len(args) > 1 else -1))
     if fn is F.gelu:
-        return gnn.gelu(args[0])
+        return gnn.gelu(args[0], approximate=kwargs.get("approximate", "none"))
     return _UNSUPPORTED
 
 
@@ -133,7 +161,8 @@ def _method_op(name: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
         return gt.reshape(x, tuple(int(s) for s in shape))
     if name == "flatten":
         start = args[1] if len(args) > 1 else kwargs.get("start_dim", 0)
-        return gt.reshape(x, x.shape[:start] + (-1,))
+        end = args[2] if len(args) > 2 else kwargs.get("end_dim", -1)
+        return _flatten(x, start, end)
     if name == "relu":
         return gnn.relu(x)
     if name == "permute":

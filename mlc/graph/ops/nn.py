@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Sequence
 from typing import Any
 
@@ -12,31 +13,53 @@ from numpy.lib.stride_tricks import sliding_window_view
 from mlc.errors import GraphError
 from mlc.graph.ir import Call, Node, call
 from mlc.graph.op import OpPattern, TensorType, register_op
-from mlc.graph.ops.tensor import _infer_unary, broadcast_shape, normalize_axes, same_dtype
+from mlc.graph.ops.tensor import (
+    _infer_unary,
+    broadcast_shape,
+    need_float,
+    one_axis,
+    same_dtype,
+)
 
 P = OpPattern
 Types = Sequence[TensorType]
 
 
-def _pair(v: Any) -> tuple[int, int]:
-    if isinstance(v, int):
-        return (v, v)
-    t = tuple(int(x) for x in v)
+def _ints(v: Any, what: str) -> tuple[int, ...]:
+    try:
+        if not isinstance(v, (tuple, list)):
+            return (operator.index(v),)
+        return tuple(operator.index(x) for x in v)
+    except TypeError:
+        raise GraphError(f"{what} must be ints, got {v!r}") from None
+
+
+def _pair(v: Any, what: str = "the value", least: int = 1) -> tuple[int, int]:
+    """An int or a pair of ints, each at least ``least`` (strides, dilations, window sizes:
+    a stride of 0 has no next window)."""
+    t = _ints(v, what)
+    if len(t) == 1:
+        t = (t[0], t[0])
     if len(t) != 2:
-        raise GraphError(f"expected an int or a pair, got {v!r}")
+        raise GraphError(f"{what}: expected an int or a pair, got {v!r}")
+    if min(t) < least:
+        raise GraphError(f"{what} must be at least {least}, got {v!r}")
     return (t[0], t[1])
 
 
 def _pad4(v: Any) -> tuple[int, int, int, int]:
     """Padding as (top, left, bottom, right) from an int, (h, w), or 4 values (TVM's order)."""
-    if isinstance(v, int):
-        return (v, v, v, v)
-    t = tuple(int(x) for x in v)
-    if len(t) == 2:
-        return (t[0], t[1], t[0], t[1])
-    if len(t) == 4:
-        return (t[0], t[1], t[2], t[3])
-    raise GraphError(f"padding must be an int, (h, w) or (top, left, bottom, right); got {v!r}")
+    t = _ints(v, "padding")
+    if len(t) == 1:
+        t = (t[0],) * 4
+    elif len(t) == 2:
+        t = (t[0], t[1], t[0], t[1])
+    elif len(t) != 4:
+        raise GraphError(f"padding must be an int, (h, w) or (top, left, bottom, right); "
+                         f"got {v!r}")
+    if min(t) < 0:
+        raise GraphError(f"padding must be >= 0, got {v!r}")
+    return (t[0], t[1], t[2], t[3])
 
 
 def _rank(t: TensorType, n: int, what: str) -> None:
@@ -48,7 +71,8 @@ def _rank(t: TensorType, n: int, what: str) -> None:
 def _infer_dense(ts: Types, attrs: dict[str, Any]) -> TensorType:
     x, w = ts
     _rank(w, 2, "the weight (units, in_features)")
-    if len(x.shape) < 1 or x.shape[-1] != w.shape[1]:
+    _rank(x, 2, "nn.dense's data (batch, in_features) (graph.nn.dense reshapes other ranks)")
+    if x.shape[-1] != w.shape[1]:
         raise GraphError(f"dense computes x @ w.T: the last axis of x ({x.shape[-1]}) must equal "
                          f"the second axis of w ({w.shape[1]})")
     return TensorType(x.shape[:-1] + (w.shape[0],), same_dtype(ts))
@@ -78,6 +102,7 @@ def _infer_batch_matmul(ts: Types, attrs: dict[str, Any]) -> TensorType:
 def _infer_dense_pack(ts: Types, attrs: dict[str, Any]) -> TensorType:
     x, wp = ts
     _rank(wp, 3, "the packed weight (units/bn, in_features, bn)")
+    _rank(x, 2, "dense_pack's data (batch, in_features)")
     if x.shape[-1] != wp.shape[1]:
         raise GraphError(f"dense_pack: x's last axis {x.shape[-1]} != packed weight's in "
                          f"{wp.shape[1]}")
@@ -88,7 +113,7 @@ def _infer_pack(ts: Types, attrs: dict[str, Any]) -> TensorType:
     w = ts[0]
     _rank(w, 2, "the weight to pack")
     bn = attrs["bn"]
-    if w.shape[0] % bn:
+    if bn < 1 or w.shape[0] % bn:
         raise GraphError(f"pack_weight: bn={bn} must divide units={w.shape[0]}")
     return TensorType((w.shape[0] // bn, w.shape[1], bn), w.dtype)
 
@@ -121,7 +146,7 @@ register_op("layout.pack_weight", P.INJECTIVE, _infer_pack, _ref_pack,
 # -- elementwise nn ops ---------------------------------------------------------------------------
 def _infer_bias_add(ts: Types, attrs: dict[str, Any]) -> TensorType:
     x, b = ts
-    axis = normalize_axes(attrs.get("axis", 1 if len(x.shape) > 1 else 0), len(x.shape))[0]
+    axis = one_axis(attrs.get("axis", 1 if len(x.shape) > 1 else 0), len(x.shape))
     if b.shape != (x.shape[axis],):
         raise GraphError(f"bias_add on axis {axis}: the bias must have shape ({x.shape[axis]},), "
                          f"got {b.shape}")
@@ -133,9 +158,14 @@ def _ref_bias_add(x: np.ndarray, b: np.ndarray, axis: int = 1) -> np.ndarray:
     return (x + b.reshape((-1,) + (1,) * (x.ndim - 1 - axis))).astype(x.dtype)
 
 
-def _gelu(x: np.ndarray) -> np.ndarray:
-    # the tanh approximation (what topi computes)
-    c = np.float32(math.sqrt(2.0 / math.pi))
+_erf = np.frompyfunc(math.erf, 1, 1)
+
+
+def _gelu(x: np.ndarray, approximate: str = "tanh") -> np.ndarray:
+    if approximate == "none":  # exact: 0.5 x (1 + erf(x / sqrt(2)))
+        e = np.asarray(_erf(x.astype(np.float64) / math.sqrt(2.0)), np.float64)
+        return (0.5 * x * (1.0 + e)).astype(x.dtype)
+    c = np.float32(math.sqrt(2.0 / math.pi))  # the tanh approximation
     return (0.5 * x * (1.0 + np.tanh(c * (x + np.float32(0.044715) * x * x * x)))).astype(x.dtype)
 
 
@@ -143,7 +173,15 @@ register_op("nn.bias_add", P.BROADCAST, _infer_bias_add, _ref_bias_add, topi="nn
             num_inputs=2)
 register_op("nn.relu", P.ELEMWISE, _infer_unary, lambda x: np.maximum(x, 0).astype(x.dtype),
             topi="nn.relu", num_inputs=1)
-register_op("nn.gelu", P.ELEMWISE, _infer_unary, _gelu, topi="nn.gelu", num_inputs=1)
+def _infer_gelu(ts: Types, attrs: dict[str, Any]) -> TensorType:
+    need_float(ts[0], "gelu")
+    if attrs.get("approximate", "tanh") not in ("tanh", "none"):
+        raise GraphError(f"gelu: approximate must be 'tanh' or 'none', got "
+                         f"{attrs['approximate']!r}")
+    return ts[0]
+
+
+register_op("nn.gelu", P.ELEMWISE, _infer_gelu, _gelu, topi="nn.gelu", num_inputs=1)
 
 
 # -- softmax & normalization -----------------------------------------------------------------------
@@ -158,13 +196,15 @@ def _ref_log_softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
 
 
 def _infer_axis_unary(ts: Types, attrs: dict[str, Any]) -> TensorType:
-    normalize_axes(attrs.get("axis", -1), len(ts[0].shape))
+    need_float(ts[0], "softmax")
+    one_axis(attrs.get("axis", -1), len(ts[0].shape))
     return ts[0]
 
 
 def _infer_batch_norm(ts: Types, attrs: dict[str, Any]) -> TensorType:
     x = ts[0]
-    axis = normalize_axes(attrs.get("axis", 1), len(x.shape))[0]
+    need_float(x, "batch_norm")
+    axis = one_axis(attrs.get("axis", 1), len(x.shape))
     for name, t in zip(("gamma", "beta", "moving_mean", "moving_var"), ts[1:]):
         if t.shape != (x.shape[axis],):
             raise GraphError(f"batch_norm on axis {axis}: {name} must have shape "
@@ -182,7 +222,8 @@ def _ref_batch_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, mean: np
 
 def _infer_layer_norm(ts: Types, attrs: dict[str, Any]) -> TensorType:
     x = ts[0]
-    axis = normalize_axes(attrs.get("axis", -1), len(x.shape))[0]
+    need_float(x, "layer_norm")
+    axis = one_axis(attrs.get("axis", -1), len(x.shape))
     for name, t in zip(("gamma", "beta"), ts[1:]):
         if t.shape != (x.shape[axis],):
             raise GraphError(f"layer_norm on axis {axis}: {name} must have shape "
@@ -215,13 +256,25 @@ def conv_out(size: int, k: int, stride: int, pad_lo: int, pad_hi: int, dil: int)
     return (size + pad_lo + pad_hi - dil * (k - 1) - 1) // stride + 1
 
 
+def _window_attrs(attrs: dict[str, Any], what: str, *names: str) -> None:
+    """Refuse strides/dilations/window sizes below 1 and negative padding."""
+    for name in names:
+        if min(attrs[name]) < 1:
+            raise GraphError(f"{what}: {name} must be at least 1, got {attrs[name]}")
+    if min(attrs["padding"]) < 0:
+        raise GraphError(f"{what}: padding must be >= 0, got {attrs['padding']}")
+
+
 def _infer_conv2d(ts: Types, attrs: dict[str, Any]) -> TensorType:
     x, w = ts
     _rank(x, 4, "conv2d's data (NCHW)")
     _rank(w, 4, "conv2d's kernel (OIHW)")
     n, c, h, wd = x.shape
     o, ci, kh, kw = w.shape
+    _window_attrs(attrs, "conv2d", "strides", "dilation")
     groups = attrs.get("groups", 1)
+    if groups < 1:
+        raise GraphError(f"conv2d: groups must be at least 1, got {groups}")
     if c % groups or o % groups or ci * groups != c:
         raise GraphError(f"conv2d with groups={groups}: data has {c} channels, the kernel "
                          f"expects {ci} per group ({ci * groups} in all) and makes {o}")
@@ -258,9 +311,15 @@ def _ref_conv2d(x: np.ndarray, w: np.ndarray, strides: Sequence[int], padding: S
     return np.concatenate(outs, axis=1).astype(x.dtype)
 
 
+def _infer_avg_pool(ts: Types, attrs: dict[str, Any]) -> TensorType:
+    need_float(ts[0], "avg_pool2d")
+    return _infer_pool(ts, attrs)
+
+
 def _infer_pool(ts: Types, attrs: dict[str, Any]) -> TensorType:
     x = ts[0]
     _rank(x, 4, "pooling's data (NCHW)")
+    _window_attrs(attrs, "pooling", "pool_size", "strides")
     n, c, h, w = x.shape
     kh, kw = attrs["pool_size"]
     sh, sw = attrs["strides"]
@@ -278,9 +337,16 @@ def _windows(x: np.ndarray, pool_size: Sequence[int], strides: Sequence[int],
     return win[:, :, ::strides[0], ::strides[1]]
 
 
+def lowest(dtype: Any) -> float:
+    """What max pooling pads with: -inf, or the smallest integer of an integer dtype."""
+    d = np.dtype(dtype)
+    return -np.inf if d.kind == "f" else (int(np.iinfo(d).min) if d.kind in "iu" else 0)
+
+
 def _ref_max_pool(x: np.ndarray, pool_size: Sequence[int], strides: Sequence[int],
                   padding: Sequence[int]) -> np.ndarray:
-    return _windows(x, pool_size, strides, padding, -np.inf).max(axis=(4, 5)).astype(x.dtype)
+    return _windows(x, pool_size, strides, padding, lowest(x.dtype)).max(axis=(4, 5)).astype(
+        x.dtype)
 
 
 def _ref_avg_pool(x: np.ndarray, pool_size: Sequence[int], strides: Sequence[int],
@@ -295,12 +361,15 @@ def _ref_avg_pool(x: np.ndarray, pool_size: Sequence[int], strides: Sequence[int
 
 def _infer_global_pool(ts: Types, attrs: dict[str, Any]) -> TensorType:
     _rank(ts[0], 4, "global_avg_pool2d's data (NCHW)")
+    need_float(ts[0], "global_avg_pool2d")
     n, c = ts[0].shape[:2]
     return TensorType((n, c, 1, 1), ts[0].dtype)
 
 
 def _infer_flatten(ts: Types, attrs: dict[str, Any]) -> TensorType:
     s = ts[0].shape
+    if not s:
+        raise GraphError("batch_flatten needs a batch axis; got a 0-d tensor")
     return TensorType((s[0], int(np.prod(s[1:], dtype=np.int64))), ts[0].dtype)
 
 
@@ -308,7 +377,7 @@ register_op("nn.conv2d", P.OUT_ELEMWISE_FUSABLE, _infer_conv2d, _ref_conv2d, top
             num_inputs=2)
 register_op("nn.max_pool2d", P.OUT_ELEMWISE_FUSABLE, _infer_pool, _ref_max_pool,
             topi="nn.max_pool2d", num_inputs=1)
-register_op("nn.avg_pool2d", P.OUT_ELEMWISE_FUSABLE, _infer_pool, _ref_avg_pool,
+register_op("nn.avg_pool2d", P.OUT_ELEMWISE_FUSABLE, _infer_avg_pool, _ref_avg_pool,
             topi="nn.avg_pool2d", num_inputs=1)
 register_op("nn.global_avg_pool2d", P.OUT_ELEMWISE_FUSABLE, _infer_global_pool,
             lambda x: x.mean(axis=(2, 3), keepdims=True).astype(x.dtype),
@@ -319,7 +388,14 @@ register_op("nn.batch_flatten", P.INJECTIVE, _infer_flatten,
 
 # -- builders ------------------------------------------------------------------------
 def dense(x: Node, weight: Node, units: int | None = None) -> Call:
-    """``x @ weight.T`` (TVM's convention: weight has shape (units, in_features))."""
+    """``x @ weight.T`` (TVM's convention: weight has shape (units, in_features)). Data of
+    another rank than 2 (a torch ``Linear`` on (batch, seq, features)) is reshaped to 2-d
+    around the op, as numpy's ``x @ w.T`` treats the leading axes."""
+    if isinstance(x, Node) and x.ndim != 2 and x.ndim >= 1:
+        lead = x.shape[:-1]
+        flat = call("reshape", x, newshape=(int(np.prod(lead, dtype=np.int64)), x.shape[-1]))
+        y = dense(flat, weight, units)
+        return call("reshape", y, newshape=lead + (y.shape[-1],))
     out = call("nn.dense", x, weight)
     if units is not None and out.shape[-1] != units:
         raise GraphError(f"dense: units={units} but the weight makes {out.shape[-1]}")
@@ -338,55 +414,61 @@ def batch_matmul(a: Node, b: Node, transpose_b: bool = True) -> Call:
 
 def bias_add(x: Node, bias: Node, axis: int = 1) -> Call:
     """Add a 1-d bias along ``axis`` (channels for NCHW, features for (batch, features))."""
-    return call("nn.bias_add", x, bias, axis=axis % len(x.shape))
+    return call("nn.bias_add", x, bias, axis=one_axis(axis, x.ndim))
 
 
 def relu(x: Node) -> Call:
     return call("nn.relu", x)
 
 
-def gelu(x: Node) -> Call:
-    """GELU, tanh approximation."""
-    return call("nn.gelu", x)
+def gelu(x: Node, approximate: str = "tanh") -> Call:
+    """GELU: the tanh approximation, or ``approximate="none"`` for the exact erf form
+    (PyTorch's ``nn.GELU()`` default)."""
+    if approximate == "tanh":
+        return call("nn.gelu", x)
+    return call("nn.gelu", x, approximate=approximate)
 
 
 def softmax(x: Node, axis: int = -1) -> Call:
-    return call("nn.softmax", x, axis=axis % len(x.shape))
+    return call("nn.softmax", x, axis=one_axis(axis, x.ndim))
 
 
 def log_softmax(x: Node, axis: int = -1) -> Call:
-    return call("nn.log_softmax", x, axis=axis % len(x.shape))
+    return call("nn.log_softmax", x, axis=one_axis(axis, x.ndim))
 
 
 def batch_norm(x: Node, gamma: Node, beta: Node, moving_mean: Node, moving_var: Node,
                axis: int = 1, epsilon: float = 1e-5) -> Call:
     """Inference-mode batch norm: ``(x - mean) / sqrt(var + eps) * gamma + beta`` per channel."""
     return call("nn.batch_norm", x, gamma, beta, moving_mean, moving_var,
-                axis=axis % len(x.shape), epsilon=float(epsilon))
+                axis=one_axis(axis, x.ndim), epsilon=float(epsilon))
 
 
 def layer_norm(x: Node, gamma: Node, beta: Node, axis: int = -1, epsilon: float = 1e-5) -> Call:
-    return call("nn.layer_norm", x, gamma, beta, axis=axis % len(x.shape),
+    return call("nn.layer_norm", x, gamma, beta, axis=one_axis(axis, x.ndim),
                 epsilon=float(epsilon))
 
 
 def conv2d(data: Node, weight: Node, strides: Any = 1, padding: Any = 0, dilation: Any = 1,
            groups: int = 1) -> Call:
     """2-d convolution, NCHW data and OIHW kernel; ``groups == channels`` is depthwise."""
-    return call("nn.conv2d", data, weight, strides=_pair(strides), padding=_pad4(padding),
-                dilation=_pair(dilation), groups=int(groups))
+    return call("nn.conv2d", data, weight, strides=_pair(strides, "conv2d's strides"),
+                padding=_pad4(padding), dilation=_pair(dilation, "conv2d's dilation"),
+                groups=_ints(groups, "conv2d's groups")[0])
 
 
 def max_pool2d(data: Node, pool_size: Any = 2, strides: Any = None, padding: Any = 0) -> Call:
-    return call("nn.max_pool2d", data, pool_size=_pair(pool_size),
-                strides=_pair(strides if strides is not None else pool_size),
+    return call("nn.max_pool2d", data, pool_size=_pair(pool_size, "max_pool2d's pool_size"),
+                strides=_pair(strides if strides is not None else pool_size,
+                              "max_pool2d's strides"),
                 padding=_pad4(padding))
 
 
 def avg_pool2d(data: Node, pool_size: Any = 2, strides: Any = None, padding: Any = 0,
                count_include_pad: bool = False) -> Call:
-    return call("nn.avg_pool2d", data, pool_size=_pair(pool_size),
-                strides=_pair(strides if strides is not None else pool_size),
+    return call("nn.avg_pool2d", data, pool_size=_pair(pool_size, "avg_pool2d's pool_size"),
+                strides=_pair(strides if strides is not None else pool_size,
+                              "avg_pool2d's strides"),
                 padding=_pad4(padding), count_include_pad=bool(count_include_pad))
 
 

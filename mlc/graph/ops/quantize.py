@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from mlc.errors import GraphError
+from mlc.errors import GraphError, TEError
 from mlc.graph.op import OpPattern, TensorType, register_op
 from mlc.topi.x86 import quantize as topi_quantize
 
@@ -34,9 +34,25 @@ def quantized_range(dtype: str, bits: int = 8) -> tuple[int, int]:
     return topi_quantize.quantized_range(dtype, bits)
 
 
+def check_quantize(scale: Any, zero_point: Any, dtype: str, bits: int = 8) -> None:
+    """Refuse a quantizer that has no meaning: a scale that is not positive and finite
+    (or whose float32 inverse is not), a zero point that is not an integer of the range."""
+    lo, hi = quantized_range(dtype, bits)
+    try:
+        topi_quantize.check_scale(scale)
+    except (TEError, TypeError, ValueError):
+        raise GraphError(f"qnn.quantize: the scale must be a positive finite number (with a "
+                         f"finite float32 1/scale), got {scale!r}") from None
+    if isinstance(zero_point, bool) or not float(zero_point).is_integer() or not (
+            lo <= zero_point <= hi):
+        raise GraphError(f"qnn.quantize: the zero point must be an integer in {lo}..{hi} "
+                         f"for {bits}-bit {dtype}, got {zero_point!r}")
+
+
 def _infer_quantize(ts: Types, attrs: dict[str, Any]) -> TensorType:
     dtype = attrs.get("dtype", "int8")
-    quantized_range(dtype, attrs.get("bits", 8))
+    check_quantize(attrs.get("scale", 1.0), attrs.get("zero_point", 0), dtype,
+                   attrs.get("bits", 8))
     if not ts[0].dtype.startswith("float"):
         raise GraphError(f"qnn.quantize takes a float tensor, got {ts[0].dtype}")
     return TensorType(ts[0].shape, dtype)
@@ -44,15 +60,25 @@ def _infer_quantize(ts: Types, attrs: dict[str, Any]) -> TensorType:
 
 def ref_quantize(x: np.ndarray, scale: float = 1.0, zero_point: int = 0,
                  dtype: str = "int8", bits: int = 8) -> np.ndarray:
-    """numpy's form, operation for operation as the kernel computes it (float32)."""
+    """numpy's form, operation for operation as the kernel computes it: in float32, times
+    the float32 ``1 / scale``, ties to even, clipped; NaN becomes the zero point."""
     lo, hi = quantized_range(dtype, bits)
-    inv = np.float32(1.0 / float(scale))
-    v = np.round(x * inv) + np.float32(zero_point)
+    inv = topi_quantize.check_scale(scale)
+    xf = np.asarray(x, np.float32)
+    v = np.round(xf * inv) + np.float32(zero_point)
+    v = np.where(np.isnan(xf), np.float32(min(max(int(zero_point), lo), hi)), v)
     return np.clip(v, lo, hi).astype(dtype)
 
 
 def _infer_dequantize(ts: Types, attrs: dict[str, Any]) -> TensorType:
     x, s = ts
+    if not x.shape:
+        raise GraphError("qnn.dequantize: the data needs a channel axis (the last); got a "
+                         "0-d tensor")
+    if x.dtype not in ("int8", "uint8", "int32"):
+        raise GraphError(f"qnn.dequantize takes int8, uint8 or int32 data, got {x.dtype}")
+    if s.dtype != "float32":
+        raise GraphError(f"qnn.dequantize: the scale must be float32, got {s.dtype}")
     if len(s.shape) != 1 or s.shape[0] != x.shape[-1]:
         raise GraphError(f"qnn.dequantize: the scale must have one value per channel "
                          f"({x.shape[-1]}), got shape {s.shape}")
@@ -74,6 +100,9 @@ def _infer_dense(ts: Types, attrs: dict[str, Any]) -> TensorType:
                          f"weight {wp.shape} / compensation {comp.shape}")
     if attrs.get("data_bits", 8) == 7 and x.dtype != "uint8":
         raise GraphError(f"qnn.dense: data_bits=7 means uint8 data below 128, got {x.dtype}")
+    if len(x.shape) != 2 or not 0 < units <= wp.shape[0] * 16:
+        raise GraphError(f"qnn.dense takes (batch, in) data and 1..{wp.shape[0] * 16} units, "
+                         f"got data {x.shape} and units={units}")
     return TensorType((x.shape[0], units), "int32")
 
 

@@ -7,6 +7,7 @@ Each op is registered with its pattern, type inference and numpy reference, and 
 from __future__ import annotations
 
 import builtins
+import operator
 from collections.abc import Sequence
 from typing import Any
 
@@ -41,19 +42,46 @@ def same_dtype(ts: Types) -> str:
     return ts[0].dtype
 
 
+def need_float(t: TensorType, what: str) -> None:
+    """Refuse an integer/bool operand of an op that computes in floating point (``exp``,
+    ``softmax``, ``mean``...): numpy would answer in float64, the graph keeps dtypes."""
+    if not t.dtype.startswith("float"):
+        raise GraphError(f"{what} computes in floating point and keeps its operand's dtype; "
+                         f"got {t.dtype}: make the input float32 (or dequantize it first)")
+
+
 def _infer_binary(ts: Types, attrs: dict[str, Any]) -> TensorType:
     return TensorType(broadcast_shape(ts[0].shape, ts[1].shape), same_dtype(ts))
+
+
+def _infer_float_binary(name: str) -> Any:
+    def infer(ts: Types, attrs: dict[str, Any]) -> TensorType:
+        out = _infer_binary(ts, attrs)
+        need_float(out, name)
+        return out
+    return infer
 
 
 def _infer_unary(ts: Types, attrs: dict[str, Any]) -> TensorType:
     return ts[0]
 
 
+def _infer_float_unary(name: str) -> Any:
+    def infer(ts: Types, attrs: dict[str, Any]) -> TensorType:
+        need_float(ts[0], name)
+        return ts[0]
+    return infer
+
+
 def normalize_axes(axis: Any, ndim: int) -> tuple[int, ...]:
     """``axis`` (None, an int or a tuple, negatives allowed) as sorted non-negative ints."""
     if axis is None:
         return tuple(range(ndim))
-    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    try:
+        axes = (operator.index(axis),) if not isinstance(axis, (tuple, list)) else tuple(
+            operator.index(a) for a in axis)
+    except TypeError:
+        raise GraphError(f"axis must be an int or a tuple of ints, got {axis!r}") from None
     out = []
     for a in axes:
         if not -ndim <= a < ndim:
@@ -64,6 +92,14 @@ def normalize_axes(axis: Any, ndim: int) -> tuple[int, ...]:
     return tuple(sorted(out))
 
 
+def one_axis(axis: Any, ndim: int) -> int:
+    """One axis (negatives count from the end) as a non-negative int; out of range raises
+    (``softmax(x, axis=5)`` on a matrix is a mistake, not axis 1)."""
+    if isinstance(axis, (tuple, list)):
+        raise GraphError(f"expected one axis, got {axis!r}")
+    return normalize_axes(axis, ndim)[0]
+
+
 def _infer_reduce(ts: Types, attrs: dict[str, Any]) -> TensorType:
     shape = ts[0].shape
     axes = normalize_axes(attrs.get("axis"), len(shape))
@@ -72,11 +108,18 @@ def _infer_reduce(ts: Types, attrs: dict[str, Any]) -> TensorType:
     return TensorType(out, ts[0].dtype)
 
 
+def _infer_mean(ts: Types, attrs: dict[str, Any]) -> TensorType:
+    need_float(ts[0], "mean")
+    return _infer_reduce(ts, attrs)
+
+
 def _infer_reshape(ts: Types, attrs: dict[str, Any]) -> TensorType:
     shape, size = ts[0].shape, ts[0].size
     new = list(attrs["newshape"])
     if new.count(-1) > 1:
         raise GraphError(f"reshape to {tuple(new)}: at most one -1 is allowed")
+    if any(s < -1 for s in new):
+        raise GraphError(f"reshape to {tuple(new)}: sizes must be positive (or one -1)")
     known = int(np.prod([s for s in new if s != -1], dtype=np.int64))
     if -1 in new:
         if known == 0 or size % known:
@@ -93,13 +136,18 @@ def _infer_transpose(ts: Types, attrs: dict[str, Any]) -> TensorType:
     axes = attrs.get("axes")
     if axes is None:
         axes = tuple(reversed(range(len(shape))))
-    if sorted(a % len(shape) for a in axes) != list(range(len(shape))):
+    if any(not -len(shape) <= a < len(shape) for a in axes) or sorted(
+            a % len(shape) for a in axes) != list(range(len(shape))):
         raise GraphError(f"transpose axes {axes} are not a permutation of {len(shape)} axes")
-    return TensorType(tuple(shape[a] for a in axes), ts[0].dtype)
+    return TensorType(tuple(shape[a % len(shape)] for a in axes), ts[0].dtype)
 
 
 def _infer_concat(ts: Types, attrs: dict[str, Any]) -> TensorType:
+    if not ts:
+        raise GraphError("concatenate needs at least one tensor")
     nd = len(ts[0].shape)
+    if nd == 0:
+        raise GraphError("concatenate joins tensors along an axis; got 0-d tensors")
     axis = normalize_axes(attrs.get("axis", 0), nd)[0]
     for t in ts[1:]:
         if len(t.shape) != nd or any(
@@ -116,6 +164,11 @@ def _infer_pad(ts: Types, attrs: dict[str, Any]) -> TensorType:
     if len(pw) != len(ts[0].shape):
         raise GraphError(f"pad_width {pw} needs one (before, after) pair per axis "
                          f"({len(ts[0].shape)} axes)")
+    if any(w < 0 for pair in pw for w in pair):
+        raise GraphError(f"pad_width {pw}: widths must be >= 0 (to crop, slice instead)")
+    value = attrs.get("pad_value", 0.0)
+    if not ts[0].dtype.startswith("float") and value != int(value):
+        raise GraphError(f"pad_value {value} does not fit a {ts[0].dtype} tensor")
     return TensorType(tuple(s + b + a for s, (b, a) in zip(ts[0].shape, pw)), ts[0].dtype)
 
 
@@ -145,12 +198,19 @@ _UNARY: dict[str, Any] = {"negative": np.negative, "exp": np.exp, "log": np.log,
           "tanh": np.tanh, "sigmoid": _sigmoid, "abs": np.abs, "copy": np.copy}
 _REDUCE: dict[str, Any] = {"sum": np.sum, "mean": np.mean, "max": np.max, "min": np.min}
 
+_FLOAT_ONLY = {"divide", "power", "exp", "log", "sqrt", "tanh", "sigmoid"}
+
 for _name, _fn in _BINARY.items():
-    register_op(_name, P.BROADCAST, _infer_binary, _f(_fn), topi=_name, num_inputs=2)
+    register_op(_name, P.BROADCAST,
+                _infer_float_binary(_name) if _name in _FLOAT_ONLY else _infer_binary,
+                _f(_fn), topi=_name, num_inputs=2)
 for _name, _fn in _UNARY.items():
-    register_op(_name, P.ELEMWISE, _infer_unary, _f(_fn), topi=_name, num_inputs=1)
+    register_op(_name, P.ELEMWISE,
+                _infer_float_unary(_name) if _name in _FLOAT_ONLY else _infer_unary,
+                _f(_fn), topi=_name, num_inputs=1)
 for _name, _fn in _REDUCE.items():
-    register_op(_name, P.COMM_REDUCE, _infer_reduce, _reduce(_fn), topi=_name, num_inputs=1)
+    register_op(_name, P.COMM_REDUCE, _infer_mean if _name == "mean" else _infer_reduce,
+                _reduce(_fn), topi=_name, num_inputs=1)
 
 register_op("reshape", P.INJECTIVE, _infer_reshape,
             lambda x, newshape: x.reshape(newshape), topi="reshape", num_inputs=1)
@@ -162,7 +222,12 @@ register_op("concatenate", P.INJECTIVE, _infer_concat,
 register_op("pad", P.INJECTIVE, _infer_pad,
             lambda x, pad_width, pad_value=0.0: np.pad(x, pad_width, constant_values=pad_value),
             topi="pad", num_inputs=1)
-register_op("sort", P.OPAQUE, _infer_unary, lambda x, axis=-1: np.sort(x, axis=axis),
+def _infer_sort(ts: Types, attrs: dict[str, Any]) -> TensorType:
+    one_axis(attrs.get("axis", -1), len(ts[0].shape))
+    return ts[0]
+
+
+register_op("sort", P.OPAQUE, _infer_sort, lambda x, axis=-1: np.sort(x, axis=axis),
             topi=None, num_inputs=1)
 
 
@@ -245,13 +310,20 @@ def min(x: Node, axis: Any = None, keepdims: bool = False) -> Call:  # noqa: A00
     return call("min", x, axis=axis, keepdims=keepdims)
 
 
+def _ints(v: Any, what: str) -> tuple[int, ...]:
+    try:
+        return tuple(operator.index(s) for s in v)
+    except TypeError:
+        raise GraphError(f"{what} must be a sequence of ints, got {v!r}") from None
+
+
 def reshape(x: Node, newshape: Sequence[int]) -> Call:
     """A new shape with the same elements in the same (row-major) order; one -1 is inferred."""
-    return call("reshape", x, newshape=tuple(int(s) for s in newshape))
+    return call("reshape", x, newshape=_ints(newshape, "reshape's newshape"))
 
 
 def transpose(x: Node, axes: Sequence[int] | None = None) -> Call:
-    return call("transpose", x, axes=None if axes is None else tuple(axes))
+    return call("transpose", x, axes=None if axes is None else _ints(axes, "transpose's axes"))
 
 
 def concatenate(xs: Sequence[Node], axis: int = 0) -> Call:
@@ -260,8 +332,12 @@ def concatenate(xs: Sequence[Node], axis: int = 0) -> Call:
 
 def pad(x: Node, pad_width: Sequence[Sequence[int]], pad_value: float = 0.0) -> Call:
     """Pad with a constant: ``pad_width`` has one ``(before, after)`` pair per axis."""
-    return call("pad", x, pad_width=tuple((int(b), int(a)) for b, a in pad_width),
-                pad_value=float(pad_value))
+    try:
+        pw = tuple((operator.index(b), operator.index(a)) for b, a in pad_width)
+    except (TypeError, ValueError):
+        raise GraphError(f"pad_width must be one (before, after) pair of ints per axis, "
+                         f"got {pad_width!r}") from None
+    return call("pad", x, pad_width=pw, pad_value=float(pad_value))
 
 
 def sort(x: Node, axis: int = -1) -> Call:

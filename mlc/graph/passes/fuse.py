@@ -104,41 +104,37 @@ class _Partitioner:
         self.groups = {n: _Group(n) for n in self.calls}
         self.max_depth = max_depth
 
-    # -- path helpers ----------------------------------------------------------------------
+    # -- path helpers (loops, not recursion: a path may be thousands of ops long) ----------
+    def _path(self, src: Call, sink: Call) -> list[Call]:
+        """The ops on the paths from ``src`` (exclusive) to ``sink`` (inclusive), each once,
+        stopping at ``sink``."""
+        seen: set[Call] = set()
+        stack = list(reversed(self.users[src]))
+        out: list[Call] = []
+        while stack:
+            n = stack.pop()
+            if n in seen:
+                continue
+            seen.add(n)
+            out.append(n)
+            if n is not sink:
+                stack.extend(reversed(self.users[n]))
+        return out
+
     def check_path(self, src: Call, sink: Call, fcond: Callable[[OpPattern, bool], bool]) -> bool:
         """Do all ops on the paths from ``src`` (exclusive) to ``sink`` satisfy ``fcond``?"""
-        visited: set[Call] = set()
-
-        def walk(n: Call) -> bool:
-            if n in visited:
-                return True
-            visited.add(n)
-            if not fcond(self.groups[n].root().pattern, n is sink):
-                return False
-            return n is sink or all(walk(u) for u in self.users[n])
-
-        return all(walk(u) for u in self.users[src])
+        return all(fcond(self.groups[n].root().pattern, n is sink) for n in self._path(src, sink))
 
     def count_with(self, src: Call, sink: Call) -> int:
-        visited: set[Call] = set()
-
-        def walk(n: Call) -> int:
-            if n is sink or n in visited:
-                return 0
-            visited.add(n)
-            return self.groups[n].root().num_nodes + sum(walk(u) for u in self.users[n])
-
-        return self.groups[sink].root().num_nodes + walk(src)
+        """The ops a group would hold after merging ``src`` and the paths to ``sink``."""
+        between = [src] + [n for n in self._path(src, sink) if n is not sink]
+        return self.groups[sink].root().num_nodes + sum(
+            self.groups[n].root().num_nodes for n in between)
 
     def commit(self, src: Call, sink: Call) -> None:
         """Merge every group on the paths from ``src`` to ``sink`` into ``sink``'s group."""
         target = self.groups[sink].root()
-        visited: set[Call] = set()
-
-        def walk(n: Call) -> None:
-            if n is sink or n in visited:
-                return
-            visited.add(n)
+        for n in [src] + [n for n in self._path(src, sink) if n is not sink]:
             child = self.groups[n].root()
             if child is not target:
                 child.parent = target
@@ -146,10 +142,6 @@ class _Partitioner:
                 if child.anchor is not None:
                     target.anchor = child.anchor
                 target.pattern = max(target.pattern, child.pattern)
-            for u in self.users[n]:
-                walk(u)
-
-        walk(src)
 
     # -- the phases ------------------------------------------------------------------------
     def run_phase(self, phase: int) -> None:

@@ -64,6 +64,14 @@ def dtype_bound(dtype: str) -> Bound:
     return UNKNOWN
 
 
+def wraps(dtype: str) -> bool:
+    """Does integer arithmetic in ``dtype`` wrap around in ways the bounds must respect? The
+    narrow types (int8/16, uint8/16) do, and so does every unsigned type: ``a - b`` in uint8
+    is never negative, so it says nothing about which of ``a`` and ``b`` is larger. Signed
+    32/64-bit ints are index types, assumed not to overflow."""
+    return dt.is_int(dtype) and (dt.is_uint(dtype) or dt.bits(dtype) < 32)
+
+
 def _mul(x: float, y: float) -> float:
     if x == 0 or y == 0:
         return 0  # 0 * inf is 0 here: an end that is exactly 0 stays 0
@@ -104,7 +112,10 @@ class BoundEvaluator:
     def __call__(self, e: PrimExpr) -> Bound:
         b = self._eval(e)
         if not dt.is_float(e.dtype) and dt.lanes(e.dtype) == 1:
-            b = intersect(b, dtype_bound(e.dtype))
+            full = dtype_bound(e.dtype)
+            if wraps(e.dtype) and not full[0] <= b[0] <= b[1] <= full[1]:
+                return full  # e.g. uint8 x + 1 for x = 255 wraps to 0: any value of the type
+            b = intersect(b, full)
         return b
 
     def _eval(self, e: PrimExpr) -> Bound:  # noqa: C901 - one case per node kind

@@ -21,7 +21,7 @@ import math
 from typing import TYPE_CHECKING, Any, cast
 
 from mlc.tir import dtype as dt
-from mlc.tir.arith.bound import is_finite
+from mlc.tir.arith.bound import is_finite, wraps
 from mlc.tir.arith.linear import (
     Linear,
     expr_key,
@@ -411,15 +411,24 @@ class Rewriter:
         if expr_key(a) == expr_key(b):
             return a
         if is_scalar_int(e):
-            diff = to_linear(a)
-            diff.add(to_linear(b), -1)
-            lo, hi = self.bound(from_linear(diff))
+            lo, hi = self._diff_bound(a, b)
             is_min = isinstance(e, Min)
             if hi <= 0:
                 return a if is_min else b
             if lo >= 0:
                 return b if is_min else a
         return self._rebuild(e, a, b)
+
+    def _diff_bound(self, a: PrimExpr, b: PrimExpr) -> tuple[float, float]:
+        """Bounds of the mathematical difference ``a - b``. Where the type wraps (uint8,
+        int8, any unsigned) the difference computed in the type is not that difference,
+        and ``x + 1 - x`` cancelling to 1 is wrong at x = 255: each side is bounded alone."""
+        if wraps(a.dtype):
+            (alo, ahi), (blo, bhi) = self.bound(a), self.bound(b)
+            return (alo - bhi, ahi - blo)
+        diff = to_linear(a)
+        diff.add(to_linear(b), -1)
+        return self.bound(from_linear(diff))
 
     # -- comparisons and logic ----------------------------------------------------------------
     def visit_LT(self, e: LT) -> PrimExpr:
@@ -432,7 +441,13 @@ class Rewriter:
         cls = type(e)
         if _is_const(a) and _is_const(b):
             return _bool(_CMP[cls](a.value, b.value))  # type: ignore[attr-defined]
-        if is_scalar_int(a) and is_scalar_int(b):
+        if is_scalar_int(a) and is_scalar_int(b) and wraps(a.dtype):
+            if expr_key(a) == expr_key(b):
+                return _bool(cls in (LE, GE, EQ))
+            decided = self.bound(cls(a, b))  # each side bounded alone (see _diff_bound)
+            if decided[0] == decided[1]:
+                return _bool(bool(decided[0]))
+        elif is_scalar_int(a) and is_scalar_int(b):
             la, lb = to_linear(a), to_linear(b)
             diff = la.copy()
             diff.add(lb, -1)
@@ -526,7 +541,7 @@ class Rewriter:
                 return _bool(bool(v.value))
             if dt.is_float(e.dtype):
                 return FloatImm(_round_float(float(v.value), e.dtype), e.dtype)
-            if isinstance(v, FloatImm):  # toward zero, saturating, NaN 0 (mlc.tir.convert)
+            if isinstance(v, FloatImm):  # toward zero, saturating, NaN 0 (mlc.tir.float_int)
                 return IntImm(float_to_int(v.value, e.dtype), e.dtype)
             bits = dt.bits(e.dtype)  # integer -> narrower integer wraps, like numpy
             if dt.is_uint(e.dtype):

@@ -16,17 +16,36 @@ from mlc.topi.elemwise import const_shape
 from mlc.topi.transform import pad as pad_op
 
 
-def _pair(v: int | Sequence[int]) -> tuple[int, int]:
-    if isinstance(v, int):
-        return (v, v)
-    return (int(v[0]), int(v[1]))
+def _pair(v: int | Sequence[int], what: str = "strides") -> tuple[int, int]:
+    """An int or a pair, each at least 1 (a stride of 0 has no next window)."""
+    t = (v, v) if isinstance(v, int) else tuple(int(x) for x in v)
+    if len(t) != 2 or min(t) < 1:
+        raise TEError(f"{what} must be an int or a pair of ints >= 1, got {v!r}")
+    return (t[0], t[1])
 
 
 def _pad4(v: int | Sequence[int]) -> tuple[int, int, int, int]:
-    if isinstance(v, int):
-        return (v, v, v, v)
-    t = tuple(int(x) for x in v)
-    return (t[0], t[1], t[0], t[1]) if len(t) == 2 else (t[0], t[1], t[2], t[3])
+    t = (v,) * 4 if isinstance(v, int) else tuple(int(x) for x in v)
+    if len(t) == 2:
+        t = (t[0], t[1], t[0], t[1])
+    if len(t) != 4 or min(t) < 0:
+        raise TEError(f"padding must be an int, (h, w) or (top, left, bottom, right) of "
+                      f"ints >= 0, got {v!r}")
+    return (t[0], t[1], t[2], t[3])
+
+
+def _out_size(what: str, oh: int, ow: int) -> None:
+    if oh <= 0 or ow <= 0:
+        raise TEError(f"{what}: the output would be empty ({oh}x{ow}): the window is larger "
+                      "than the padded input")
+
+
+def _lowest(dtype: str) -> float:
+    """Max pooling's padding: -inf for floats, the smallest value of an integer type."""
+    import numpy as np
+
+    d = np.dtype(dtype)
+    return float("-inf") if d.kind == "f" else float(np.iinfo(d).min)
 
 
 def _padded(x: te.Tensor, padding: tuple[int, int, int, int], value: float) -> te.Tensor:
@@ -43,13 +62,14 @@ def conv2d(data: te.Tensor, kernel: te.Tensor, strides: int | Sequence[int] = 1,
     n, c, h, w = const_shape(data)
     o, ci, kh, kw = const_shape(kernel)
     sh, sw = _pair(strides)
-    dh, dw = _pair(dilation)
+    dh, dw = _pair(dilation, "dilation")
     pt, pl, pb, pr = _pad4(padding)
-    if ci * groups != c or o % groups:
+    if groups < 1 or ci * groups != c or o % groups:
         raise TEError(f"conv2d: {c} input channels, groups={groups} and a kernel of "
                       f"{ci} channels per group do not agree")
     oh = (h + pt + pb - dh * (kh - 1) - 1) // sh + 1
     ow = (w + pl + pr - dw * (kw - 1) - 1) // sw + 1
+    _out_size("conv2d", oh, ow)
     xp = _padded(data, (pt, pl, pb, pr), 0.0)
     rc = te.reduce_axis((0, ci), name="rc")
     ry = te.reduce_axis((0, kh), name="ry")
@@ -73,13 +93,14 @@ def max_pool2d(data: te.Tensor, pool_size: int | Sequence[int] = 2,
                padding: int | Sequence[int] = 0) -> te.Tensor:
     """Max over each window (padding counts as -inf)."""
     n, c, h, w = const_shape(data)
-    kh, kw = _pair(pool_size)
+    kh, kw = _pair(pool_size, "pool_size")
     sh, sw = _pair(strides if strides is not None else pool_size)
     pt, pl, pb, pr = _pad4(padding)
-    xp = _padded(data, (pt, pl, pb, pr), float("-inf"))
+    xp = _padded(data, (pt, pl, pb, pr), _lowest(data.dtype))
     ry = te.reduce_axis((0, kh), name="ry")
     rx = te.reduce_axis((0, kw), name="rx")
     shape = (n, c, _pool_out(h, kh, sh, pt, pb), _pool_out(w, kw, sw, pl, pr))
+    _out_size("max_pool2d", shape[2], shape[3])
     return te.compute(shape, lambda a, b, p, q: te.max(
         xp[a, b, p * sh + ry.var, q * sw + rx.var], axis=[ry, rx]), name="max_pool2d",
         tag="pool")
@@ -91,13 +112,14 @@ def avg_pool2d(data: te.Tensor, pool_size: int | Sequence[int] = 2,
     """Mean over each window; padded positions are left out of the count unless
     ``count_include_pad``."""
     n, c, h, w = const_shape(data)
-    kh, kw = _pair(pool_size)
+    kh, kw = _pair(pool_size, "pool_size")
     sh, sw = _pair(strides if strides is not None else pool_size)
     pt, pl, pb, pr = _pad4(padding)
     xp = _padded(data, (pt, pl, pb, pr), 0.0)
     ry = te.reduce_axis((0, kh), name="ry")
     rx = te.reduce_axis((0, kw), name="rx")
     oh, ow = _pool_out(h, kh, sh, pt, pb), _pool_out(w, kw, sw, pl, pr)
+    _out_size("avg_pool2d", oh, ow)
     s = te.compute((n, c, oh, ow), lambda a, b, p, q: te.sum(
         xp[a, b, p * sh + ry.var, q * sw + rx.var], axis=[ry, rx]), name="pool_sum", tag="pool")
     if count_include_pad or not any((pt, pl, pb, pr)):
