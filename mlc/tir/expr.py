@@ -126,7 +126,10 @@ class PrimExpr:
         return no_bitwise("^", other, self)
 
     def __abs__(self) -> PrimExpr:
-        """``abs(x)``: ``fabs`` for floats, a Select for signed integers (as ``te.abs``)."""
+        """``abs(x)``: ``fabs`` for floats, a Select for signed integers (as ``te.abs``); a
+        constant's absolute value for a constant (``abs(IntImm(-3))`` is ``IntImm(3)``)."""
+        if isinstance(self, (IntImm, FloatImm)):
+            return type(self)(abs(self.value), self.dtype)  # type: ignore[arg-type]
         if dt.is_float(dt.element(self.dtype)):
             return Call(self.dtype, "fabs", (self,))
         if dt.is_uint(self.dtype) or dt.is_bool(self.dtype):

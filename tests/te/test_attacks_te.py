@@ -117,6 +117,7 @@ def test_python_abs_of_an_expression_is_te_abs() -> None:
     a, x = np.arange(4, dtype="float32"), np.array([-3, -1, 0, 5], "int32")
     np.testing.assert_array_equal(_run([A, B], [a], np.zeros(4, "float32")), np.abs(a - 2))
     np.testing.assert_array_equal(_run([X, Y], [x], np.zeros(4, "int32")), np.abs(x))
+    assert int(abs(te.const(-3))) == 3 and float(abs(te.const(-2.5))) == 2.5
 
 
 @pytest.mark.parametrize("fn, expected", [
