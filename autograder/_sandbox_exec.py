@@ -10,7 +10,7 @@ Run by :mod:`autograder.sandbox` (never by hand). In order:
    * everything is remounted read-only;
    * ``/tmp``, ``/var/tmp``, ``/dev/shm``, the grader's home and the folder holding every
      job's folder are covered by empty private tmpfs mounts (one job never sees another's
-     files);
+     files), and so is ``/run`` (no daemon's socket can be reached);
    * the *keep* paths are bound back in: the job's folder read-write; the interpreter, its
      libraries and the repository read-only. A private folder on the way (``/root`` holding
      ``/root/.pyenv``) is covered by an empty tmpfs into which only the kept paths are bound,
@@ -65,6 +65,10 @@ MOUNT_ATTR_RDONLY = 0x1
 O_PATH = getattr(os, "O_PATH", 0o10000000)
 
 SCRATCH = ("/tmp", "/var/tmp", "/dev/shm")  # private and writable in every job
+# empty in every job: where the machine's daemons listen (docker, the system bus, each user's
+# session under /run/user/UID, whose bus has the systemd user manager run any command). A
+# read-only mount does not stop a connect() to a Unix socket.
+RUNTIME = ("/run", "/var/run")
 
 
 class _MountAttr(ctypes.Structure):
@@ -140,12 +144,13 @@ def _filesystem(libc: ctypes.CDLL, config: dict[str, Any], status: dict[str, Any
         real = os.path.realpath(path)
         if os.path.exists(real) and all(real != k[0] for k in keep):
             keep.append((real, mode == "rw", os.open(real, O_PATH)))
-    covers = [*SCRATCH, *config.get("cover", [])]
+    covers = [*SCRATCH, *RUNTIME, *config.get("cover", [])]
     covers += [a for a in (_private_ancestor(k[0], uid) for k in keep) if a]
     covers = sorted({os.path.realpath(c) for c in covers if os.path.isdir(c)} - {"/"},
                     key=lambda c: c.count("/"))
     covers = [c for i, c in enumerate(covers) if not any(_under(c, d) for d in covers[:i])]
 
+    hide = [p for p in config.get("hide", []) if os.path.exists(p)]  # as the grader sees them
     status["readonly_root"] = _readonly_root(libc)
     for cover in covers:
         scratch = cover in SCRATCH
@@ -153,6 +158,7 @@ def _filesystem(libc: ctypes.CDLL, config: dict[str, Any], status: dict[str, Any
         _mount(libc, "tmpfs", cover, "tmpfs", MS_NOSUID | MS_NODEV,
                f"mode={mode},size={config.get('scratch_mb', 256) if scratch else 1}m")
     status["private_tmp"] = "/tmp" in covers
+    status["private_run"] = "/run" in covers or not os.path.isdir("/run")
     for path, writable, fd in sorted(keep, key=lambda k: k[0].count("/")):
         inside = [c for c in covers if _under(path, c) and c != path]
         if not writable and not inside and status["readonly_root"]:
@@ -166,10 +172,10 @@ def _filesystem(libc: ctypes.CDLL, config: dict[str, Any], status: dict[str, Any
         if cover not in SCRATCH:  # the tmpfs that only holds mount points: read-only too
             _mount(libc, None, cover, None, MS_REMOUNT | MS_BIND | MS_RDONLY)
     hidden = []
-    for path in config.get("hide", []):
-        if os.path.exists(path):
+    for path in hide:
+        if os.path.exists(path):  # else it lies under a cover (/run, the home) already
             _mount(libc, "tmpfs", path, "tmpfs", MS_RDONLY, "size=4k,mode=000")
-            hidden.append(path)
+        hidden.append(path)
     status["hidden"] = hidden
 
 
@@ -263,10 +269,9 @@ def main(argv: list[str]) -> int:
         if os.getppid() != parent:
             return 125
     status: dict[str, Any] = {"root": os.geteuid() == 0, "mount_ns": False, "pid_ns": False,
-                              "ipc_ns": False,
-                              "net_ns": False, "user_ns": False, "private_proc": False,
-                              "private_tmp": False, "readonly_root": False, "hidden": [],
-                              "uid": None}
+                              "ipc_ns": False, "net_ns": False, "user_ns": False,
+                              "private_proc": False, "private_tmp": False, "private_run": False,
+                              "readonly_root": False, "hidden": [], "uid": None}
     new_pid_ns = False
     if libc is None:
         status["error"] = "no libc: namespaces unavailable"

@@ -306,14 +306,15 @@ PROTECTIONS = {
     "mount_ns": "own mount namespace",
     "readonly_root": "the whole file system is read-only to the job",
     "private_tmp": "private /tmp, /var/tmp and /dev/shm; other jobs' folders are invisible",
+    "private_run": "empty /run: the machine's daemons (docker, dbus, systemd) cannot be reached",
     "pid_ns": "own PID namespace: every process dies with the job",
     "ipc_ns": "own IPC namespace: System V shared memory dies with the job",
     "private_proc": "own /proc: the job sees only its own processes",
     "net_ns": "no network (loopback only)",
     "user_ns": "user namespace (how an ordinary user gets the walls above)",
 }
-REQUIRED = ("mount_ns", "readonly_root", "private_tmp", "pid_ns", "ipc_ns", "private_proc",
-            "net_ns")
+REQUIRED = ("mount_ns", "readonly_root", "private_tmp", "private_run", "pid_ns", "ipc_ns",
+            "private_proc", "net_ns")
 
 _PROBE = """
 import json, os, sys

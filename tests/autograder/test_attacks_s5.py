@@ -19,6 +19,9 @@ a notebook leaves behind. Each attack here once worked:
   for every job) a classmate's export could be read and handed in;
 * System V shared memory that a job made outlived it (the IPC namespace was the machine's):
   4096 segments as large as the memory limit would hold the machine's memory for good;
+* a job could connect() to the daemons' Unix sockets in ``/run`` (a read-only mount does not
+  stop it): docker, the system bus, and, as an ordinary user, the grader's own session bus
+  in ``/run/user/UID``, whose systemd user manager runs any command outside the sandbox;
 * a notebook that spins ran beside a classmate's speed timing (``--jobs 2``, or two Dask
   workers on one machine): the timing lock kept timings apart, not notebooks, and a spinning
   notebook moved the classmate's ratio by 0.3 either way.
@@ -363,6 +366,49 @@ def test_shared_memory_a_job_creates_dies_with_it(tmp_path):
     finally:
         release_uid(uid)
         subprocess.run(["ipcrm", "-M", str(key)], capture_output=True, check=False)
+
+
+# A Unix socket in /run, where the machine's daemons listen: docker, the system bus, and the
+# grader's own session under /run/user/UID (its bus asks the systemd user manager to run any
+# command, outside every wall, when the job runs under the grader's user id). A read-only
+# mount does not stop a connect().
+CONNECT = """
+import socket, sys
+client = socket.socket(socket.AF_UNIX)
+try:
+    client.connect(sys.argv[1])
+    client.sendall(b"run this outside the sandbox")
+    print("connected")
+except OSError as err:
+    print("refused:", err)
+"""
+
+
+def test_a_job_cannot_reach_the_daemons_sockets_in_run(tmp_path):
+    import socket
+
+    from autograder.sandbox import Limits, acquire_uid, prepare_dir, release_uid, run_sandboxed
+
+    where = os.environ.get(WORKROOT_ENV) or ("/run" if os.path.isdir("/run") else None)
+    folder = Path(tempfile.mkdtemp(prefix="ag-s5-sock-", dir=where))
+    os.chmod(folder, 0o755)
+    server = socket.socket(socket.AF_UNIX)
+    box = tmp_path / "job"
+    box.mkdir()
+    uid = acquire_uid()
+    try:
+        server.bind(str(folder / "daemon.sock"))
+        os.chmod(folder / "daemon.sock", 0o777)
+        server.listen(1)
+        prepare_dir(box, uid)
+        result = run_sandboxed([sys.executable, "-s", "-c", CONNECT, str(folder / "daemon.sock")],
+                               box, {"PATH": "/usr/bin:/bin", "HOME": str(box)},
+                               Limits(wall_s=60), uid, cover=[str(tmp_path)])
+    finally:
+        release_uid(uid)
+        server.close()
+        remove_tree(folder)
+    assert "refused" in result.output, result.output
 
 
 @pytest.mark.skipif(not is_root(), reason="dropping to an ordinary user needs root")
