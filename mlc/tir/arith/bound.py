@@ -26,6 +26,7 @@ from mlc.tir.expr import (
     Add,
     And,
     BufferLoad,
+    Call,
     Cast,
     CmpOp,
     Div,
@@ -72,6 +73,22 @@ def wraps(dtype: str) -> bool:
     return dt.is_int(dtype) and (dt.is_uint(dtype) or dt.bits(dtype) < 32)
 
 
+def reads_data(e: PrimExpr) -> bool:
+    """Does ``e`` compute on data (a loaded value, a call's result) rather than on loop
+    variables, sizes and constants only?"""
+    from mlc.tir.functor import contains  # functor imports the node modules this one uses
+
+    return contains(e, lambda n: isinstance(n, (BufferLoad, Call)))
+
+
+def may_wrap(e: PrimExpr) -> bool:
+    """Must the simplifier treat ``e``'s integer arithmetic as wrapping around? Always in the
+    types of :func:`wraps`, and in int32/int64 when ``e`` computes on data: numpy wraps
+    there (``A[i] + 1 > A[i]`` is false at INT32_MAX, ``A[i] * 2 // 2`` is not ``A[i]``).
+    Index arithmetic of loops, sizes and constants is assumed not to overflow, as in TVM."""
+    return dt.is_int(e.dtype) and (wraps(e.dtype) or reads_data(e))
+
+
 def _mul(x: float, y: float) -> float:
     if x == 0 or y == 0:
         return 0  # 0 * inf is 0 here: an end that is exactly 0 stays 0
@@ -113,7 +130,7 @@ class BoundEvaluator:
         b = self._eval(e)
         if not dt.is_float(e.dtype) and dt.lanes(e.dtype) == 1:
             full = dtype_bound(e.dtype)
-            if wraps(e.dtype) and not full[0] <= b[0] <= b[1] <= full[1]:
+            if not full[0] <= b[0] <= b[1] <= full[1] and may_wrap(e):
                 return full  # e.g. uint8 x + 1 for x = 255 wraps to 0: any value of the type
             b = intersect(b, full)
         return b

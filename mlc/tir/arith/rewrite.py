@@ -21,7 +21,7 @@ import math
 from typing import TYPE_CHECKING, Any, cast
 
 from mlc.tir import dtype as dt
-from mlc.tir.arith.bound import is_finite, wraps
+from mlc.tir.arith.bound import is_finite, may_wrap
 from mlc.tir.arith.linear import (
     Linear,
     expr_key,
@@ -263,8 +263,8 @@ class Rewriter:
         folded = self._fold(FloorDiv, a, b, e.dtype)
         if folded is not None:
             return folded
-        if is_scalar_int(e) and isinstance(b, IntImm) and b.value > 0:
-            return self._floordiv_const(a, b.value)
+        if is_scalar_int(e) and isinstance(b, IntImm) and b.value > 0 and not may_wrap(a):
+            return self._floordiv_const(a, b.value)  # (x * 4) // 8 -> x // 2: not if x * 4 wraps
         return self._rebuild(e, a, b)
 
     def visit_FloorMod(self, e: FloorMod) -> PrimExpr:
@@ -272,7 +272,7 @@ class Rewriter:
         folded = self._fold(FloorMod, a, b, e.dtype)
         if folded is not None:
             return folded
-        if is_scalar_int(e) and isinstance(b, IntImm) and b.value > 0:
+        if is_scalar_int(e) and isinstance(b, IntImm) and b.value > 0 and not may_wrap(a):
             return self._floormod_const(a, b.value)
         return self._rebuild(e, a, b)
 
@@ -423,7 +423,7 @@ class Rewriter:
         """Bounds of the mathematical difference ``a - b``. Where the type wraps (uint8,
         int8, any unsigned) the difference computed in the type is not that difference,
         and ``x + 1 - x`` cancelling to 1 is wrong at x = 255: each side is bounded alone."""
-        if wraps(a.dtype):
+        if may_wrap(a) or may_wrap(b):
             (alo, ahi), (blo, bhi) = self.bound(a), self.bound(b)
             return (alo - bhi, ahi - blo)
         diff = to_linear(a)
@@ -441,7 +441,7 @@ class Rewriter:
         cls = type(e)
         if _is_const(a) and _is_const(b):
             return _bool(_CMP[cls](a.value, b.value))  # type: ignore[attr-defined]
-        if is_scalar_int(a) and is_scalar_int(b) and wraps(a.dtype):
+        if is_scalar_int(a) and is_scalar_int(b) and (may_wrap(a) or may_wrap(b)):
             if expr_key(a) == expr_key(b):
                 return _bool(cls in (LE, GE, EQ))
             decided = self.bound(cls(a, b))  # each side bounded alone (see _diff_bound)
