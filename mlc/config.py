@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import os
+import warnings
 from collections.abc import Iterator
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -47,17 +48,29 @@ def debug() -> bool:
     return _flag("MLC_DEBUG")
 
 
+MAX_THREADS = 1024
+"""The most threads a parallel loop gets: libgomp crashed the process (a segmentation fault)
+when asked for 100000, past the system's limit on threads."""
+
+
 def num_threads() -> int:
-    """Threads for parallel loops: ``MLC_NUM_THREADS`` if set to a positive integer, else the
-    number of cores this process may use."""
+    """Threads for parallel loops: ``MLC_NUM_THREADS`` if set to a positive integer (at most
+    :data:`MAX_THREADS`), else the number of cores this process may use. Another value is
+    ignored with a warning."""
     value = os.environ.get("MLC_NUM_THREADS", "").strip()
     if value:
         try:
             n = int(value)
         except ValueError:
             n = 0
+        if n > MAX_THREADS:
+            warnings.warn(f"MLC_NUM_THREADS={value}: using {MAX_THREADS} threads, the most "
+                          "mlc starts", stacklevel=2)
+            return MAX_THREADS
         if n > 0:
             return n
+        warnings.warn(f"MLC_NUM_THREADS={value!r} is not a positive whole number; using one "
+                      "thread per core", stacklevel=2)
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # pragma: no cover - not on Linux

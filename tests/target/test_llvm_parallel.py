@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import warnings
 
 import numpy as np
@@ -219,3 +220,26 @@ def test_thread_bound_loops_and_let_expressions_run_serially_on_the_cpu() -> Non
     a = np.zeros(8, np.int32)
     f(a)
     np.testing.assert_array_equal(a, np.arange(8) * 6)
+
+
+@needs_gomp
+def test_too_many_threads_are_capped_with_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
+    """MLC_NUM_THREADS=100000 made libgomp crash the process (a segmentation fault)."""
+    from mlc import config
+
+    with pytest.warns(UserWarning, match="MLC_NUM_THREADS=100000: using 1024 threads"):
+        t = _thread_ids(4096, "100000", monkeypatch)
+    assert config.MAX_THREADS == 1024
+    assert t.max() <= 1023 and (np.diff(t) >= 0).all()
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "abc", "3.5"])
+def test_a_thread_count_that_is_not_a_positive_whole_number_warns(
+    value: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mlc import config
+
+    monkeypatch.setenv("MLC_NUM_THREADS", value)
+    with pytest.warns(UserWarning, match="is not a positive whole number; using one thread"):
+        n = config.num_threads()
+    assert n == max(1, len(os.sched_getaffinity(0)))
