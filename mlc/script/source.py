@@ -21,8 +21,11 @@ from typing import Any
 from mlc.errors import ScriptError
 
 # Deeper nesting than this is refused with a ScriptError before Python's own recursion
-# limit can turn it into a RecursionError.
+# limit can turn it into a RecursionError: statements (loops, blocks, ifs) inside each other,
+# and syntax nodes in all. An expression as deep as te.compute accepts (250 levels, see
+# mlc.te.constructors.MAX_EXPR_DEPTH) prints as text that reads back.
 MAX_DEPTH = 60
+MAX_NODE_DEPTH = 300
 
 
 @dataclass
@@ -124,11 +127,17 @@ def _first_indent(text: str) -> int:
 
 
 def check_depth(tree: ast.AST, src: Source) -> None:
-    """Refuse scripts nested deeper than MAX_DEPTH (expressions or statements)."""
-    stack: list[tuple[ast.AST, int]] = [(tree, 0)]
+    """Refuse scripts whose statements are nested deeper than MAX_DEPTH, or whose syntax
+    tree is deeper than MAX_NODE_DEPTH (a long expression)."""
+    stack: list[tuple[ast.AST, int, int, ast.AST]] = [(tree, 0, 0, tree)]
     while stack:
-        node, depth = stack.pop()
-        if depth > MAX_DEPTH:
-            raise src.error(node, f"the script is nested more than {MAX_DEPTH} levels deep; "
-                                  "split the expression or the loop nest")
-        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+        node, depth, stmts, placed = stack.pop()
+        placed = node if hasattr(node, "lineno") else placed  # the line to show
+        if stmts > MAX_DEPTH or depth > MAX_NODE_DEPTH:
+            what = (f"{MAX_DEPTH} statements" if stmts > MAX_DEPTH
+                    else f"{MAX_NODE_DEPTH} levels")
+            raise src.error(placed, f"the script is nested more than {what} deep; split the "
+                                    "expression or the loop nest")
+        inner = stmts + isinstance(node, ast.stmt)
+        stack.extend((child, depth + 1, inner, placed)
+                     for child in ast.iter_child_nodes(node))

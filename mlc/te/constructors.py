@@ -30,6 +30,7 @@ from mlc.te.operation import (
 )
 from mlc.tir import dtype as dt
 from mlc.tir.expr import (
+    CommReducer,
     FloatImm,
     IntImm,
     IterKind,
@@ -198,8 +199,55 @@ def compute(
         body = convert(body)
     except MLCTypeError as err:
         raise TEError(f"{what}: fcompute must return an expression, got {body!r}") from err
+    _check_size(body, what)
     _check_body(body, what)
     return ComputeOp(name, tag, attrs or {}, axis, body).output(0)
+
+
+# The compiler walks expressions recursively: deeper than this, Python's recursion limit
+# (RecursionError) is near. Chains of one operator (a sum of 10,000 terms) stay shallow as
+# they are built (mlc.tir.expr's chain); alternating ones (Horner's e = e * x + c) do not.
+MAX_EXPR_DEPTH = 250
+# An expression that reuses a subexpression (e = e * 1.5 + e, 25 times) is a tree of 2**25
+# nodes once written out: every pass would walk all of them.
+MAX_EXPR_NODES = 1_000_000
+
+
+def _check_size(body: PrimExpr, what: str) -> None:
+    """Refuse an expression too deep for the compiler's recursive walks, or too large once
+    its shared subexpressions are written out (counted without walking them twice)."""
+    depth: dict[int, int] = {}
+    size: dict[int, int] = {}
+    stack: list[tuple[Any, bool]] = [(body, False)]
+    while stack:
+        node, done = stack.pop()
+        if id(node) in size:
+            continue
+        kids = [c for f in getattr(node, "__dataclass_fields__", {})
+                for c in _children(getattr(node, f))]
+        if not done:
+            stack.append((node, True))
+            stack.extend((c, False) for c in kids if id(c) not in size)
+            continue
+        depth[id(node)] = 1 + max((depth[id(c)] for c in kids), default=0)
+        size[id(node)] = 1 + sum(size[id(c)] for c in kids)
+        too = (f"nested more than {MAX_EXPR_DEPTH} levels deep" if depth[id(node)] > MAX_EXPR_DEPTH
+               else f"of more than {MAX_EXPR_NODES} terms written out"
+               if size[id(node)] > MAX_EXPR_NODES else None)
+        if too is not None:
+            raise TEError(
+                f"{what}: the expression is {too} (at most {MAX_EXPR_DEPTH} levels and "
+                f"{MAX_EXPR_NODES} terms); compute a part in a te.compute of its own and read "
+                "it back, e.g. step = te.compute(shape, lambda i: ...), then use step[i]"
+            )
+
+
+def _children(value: Any) -> list[Any]:
+    if isinstance(value, (PrimExpr, IterVar, Range, CommReducer)):
+        return [value]
+    if isinstance(value, tuple):
+        return [v for v in value if isinstance(v, (PrimExpr, IterVar, Range, CommReducer))]
+    return []
 
 
 def _check_body(body: PrimExpr, what: str) -> None:

@@ -437,3 +437,22 @@ def test_a_function_name_that_is_not_an_identifier_prints_as_one(name: str) -> N
         a, b = np.ones(4, "float32"), np.zeros(4, "float32")
         mlc.build(back, target="llvm")(a, b)
         np.testing.assert_array_equal(b, a + 1)
+
+
+def test_an_expression_as_deep_as_te_accepts_round_trips() -> None:
+    # te.compute takes 250 levels; the parser refused more than 60 (any depth, statements
+    # or expressions), so print(func) of a 100-step Horner polynomial did not read back
+    A = te.placeholder((4,), name="A")
+    e: tir.PrimExpr = A[0]
+    for n in range(124):
+        e = e * A[n % 4] - 1.0
+    B = te.compute((1,), lambda i: e, name="B")
+    func = te.create_prim_func([A, B])
+    a = np.full(4, 0.5, "float32")
+    for back in _round_trip(func):
+        b = np.zeros(1, "float32")
+        mlc.build(back, target="llvm")(a, b)
+        ref = np.float32(0.5)
+        for _ in range(124):
+            ref = ref * np.float32(0.5) - np.float32(1.0)
+        np.testing.assert_allclose(b[0], ref, rtol=1e-5)

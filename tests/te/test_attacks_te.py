@@ -5,6 +5,7 @@ exception or crash later; each now computes what numpy computes or raises a type
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -207,3 +208,33 @@ def test_an_index_chosen_by_if_then_else_is_bounded_per_branch() -> None:
     C = te.compute((64,), lambda i: A[te.if_then_else(i < 32, i + 33, i - 32)], name="C")
     with pytest.raises(LoweringError, match="reaches 64"):
         mlc.build(te.create_prim_func([A, C]), target="llvm")
+
+
+def test_an_expression_too_deep_for_the_compiler_is_a_te_error() -> None:
+    # Horner's rule over 1000 coefficients: RecursionError escaped te.compute
+    A = te.placeholder((4,), name="A")
+    e: tir.PrimExpr = A[0]
+    for n in range(1000):
+        e = e * A[n % 4] - 1.0
+    with pytest.raises(TEError, match="nested more than 250 levels deep"):
+        te.compute((1,), lambda i: e, name="B")
+
+
+def test_an_expression_that_doubles_by_sharing_is_refused_at_once() -> None:
+    # e = e * 1.5 + e, 25 times: 2**25 terms written out; te.compute walked them all (hung)
+    A = te.placeholder((4,), name="A")
+    e: tir.PrimExpr = A[0]
+    for _ in range(25):
+        e = e * 1.5 + e
+    with pytest.raises(TEError, match="of more than 1000000 terms written out"):
+        te.compute((1,), lambda i: e, name="B")
+
+
+def test_horner_within_the_limit_computes() -> None:
+    A = te.placeholder((4,), name="A")
+    coef = [0.5, -1.0, 0.25, 2.0] * 20
+    B = te.compute((4,), lambda i: functools.reduce(lambda acc, c: acc * A[i] + c, coef,
+                                                   te.const(0.0)), name="B")
+    a = np.linspace(-1, 1, 4, dtype="float32")
+    np.testing.assert_allclose(_run([A, B], [a], np.zeros(4, "float32")),
+                               np.polyval(np.array(coef, "float32"), a), rtol=1e-4)
