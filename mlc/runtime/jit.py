@@ -13,13 +13,18 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
+import os
+import sys
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import llvmlite.binding as llvm
 
-from mlc.errors import CodegenError
+from mlc.errors import CodegenError, TargetError
+
+T = TypeVar("T")
 
 
 class Target(Protocol):
@@ -67,15 +72,52 @@ def new_target_machine(mcpu: str | None = None, mattr: str | None = None) -> llv
     _initialize()
     triple = llvm.get_process_triple()
     cpu = mcpu or llvm.get_host_cpu_name()
+    asked = mcpu is not None or mattr is not None  # names the user wrote: check them
     if mattr is None:
         mattr = llvm.get_host_cpu_features().flatten() if mcpu is None else ""
     try:
         target = llvm.Target.from_triple(triple)
     except RuntimeError as err:  # pragma: no cover - host triple always exists
         raise CodegenError(f"LLVM cannot compile for {triple}: {err}") from err
-    return target.create_target_machine(
-        cpu=cpu, features=mattr, opt=3, reloc="default", codemodel="jitdefault"
-    )
+    if not asked:
+        return target.create_target_machine(
+            cpu=cpu, features=mattr, opt=3, reloc="default", codemodel="jitdefault"
+        )
+    # LLVM only warns (on stderr) about a CPU or feature it does not know, and later ends the
+    # process ("LLVM ERROR: 64-bit code requested on a subtarget that doesn't support it")
+    # while generating code for it: read the warnings and refuse the target instead.
+    tm, warnings = _stderr_of(lambda: target.create_target_machine(
+        cpu=cpu, features=mattr, opt=3, reloc="default", codemodel="jitdefault"))
+    unknown = [line for line in warnings.splitlines() if "is not a recognized" in line]
+    if unknown:
+        raise TargetError(
+            f"LLVM does not know {unknown[0].split(' is not')[0]} ("
+            f"{f'-mcpu={mcpu} ' if mcpu else ''}{f'-mattr={mattr}' if mattr else ''}".strip()
+            + "): use an LLVM CPU name such as "
+            f"{llvm.get_host_cpu_name()!r} (this machine), 'haswell' or 'skylake-avx512', "
+            "and features such as +avx2, +avx512f"
+        )
+    if warnings:
+        sys.stderr.write(warnings)
+    return tm
+
+
+def _stderr_of(fn: Callable[[], T]) -> tuple[T, str]:
+    """Run ``fn`` and return its result with what it wrote to file descriptor 2 (LLVM's
+    own warnings bypass Python's sys.stderr)."""
+    sys.stderr.flush()
+    read_end, write_end = os.pipe()
+    saved = os.dup(2)
+    os.dup2(write_end, 2)
+    os.close(write_end)
+    try:
+        result = fn()
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+    with os.fdopen(read_end, "rb") as pipe:
+        text = pipe.read().decode(errors="replace")
+    return result, text
 
 
 def machine_for(target: Target) -> llvm.TargetMachine:

@@ -16,7 +16,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from mlc.errors import ArgumentError
+from mlc.errors import ArgumentError, TargetError
 from mlc.runtime import checks, jit, parallel
 from mlc.runtime.args import SCALAR_CTYPES, ArgumentChecker
 from mlc.runtime.timer import TimeResult, measure
@@ -30,6 +30,14 @@ SOURCE_FORMATS = ("ll", "ll-unopt", "asm", "c")
 def calls_packed(func: PrimFunc) -> bool:
     """Does ``func`` call a packed function (``tir.call_packed``)?"""
     return contains(func.body, lambda n: isinstance(n, Call) and n.op == "call_packed")
+
+
+def _refuse_to_run(target: object, why: str, args: Any) -> list[int]:
+    raise TargetError(
+        f"this module was built for {target} and cannot run here: {why}; running it could "
+        "end the process (an illegal instruction). Its code is there to read (get_source('ll'), "
+        "get_source('asm')); build for target='llvm' to run on this machine"
+    )
 
 
 class Module:
@@ -46,9 +54,11 @@ class Module:
         c_source: str | None = None,
         check_sites: tuple[tuple[str, str, str], ...] = (),
         threads: int = 0,
+        cannot_run: str | None = None,
     ) -> None:
         """``threads``: the team size of the parallel loops the code runs on libgomp (0:
-        none)."""
+        none). ``cannot_run``: why the code must not run on this CPU (built for another:
+        it would die of an illegal instruction), or None."""
         self.func = func
         self.entry_name = entry_name
         self.target = target
@@ -67,6 +77,8 @@ class Module:
         if threads > 1:
             self._cfunc = parallel.on_own_cpus(self._cfunc, threads)
         self._native_args = self._checker._fast
+        if cannot_run is not None:
+            self._native_args = functools.partial(_refuse_to_run, target, cannot_run)
         self.check_sites = check_sites
         self._errors = checks.ErrorRecord(
             compiled.engine, check_sites, entry_name, packed=calls_packed(func)

@@ -13,6 +13,7 @@ from mlc.errors import CodegenError
 from mlc.runtime import jit, parallel
 from mlc.runtime.module import Module
 from mlc.target.llvm.codegen import codegen_llvm
+from mlc.target.llvm.cpu import cannot_run_here
 from mlc.target.llvm.dot import cpu_features
 from mlc.target.target import Target, parse_target
 from mlc.tir.functor import contains
@@ -61,4 +62,5 @@ def compile_lowered(
     compiled = jit.compile_ir(src.ir, src.entry, tgt)
     pin = src.uses_parallel_runtime and config.pin_threads()
     threads = config.num_threads() if pin else 0  # the team to pin (0: none)
-    return Module(func, src.entry, tgt, src.ir, compiled, c_source, src.check_sites, threads)
+    return Module(func, src.entry, tgt, src.ir, compiled, c_source, src.check_sites, threads,
+                  cannot_run=cannot_run_here(tgt))

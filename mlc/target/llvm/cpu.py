@@ -1,4 +1,5 @@
-"""What the CPU offers a kernel, read from LLVM's host features (never from a table of CPUs).
+"""What the CPU offers a kernel, read from LLVM's host features (a table of CPU names serves
+only to refuse running code built for another CPU: :func:`cannot_run_here`).
 
 Schedules that must fit the machine ask here: how many fp32 lanes one vector register holds,
 how many vector registers there are, and the sizes of the data caches::
@@ -81,3 +82,49 @@ def cache_bytes(level: int) -> int:
     if size and size > 0:
         return int(size)
     return _sysfs_cache(level) or {1: 32 << 10, 2: 512 << 10}.get(level, 8 << 20)
+
+
+# -- may code built for a target run on this machine? ------------------------------------------
+# Code for a CPU this machine is not dies of an illegal instruction (SIGILL: the Jupyter kernel
+# with it) the first time it reaches one, so a module built for another CPU is for reading
+# (IR, assembly) unless every instruction set it may use is here. LLVM does not say which
+# features a CPU name implies, so the x86 names are listed here by instruction-set level.
+_V2 = frozenset({"sse4.2", "popcnt", "ssse3"})
+_V3 = _V2 | {"avx", "avx2", "fma", "bmi2", "f16c", "movbe"}
+_V4 = _V3 | {"avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"}
+_VNNI = _V4 | {"avx512vnni"}
+_BF16 = _VNNI | {"avx512bf16"}
+CPU_NEEDS: dict[str, frozenset[str]] = {
+    "x86-64": frozenset({"sse2"}), "x86-64-v2": _V2, "x86-64-v3": _V3, "x86-64-v4": _V4,
+    **dict.fromkeys(("nehalem", "westmere", "silvermont", "goldmont"), _V2),
+    **dict.fromkeys(("sandybridge", "ivybridge"), _V2 | {"avx"}),
+    **dict.fromkeys(("haswell", "broadwell", "skylake", "alderlake", "raptorlake", "znver1",
+                     "znver2", "znver3"), _V3),
+    **dict.fromkeys(("skylake-avx512", "cannonlake"), _V4),
+    **dict.fromkeys(("cascadelake", "icelake-client", "icelake-server", "tigerlake",
+                     "rocketlake"), _VNNI),
+    **dict.fromkeys(("cooperlake", "sapphirerapids", "emeraldrapids", "graniterapids",
+                     "znver4", "znver5"), _BF16),
+}
+
+
+def cannot_run_here(target: object) -> str | None:
+    """None when code built for ``target`` (its ``mcpu``/``mattr``) can run on this CPU;
+    otherwise why it cannot (what the target may use that this CPU lacks)."""
+    import llvmlite.binding as llvm
+
+    mcpu: str | None = getattr(target, "mcpu", None)
+    mattr: str | None = getattr(target, "mattr", None)
+    host = cpu_features()
+    wanted = {w.strip()[1:] for w in (mattr or "").split(",") if w.strip().startswith("+")}
+    here = llvm.get_host_cpu_name()
+    if mcpu is not None and mcpu not in ("native", here):
+        needs = CPU_NEEDS.get(mcpu)
+        if needs is None:
+            return (f"mlc cannot tell which instructions code for -mcpu={mcpu} uses, and this "
+                    f"CPU is {here!r}")
+        wanted |= needs
+    missing = sorted(wanted - host)
+    if missing:
+        return f"it may use {', '.join(missing)}, which this CPU ({here}) does not have"
+    return None
