@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from mlc.errors import CodegenError
 from mlc.target.target import KINDS, Backend, Target, TargetError, TargetKind, backend, parse_target
 from mlc.tir.expr import BufferLoad
 from mlc.tir.functor import contains
@@ -57,7 +58,15 @@ def build(func: PrimFunc, target: str | dict[str, Any] | Target | None = "llvm")
     """Lower ``func`` for ``target`` (:func:`lower`) and compile it: a Module you call with
     numpy arrays (the back end's ``module_class``)."""
     tgt = parse_target(target)
-    return tgt.backend.codegen(lower(func, tgt), tgt)
+    lowered = lower(func, tgt)
+    try:
+        return tgt.backend.codegen(lowered, tgt)
+    except RecursionError:
+        raise CodegenError(
+            f"the {tgt.kind} code generator ran out of Python's recursion depth on "
+            f"{func.name!r}: the program nests too deeply (hundreds of stages or an "
+            "expression hundreds of levels deep); split it into several functions"
+        ) from None
 
 
 __all__ = [

@@ -67,17 +67,19 @@ def _topo_order(outputs: Sequence[Tensor]) -> list[Tensor]:
     """Every tensor the outputs depend on, producers first."""
     order: list[Tensor] = []
     seen: set[int] = set()
-
-    def visit(t: Tensor, path: tuple[int, ...]) -> None:
-        if id(t.op) in seen:
-            return
-        for inp in t.op.input_tensors:
-            visit(inp, path + (id(t.op),))
-        seen.add(id(t.op))
-        order.append(t.op.output(0))
-
-    for t in outputs:
-        visit(t, ())
+    for out in outputs:  # depth first, without recursion: a chain of 10,000 stages is fine
+        stack: list[tuple[Tensor, bool]] = [(out, False)]
+        while stack:
+            t, inputs_done = stack.pop()
+            if id(t.op) in seen:
+                continue
+            if inputs_done:
+                seen.add(id(t.op))
+                order.append(t.op.output(0))
+                continue
+            stack.append((t, True))
+            stack.extend((inp, False) for inp in reversed(t.op.input_tensors)
+                         if id(inp.op) not in seen)
     return order
 
 

@@ -73,7 +73,16 @@ def run_passes(
         print(f"== {title} ==")
         print(func)
     for name, fn in passes:
-        func = fn(func)
+        try:
+            func = fn(func)
+        except RecursionError:
+            raise LoweringError(
+                f"the lowering pass {name!r} ran out of Python's recursion depth on "
+                f"{func.name!r}: the program nests too deeply (hundreds of stages, each an "
+                "allocation around the rest, or an expression hundreds of levels deep). "
+                "Inline stages into fewer blocks (compute_inline) or split the computation "
+                "into several functions"
+            ) from None
         if trace:
             print(f"== after {name} ==")
             print(func)

@@ -13,7 +13,7 @@ import pytest
 
 import mlc
 from mlc import te, tir
-from mlc.errors import IndexOutOfBoundsError, LoweringError, MLCTypeError, TEError
+from mlc.errors import IndexOutOfBoundsError, LoweringError, MLCTypeError, ScheduleError, TEError
 from mlc.script import from_source
 
 
@@ -238,3 +238,50 @@ def test_horner_within_the_limit_computes() -> None:
     a = np.linspace(-1, 1, 4, dtype="float32")
     np.testing.assert_allclose(_run([A, B], [a], np.zeros(4, "float32")),
                                np.polyval(np.array(coef, "float32"), a), rtol=1e-4)
+
+
+def _chain(n: int) -> tuple[te.Tensor, list[te.Tensor]]:
+    A = te.placeholder((4,), name="A")
+    stages = [A]
+    for k in range(n):
+        prev = stages[-1]
+        stages.append(te.compute((4,), lambda i, p=prev: p[i] * 0.5 + 1.0, name=f"B{k}"))
+    return A, stages
+
+
+def test_a_chain_of_a_thousand_stages_makes_a_prim_func() -> None:
+    # create_prim_func ordered the stages recursively: RecursionError at ~990 stages
+    A, stages = _chain(1000)
+    func = te.create_prim_func([A, stages[-1]])
+    sch = tir.Schedule(func)
+    assert sch.get(sch.get_block("B999")) is not None
+
+
+@pytest.mark.xfail(strict=True, reason="simplify and compact_buffers (files being optimized "
+                   "by another engineer) recurse once per nested Allocate: ~400 stages exceed "
+                   "Python's recursion limit; the pipeline now says so with a LoweringError")
+def test_a_chain_of_a_thousand_stages_builds() -> None:
+    A, stages = _chain(1000)
+    b = np.zeros(4, "float32")
+    mlc.build(te.create_prim_func([A, stages[-1]]), target="llvm")(np.zeros(4, "float32"), b)
+    np.testing.assert_allclose(b, 2.0)
+
+
+def test_a_lowering_pass_that_runs_out_of_recursion_is_a_lowering_error() -> None:
+    from mlc.transform import run_passes
+
+    def deep(func: tir.PrimFunc) -> tir.PrimFunc:
+        raise RecursionError("maximum recursion depth exceeded")
+
+    A, stages = _chain(2)
+    with pytest.raises(LoweringError, match="'deep' ran out of Python's recursion depth"):
+        run_passes(te.create_prim_func([A, stages[-1]]), [("deep", deep)])
+
+
+def test_inlining_a_long_chain_stops_before_the_expression_gets_too_deep() -> None:
+    # compute_inline of 300 stages built an expression 600 levels deep: RecursionError
+    A, stages = _chain(300)
+    sch = tir.Schedule(te.create_prim_func([A, stages[-1]]))
+    with pytest.raises(ScheduleError, match="more than 250 levels deep"):
+        for k in range(299):
+            sch.compute_inline(sch.get_block(f"B{k}"))

@@ -88,8 +88,19 @@ class InlinePrimitives(ScheduleBase):
         for c in consumers:
             inl = _Inline(buf, params, store.value, me_block.reads)  # type: ignore[arg-type]
             cb = c.block
-            body = inl.visit(cb.body)
-            init = inl.visit(cb.init) if cb.init is not None else None
+            try:
+                body = inl.visit(cb.body)
+                init = inl.visit(cb.init) if cb.init is not None else None
+            except RecursionError:
+                body = None
+            if body is None or _expr_depth(body) > MAX_INLINED_DEPTH:
+                raise self._error(
+                    f"compute_inline: folding {name!r} into {cb.name!r} would nest its "
+                    f"expression more than {MAX_INLINED_DEPTH} levels deep, past what the "
+                    "compiler's recursive passes can walk; keep this stage as a buffer "
+                    "(compute_at it instead) or inline fewer stages",
+                    c.realize,
+                )
             kept = [r for r in cb.reads if r.buffer is not buf]
             reads = R.merge_regions(kept + inl.regions)
             new_block = dataclasses.replace(cb, body=body, init=init, reads=reads)
@@ -228,3 +239,25 @@ class InlinePrimitives(ScheduleBase):
 
 def _is_zero(e: PrimExpr) -> bool:
     return isinstance(e, IntImm) and e.value == 0
+
+
+# As deep as te.compute lets an expression be (mlc.te.constructors.MAX_EXPR_DEPTH): inlining
+# a chain of stages must not build a deeper one than the passes can walk.
+MAX_INLINED_DEPTH = 250
+
+
+def _expr_depth(stmt: Stmt) -> int:
+    """The depth of the deepest expression in ``stmt`` (iteratively: it may be deep)."""
+    deepest = 0
+    stack: list[tuple[object, int]] = [(stmt, 0)]
+    while stack:
+        node, d = stack.pop()
+        is_expr = isinstance(node, PrimExpr)
+        d = d + 1 if is_expr else 0
+        deepest = max(deepest, d)
+        for f in getattr(node, "__dataclass_fields__", {}):
+            value = getattr(node, f)
+            for x in value if isinstance(value, tuple) else (value,):
+                if isinstance(x, (PrimExpr, Stmt)):
+                    stack.append((x, d))
+    return deepest
