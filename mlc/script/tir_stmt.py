@@ -39,6 +39,7 @@ from mlc.tir.stmt import (
     Stmt,
     seq,
 )
+from mlc.tir.thread_tag import ALL_TAGS
 
 
 class _StmtParser(_BufferParser):
@@ -200,6 +201,9 @@ class _StmtParser(_BufferParser):
                                  "axis")
         if thread is not None and kind != ForKind.THREAD_BINDING:
             raise self.error(it, f"{name}(...) takes no thread name")
+        if thread is not None and thread not in ALL_TAGS:
+            raise self.error(it, f"unknown thread axis {thread!r}: a loop binds to one of "
+                                 f"{', '.join(ALL_TAGS)}")
         if len(args) == 1:
             ext = self.expr(args[0])
             lo = _zero_like(ext)

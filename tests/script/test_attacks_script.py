@@ -456,3 +456,11 @@ def test_an_expression_as_deep_as_te_accepts_round_trips() -> None:
         for _ in range(124):
             ref = ref * np.float32(0.5) - np.float32(1.0)
         np.testing.assert_allclose(b[0], ref, rtol=1e-5)
+
+
+def test_an_unknown_thread_axis_is_refused_at_its_line() -> None:
+    # T.thread_binding(8, thread="bogus.x") ran as a serial loop on llvm
+    text = _func("for i in T.thread_binding(8, thread='threadIdx.w'):\n    A[i] = 1.0\n")
+    with pytest.raises(ScriptError, match="unknown thread axis 'threadIdx.w'") as info:
+        from_source(text)
+    assert info.value.lineno == 3
