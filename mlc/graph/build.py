@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from mlc.errors import GraphError
+from mlc.errors import GraphError, LoweringError
 from mlc.graph.ir import FusedGroup, Graph
 from mlc.graph.link import link_groups
 from mlc.graph.module import GraphModule, Kernel
@@ -41,14 +41,16 @@ def compile_group(group: FusedGroup, target: str) -> Kernel:
     try:
         lowered = lower_group(group)
         sch = schedule_group(lowered)
-    except RecursionError:
+        func = dataclasses.replace(sch.mod, name=_c_name(group))
+        loops = lower(func)
+    except (RecursionError, LoweringError) as err:
+        if isinstance(err, LoweringError) and "recursion depth" not in str(err):
+            raise
         raise GraphError(f"group {group.gid} ({len(group.nodes)} ops) is too deep to lower as "
                          "one kernel; fuse fewer ops (graph.optimize(..., max_fuse_depth=32), "
                          "the default)") from None
-    func = sch.mod
-    func = dataclasses.replace(func, name=_c_name(group))
     return Kernel(group, lowered.inputs, native=True, target=target, prim_func=sch.mod,
-                  schedule=sch, lowered=lower(func))
+                  schedule=sch, lowered=loops)
 
 
 def _c_name(group: FusedGroup) -> str:

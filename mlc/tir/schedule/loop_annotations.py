@@ -179,12 +179,16 @@ class LoopAnnotationPrimitives(ScheduleBase):
         for br in outer:
             block = br.block
             depends = False
+            combined = False  # a reduce variable whose parts the threads combine
+            spatial_too = False
             for iv, value in zip(block.iter_vars, br.iter_values):
                 if not uses_var(value, lambda v: v is var):
                     continue
                 depends = True
                 if iv.kind is IterKind.REDUCE and across_threads and block.init is not None:
+                    combined = True
                     continue
+                spatial_too = spatial_too or iv.kind is IterKind.SPATIAL
                 if iv.kind in (IterKind.REDUCE, IterKind.ORDERED):
                     kind = "reduce" if iv.kind == IterKind.REDUCE else "ordered (scan)"
                     raise self._error(
@@ -206,7 +210,10 @@ class LoopAnnotationPrimitives(ScheduleBase):
                         ),
                         {for_: what, br: f"{iv.var.name} is {kind}"},
                     )
-            conflict = conflicting_access(for_, br) if depends else None
+            # the reduction's own update (C = C op value) is what a cross-thread reduction
+            # combines: only a loop that also moves a spatial variable is checked
+            checked = depends and (spatial_too or not combined)
+            conflict = conflicting_access(for_, br) if checked else None
             if conflict is not None:
                 raise self._error(
                     f"{what}: {describe(block, *conflict)}; one iteration of {name!r} may "
