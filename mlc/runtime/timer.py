@@ -9,10 +9,13 @@ clock's resolution not to matter. One untimed call warms caches and the thread p
 from __future__ import annotations
 
 import math
+import operator
 import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from mlc.errors import ArgumentError
 
 
 @dataclass(frozen=True)
@@ -56,8 +59,19 @@ def measure(
     call: Callable[[], object], number: int, repeat: int, min_repeat_ms: float
 ) -> TimeResult:
     """Time ``call`` (already bound to its arguments)."""
-    number = max(1, int(number))
-    repeat = max(1, int(repeat))
+    for name, value in (("number", number), ("repeat", repeat)):
+        try:
+            whole = operator.index(value)  # int, numpy integers; not floats or strings
+        except TypeError:
+            whole = 0
+        if isinstance(value, bool) or whole < 1:
+            raise ArgumentError(f"time_evaluator: {name}={value!r} must be a whole number of "
+                                f"calls, at least 1 (e.g. {name}=10)")
+    number, repeat = operator.index(number), operator.index(repeat)
+    if not isinstance(min_repeat_ms, (int, float)) or isinstance(min_repeat_ms, bool) \
+            or not min_repeat_ms >= 0:
+        raise ArgumentError(f"time_evaluator: min_repeat_ms={min_repeat_ms!r} must be a "
+                            "number of milliseconds, 0 or more")
     clock = time.perf_counter
     call()  # warm up
     if min_repeat_ms > 0:

@@ -19,6 +19,7 @@ per task in the worker and run on seeded random inputs.
 
 from __future__ import annotations
 
+import operator
 import os
 import pickle
 import subprocess
@@ -108,7 +109,25 @@ def measure_option(
         raise TuneError(f"runner={runner!r}: use LocalRunner(...) or DaskRunner(client)")
     if n_parallel is None:
         n_parallel = runner.n_workers if runner is not None else 1
+    for name, value in (("number", number), ("repeat", repeat), ("n_parallel", n_parallel)):
+        whole_number(f"measure_option: {name}", value)
+    for name, amount in (("timeout", timeout), ("min_repeat_ms", min_repeat_ms)):
+        if isinstance(amount, bool) or not isinstance(amount, (int, float)) or not (
+                amount > 0 if name == "timeout" else amount >= 0):
+            raise TuneError(f"measure_option: {name}={amount!r} must be a number "
+                            f"{'above 0 (seconds)' if name == 'timeout' else 'of ms, 0 or more'}")
     return MeasureOption(number, repeat, min_repeat_ms, timeout, n_parallel, check, 1e-3, runner)
+
+
+def whole_number(what: str, value: object, least: int = 1) -> int:
+    """``value`` if it is a whole number of at least ``least``, else a TuneError naming it."""
+    try:
+        n = operator.index(value)  # type: ignore[arg-type]  # int, numpy ints; not floats
+    except TypeError:
+        n = least - 1
+    if isinstance(value, bool) or n < least:
+        raise TuneError(f"{what}={value!r} must be a whole number, at least {least}")
+    return n
 
 
 # ---------------------------------------------------------------------------------------------

@@ -33,7 +33,7 @@ from mlc.tir.schedule.sampling import perfect_tilings
 from mlc.tir.schedule.trace import LoopRV, SampledInt, Trace
 from mlc.tir.stmt import For, PrimFunc
 from mlc.tune.features import flop_count
-from mlc.tune.measure import MeasureOption
+from mlc.tune.measure import MeasureOption, whole_number
 from mlc.tune.space import TuneError
 
 SpaceFn = Callable[[Schedule], None]
@@ -196,6 +196,7 @@ def tune_tir(
     from mlc.tune.tiling import default_space
     from mlc.tune.tuner import RandomTuner, XGBTuner
 
+    whole_number("tune_tir: max_trials", max_trials)
     sampled = SampledSpace(mod, space or default_space, target=target, seed=seed)
     if tuner == "xgb":
         t: Any = XGBTuner(sampled, seed=seed, feature=feature)

@@ -23,7 +23,7 @@ import numpy as np
 from mlc.errors import MLCError
 from mlc.tir.stmt import PrimFunc
 from mlc.tune import record
-from mlc.tune.measure import MeasureOption, Measurer
+from mlc.tune.measure import MeasureOption, Measurer, whole_number
 from mlc.tune.model import XGBoostCostModel, rank_correlation
 from mlc.tune.record import MeasureResult
 from mlc.tune.sa import anneal
@@ -115,6 +115,8 @@ class Tuner:
         the fastest of those by the median of its new runs: one measurement of each of 64
         candidates picks the luckiest as often as the best (the winner's curse), and on a
         shared machine luck is a few percent. Re-measuring adds no trials."""
+        whole_number("tune: n_trial", n_trial)
+        whole_number("tune: confirm", confirm, least=0)
         option = measure_option or MeasureOption()
         self._resume(callbacks)
         batch_size = max(option.n_parallel, getattr(self, "batch_size", 8))
