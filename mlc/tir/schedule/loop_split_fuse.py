@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from mlc.errors import ScheduleError
+from mlc.tir import dtype as dt
 from mlc.tir.expr import (
     FloorDiv,
     FloorMod,
@@ -104,6 +105,15 @@ class SplitFusePrimitives(ScheduleBase):
         known = 1
         for f in ints:
             known *= f if f is not None else 1
+        top = 2 ** (dt.bits(dtype) - 1) - 1
+        if known > top:  # 10**12 on an int32 loop wrapped: the split computed garbage
+            raise self._error(
+                f"split of loop {name!r}: the factors {list(factors)} multiply to {known}, "
+                f"past what its {dtype} variable can count ({top}); a factor larger than the "
+                f"loop{f' ({n} iterations)' if n is not None else ''} adds only iterations "
+                "that do nothing",
+                for_,
+            )
         sizes: list[PrimExpr] = []
         if None in ints:
             if n is not None:

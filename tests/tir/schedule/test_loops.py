@@ -454,3 +454,27 @@ def test_annotate_and_unannotate() -> None:
     with pytest.raises(ScheduleError, match="must be an int, float, str or bool"):
         sch.annotate(blk, "bad", [1, 2])
     _check_matmul(sch)
+
+
+@pytest.mark.parametrize("factors", [[None, 10**12], [2**16, 2**16], [None, 2**31]])
+def test_split_factors_past_the_loop_variable_are_refused(factors) -> None:
+    """[None, 10**12] on a 64-iteration int32 loop wrapped the factor and computed garbage."""
+    A = te.placeholder((64,), name="A")
+    B = te.compute((64,), lambda i: A[i] * 2.0, name="B")
+    sch = tir.Schedule(te.create_prim_func([A, B]))
+    (loop,) = sch.get_loops(sch.get_block("B"))
+    with pytest.raises(ScheduleError, match="past what its int32 variable can count"):
+        sch.split(loop, factors=factors)
+
+
+def test_a_factor_larger_than_the_loop_still_computes() -> None:
+    import mlc
+
+    A = te.placeholder((64,), name="A")
+    B = te.compute((64,), lambda i: A[i] * 2.0, name="B")
+    sch = tir.Schedule(te.create_prim_func([A, B]))
+    (loop,) = sch.get_loops(sch.get_block("B"))
+    sch.split(loop, factors=[None, 2**20])
+    a, b = np.arange(64, dtype="float32"), np.zeros(64, "float32")
+    mlc.build(sch.mod)(a, b)
+    np.testing.assert_array_equal(b, a * 2)
