@@ -225,6 +225,14 @@ class SplitFusePrimitives(ScheduleBase):
         fused = Var(self._fresh("_".join(names) + "_fused"), dtype)
         simp = self._simplifier(loc)
         extent = simp(_product([f.extent for f in fors]))
+        total = as_int(extent)
+        if total is not None and total > 2 ** (dt.bits(dtype) - 1) - 1:
+            raise self._error(  # the fused variable would wrap and compute garbage
+                f"fuse: the loops {names} have {total} iterations together, past what a "
+                f"{dtype} loop variable can count; fuse fewer of them (or split one first "
+                "and fuse the inner parts)",
+                fors[0],
+            )
         simp.bind(fused, Range(const(0, dtype), extent))
         mapping: dict[Var, PrimExpr] = {}
         stride: PrimExpr = const(1, dtype)

@@ -478,3 +478,13 @@ def test_a_factor_larger_than_the_loop_still_computes() -> None:
     a, b = np.arange(64, dtype="float32"), np.zeros(64, "float32")
     mlc.build(sch.mod)(a, b)
     np.testing.assert_array_equal(b, a * 2)
+
+
+def test_fusing_past_the_loop_variable_is_refused() -> None:
+    """70000 x 70000 fused into one int32 loop of 4.9e9 iterations wrapped."""
+    A = te.placeholder((70000, 70000), "int8", name="A")
+    B = te.compute((70000, 70000), lambda i, j: A[i, j], name="B")
+    sch = tir.Schedule(te.create_prim_func([A, B]))
+    i, j = sch.get_loops(sch.get_block("B"))
+    with pytest.raises(ScheduleError, match="4900000000 iterations together, past what a int32"):
+        sch.fuse(i, j)
