@@ -16,7 +16,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from mlc.errors import ArgumentError, TargetError
+from mlc.errors import ArgumentError, CodegenError, TargetError
 from mlc.runtime import checks, jit, parallel
 from mlc.runtime.args import SCALAR_CTYPES, ArgumentChecker
 from mlc.runtime.timer import TimeResult, measure
@@ -30,6 +30,9 @@ SOURCE_FORMATS = ("ll", "ll-unopt", "asm", "c")
 def calls_packed(func: PrimFunc) -> bool:
     """Does ``func`` call a packed function (``tir.call_packed``)?"""
     return contains(func.body, lambda n: isinstance(n, Call) and n.op == "call_packed")
+
+
+MAX_NATIVE_ARGS = 1024  # what ctypes.CFUNCTYPE accepts
 
 
 def _refuse_to_run(target: object, why: str, args: Any) -> list[int]:
@@ -72,6 +75,12 @@ class Module:
             + [ctypes.c_int64] * len(self._checker.size_vars)
             + [SCALAR_CTYPES[v.dtype] for v in func.scalar_args]
         )
+        if len(native_types) > MAX_NATIVE_ARGS:  # ctypes' own limit: its ArgumentError
+            raise CodegenError(
+                f"{func.name} takes {len(native_types)} native arguments (arrays, sizes and "
+                f"scalars); a compiled function can be called with at most {MAX_NATIVE_ARGS}. "
+                "Pass fewer, larger arrays (e.g. np.stack the inputs into one)"
+            )
         self._cfunc: Callable[..., None] = ctypes.CFUNCTYPE(None, *native_types)(
             compiled.address)
         if threads > 1:

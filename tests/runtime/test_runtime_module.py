@@ -232,3 +232,15 @@ def test_libgomp_is_found_in_wheels_when_the_system_has_none(
     if not found:
         pytest.skip("no xgboost/scikit-learn wheel with a bundled libgomp is installed")
     assert all("libgomp" in path for path in found)
+
+
+def test_more_arrays_than_ctypes_can_pass_is_a_codegen_error() -> None:
+    """1100 inputs: ctypes' own ArgumentError ('_argtypes_ has too many arguments')."""
+    import mlc
+    from mlc import te
+    from mlc.errors import CodegenError
+
+    xs = [te.placeholder((2,), name=f"X{i}") for i in range(1100)]
+    Y = te.compute((2,), lambda i: sum((x[i] for x in xs[1:]), xs[0][i]), name="Y")
+    with pytest.raises(CodegenError, match="takes 1101 native arguments .* at most 1024"):
+        mlc.build(te.create_schedule(Y.op), [*xs, Y])
