@@ -107,11 +107,11 @@ class IRModule:
     __repr__ = __str__
 
     def _repr_html_(self) -> str:
-        from mlc.tir.printer import _highlight
+        from mlc.tir.printer_html import highlight
 
         return ('<pre style="font-family:monospace;font-size:13px;line-height:1.35;'
                 f'background:#f8f8f8;padding:8px;border-radius:4px">'
-                f"{_highlight(self.script())}</pre>")
+                f"{highlight(self.script())}</pre>")
 
 
 def _named(f: PrimFunc, name: str) -> PrimFunc:

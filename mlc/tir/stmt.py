@@ -232,7 +232,7 @@ class PrimFunc(_Printable):
     scalars: tuple[tuple[int, Var], ...] = ()
 
     def _repr_html_(self) -> str:
-        from mlc.tir.printer import to_html
+        from mlc.tir.printer_html import to_html
 
         return to_html(self)
 

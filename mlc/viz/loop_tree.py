@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from mlc.tir.printer import expr_to_str, to_html, to_str
+from mlc.tir.printer import expr_to_str, to_str
+from mlc.tir.printer_html import to_html
 from mlc.tir.schedule.state import children, walk
 from mlc.tir.stmt import Block, BlockRealize, For, IfThenElse, PrimFunc, Stmt
 from mlc.viz._dot import Drawing, quote

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from mlc.tir.printer import to_html
+from mlc.tir.printer_html import to_html
 
 
 def _error_html(err: BaseException) -> str:

@@ -30,7 +30,8 @@ from mlc.tir import (
     const,
     seq,
 )
-from mlc.tir.printer import expr_to_str, to_html, to_str
+from mlc.tir.printer import expr_to_str, to_str
+from mlc.tir.printer_html import to_html
 
 PARAMS = ", ".join(f'{name}: Buffer((1024, 1024), "float32")' for name in "ABC")
 MATMUL = f"@prim_func\ndef matmul({PARAMS}):\n" + '''\

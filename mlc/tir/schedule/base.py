@@ -60,7 +60,7 @@ class ScheduleBase:
         print(self._func)
 
     def _repr_html_(self) -> str:
-        from mlc.tir.printer import to_html
+        from mlc.tir.printer_html import to_html
 
         return to_html(self._func)
 
