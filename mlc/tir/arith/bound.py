@@ -45,6 +45,7 @@ from mlc.tir.expr import (
     Sub,
     Var,
 )
+from mlc.tir.functor import contains
 
 INF = math.inf
 Bound = tuple[float, float]  # ints, or +-inf
@@ -76,8 +77,6 @@ def wraps(dtype: str) -> bool:
 def reads_data(e: PrimExpr) -> bool:
     """Does ``e`` compute on data (a loaded value, a call's result) rather than on loop
     variables, sizes and constants only?"""
-    from mlc.tir.functor import contains  # functor imports the node modules this one uses
-
     return contains(e, lambda n: isinstance(n, (BufferLoad, Call)))
 
 
