@@ -403,6 +403,25 @@ print(next(line.strip() for line in ir_vnni.splitlines()
            if "call" in line and "vpdpbusd" in line)[:120])
 
 # %% [markdown]
+# `mlc.build` for that target compiles the machine code too, and a module built for a CPU
+# this one is not refuses to run when the code may use an instruction this CPU lacks
+# (the process would die of an illegal instruction, the notebook with it). It says what is
+# missing; its assembly is still there to read:
+
+# %% tags=["nbval-ignore-output"]
+from mlc.errors import TargetError
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    f_vnni = mlc.build(sch8.mod, target=vnni_target)
+print("vpdpbusd" in f_vnni.get_source("asm"), "(vpdpbusd in its assembly)")
+try:
+    f_vnni(x8, w8_packed, w8_comp, y8)
+    print("this CPU has every instruction the VNNI build may use: it ran")
+except TargetError as err:
+    print(str(err).split(" Its code")[0])
+
+# %% [markdown]
 # ### The 7-bit trick
 # `vpmaddubsw a, b` multiplies 32 **unsigned** bytes of `a` by 32 **signed** bytes of `b` and
 # adds each *pair* of neighbouring products into one int16, **saturating**: a sum above 32767
