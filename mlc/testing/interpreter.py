@@ -2,7 +2,8 @@
 
 The PrimFunc is translated to the text of a Python function (loops become ``for`` loops,
 blocks bind their iteration variables and run their init when every reduce variable is at
-its start, loads and stores index numpy arrays with a bounds check), which is then run.
+its start (a reduction whose domain may be empty gets its init separated first, as the
+compiled code does, so a sum over nothing is 0 as in numpy), loads and stores index numpy arrays with a bounds check), which is then run.
 It understands both forms of the loop IR:
 
 * the block form that ``te.create_prim_func`` and ``tir.Schedule`` produce, and
@@ -33,6 +34,7 @@ from mlc.tir import intrin
 from mlc.tir import stmt as S
 from mlc.tir.float_int import float_array_to_int
 from mlc.tir.functor import post_order_visit
+from mlc.transform.lower_blocks import separate_inits_of_maybe_empty_reductions
 
 # ---------------------------------------------------------------------------------------------
 # runtime helpers, visible to the generated code as globals
@@ -568,6 +570,9 @@ def eval_prim_func(func: S.PrimFunc, *args: Any) -> None:
             raise InterpreterError(f"argument {b.name} must be {b.dtype}, got {a.dtype}")
         if not a.flags.c_contiguous:
             raise InterpreterError(f"argument {b.name} must be C-contiguous")
+    # A reduction over an empty domain still runs its init (numpy's sum of nothing is 0):
+    # the same rule the compiled code follows (lower_blocks), applied to the block form.
+    func = separate_inits_of_maybe_empty_reductions(func)
     gen = _Gen(func)
     text = gen.generate()
     env: dict[str, Any] = dict(_GLOBALS)

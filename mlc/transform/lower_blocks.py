@@ -46,11 +46,11 @@ from mlc.transform._arith import is_const_true
 def lower_blocks(func: PrimFunc) -> PrimFunc:
     """Turn every ``BlockRealize`` of ``func`` into loops, ifs and allocations (see the
     module docstring)."""
-    func = _separate_inits_of_maybe_empty_reductions(func)
+    func = separate_inits_of_maybe_empty_reductions(func)
     return func.with_body(_BlockLowerer().visit(func.body))
 
 
-def _separate_inits_of_maybe_empty_reductions(func: PrimFunc) -> PrimFunc:
+def separate_inits_of_maybe_empty_reductions(func: PrimFunc) -> PrimFunc:
     """``decompose_reduction`` at the outermost reduction loop of every reduction block
     whose reduction may have no step: a reduction loop not known to run at least once, or a
     predicate on the reduction loops (``where k_1 < n`` after rfactor with a tail). Where the

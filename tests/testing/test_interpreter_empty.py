@@ -1,0 +1,42 @@
+"""The interpreter (the tests' oracle) and compiled code agree on reductions over nothing:
+the init runs, so a sum of no terms is 0 and a max is its identity, as in numpy."""
+
+import numpy as np
+import pytest
+
+import mlc
+from mlc import te
+from mlc.testing.interpreter import eval_prim_func
+
+
+def _row_reduction(kind: str):
+    n, m = te.var("n"), te.var("m")
+    A = te.placeholder((n, m), "float32", name="A")
+    k = te.reduce_axis((0, m), "k")
+    reducer = {"sum": te.sum, "max": te.max, "min": te.min}[kind]
+    B = te.compute((n,), lambda i: reducer(A[i, k], axis=k), name="B")
+    return te.create_prim_func([A, B])
+
+
+@pytest.mark.parametrize("kind", ["sum", "max", "min"])
+def test_an_empty_reduction_runs_its_init_in_the_interpreter_as_in_compiled_code(kind):
+    func = _row_reduction(kind)
+    a = np.zeros((3, 0), "float32")
+    interpreted = np.full(3, 7.0, "float32")
+    compiled = np.full(3, 7.0, "float32")
+    eval_prim_func(func, a, interpreted)
+    mlc.build(func, target="llvm")(a, compiled)
+    np.testing.assert_array_equal(interpreted, compiled)
+    if kind == "sum":
+        np.testing.assert_array_equal(interpreted, a.sum(axis=1))
+    else:  # the identity of max / min: the lowest / highest float32
+        expected = np.finfo("float32").min if kind == "max" else np.finfo("float32").max
+        assert interpreted[0] in (expected, -np.inf if kind == "max" else np.inf)
+
+
+def test_a_non_empty_reduction_is_unchanged():
+    func = _row_reduction("sum")
+    a = np.random.default_rng(0).random((4, 5), dtype="float32")
+    out = np.full(4, 7.0, "float32")
+    eval_prim_func(func, a, out)
+    np.testing.assert_allclose(out, a.sum(axis=1), rtol=1e-6)
