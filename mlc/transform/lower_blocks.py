@@ -71,7 +71,7 @@ def separate_inits_of_maybe_empty_reductions(func: PrimFunc) -> PrimFunc:
         reduce_vals = [
             v
             for iv, v in zip(realize.block.iter_vars, realize.iter_values)
-            if iv.kind is not IterKind.SPATIAL
+            if iv.kind is IterKind.REDUCE
         ]
         loops = [f for f in loc.enclosing_loops() if mentions(reduce_vals, [f.loop_var])]
         if not loops:
@@ -111,7 +111,7 @@ def _init_when_empty(func: PrimFunc, realize: BlockRealize, first: For) -> PrimF
     loops: list[tuple[Var, PrimExpr, PrimExpr]] = []
     mapping: dict[Var, PrimExpr] = {}
     for iv in block.iter_vars:
-        if iv.kind is IterKind.SPATIAL:
+        if iv.kind is not IterKind.REDUCE:
             v = Var(iv.var.name + "_init", iv.var.dtype)
             mapping[iv.var] = v
             loops.append((v, iv.dom.min, iv.dom.extent))
@@ -154,7 +154,7 @@ def _first_reduce_step(block: Block, mapping: dict[Var, PrimExpr]) -> PrimExpr |
     None when the block has no reduce variable (the init then always runs)."""
     cond: PrimExpr | None = None
     for iv in block.iter_vars:
-        if iv.kind is IterKind.SPATIAL:
+        if iv.kind is not IterKind.REDUCE:  # a scan's ordered step is not a reduction step
             continue
         value = mapping.get(iv.var, iv.var)
         term = value == substitute(iv.dom.min, mapping)
