@@ -3,8 +3,8 @@
 The PrimFunc is translated to the text of a Python function (loops become ``for`` loops,
 blocks bind their iteration variables and run their init when every reduce variable is at
 its start (a reduction whose domain may be empty gets its init separated first, as the
-compiled code does, so a sum over nothing is 0 as in numpy), loads and stores index numpy arrays with a bounds check), which is then run.
-It understands both forms of the loop IR:
+compiled code does, so a sum over nothing is 0 as in numpy), loads and stores index numpy
+arrays with a bounds check), which is then run. It understands both forms of the loop IR:
 
 * the block form that ``te.create_prim_func`` and ``tir.Schedule`` produce, and
 * the lowered form (no blocks, flattened 1-D buffers, ``Allocate``, ``IfThenElse``,
