@@ -15,6 +15,7 @@ import ctypes.util
 import functools
 import os
 import sys
+import tempfile
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -104,19 +105,20 @@ def new_target_machine(mcpu: str | None = None, mattr: str | None = None) -> llv
 
 def _stderr_of(fn: Callable[[], T]) -> tuple[T, str]:
     """Run ``fn`` and return its result with what it wrote to file descriptor 2 (LLVM's
-    own warnings bypass Python's sys.stderr)."""
+    own warnings bypass Python's sys.stderr). The capture is a temporary file, not a pipe:
+    another thread writing much to stderr meanwhile cannot fill it and block the process;
+    what it wrote is handed back with the rest (the caller writes it out again)."""
     sys.stderr.flush()
-    read_end, write_end = os.pipe()
-    saved = os.dup(2)
-    os.dup2(write_end, 2)
-    os.close(write_end)
-    try:
-        result = fn()
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-    with os.fdopen(read_end, "rb") as pipe:
-        text = pipe.read().decode(errors="replace")
+    with tempfile.TemporaryFile() as capture:
+        saved = os.dup(2)
+        os.dup2(capture.fileno(), 2)
+        try:
+            result = fn()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        capture.seek(0)
+        text = capture.read().decode(errors="replace")
     return result, text
 
 
