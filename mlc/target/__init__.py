@@ -24,6 +24,7 @@ from typing import Any
 
 from mlc.errors import CodegenError
 from mlc.target.target import KINDS, Backend, Target, TargetError, TargetKind, backend, parse_target
+from mlc.tir.deep import DEPTH, retry_deeper
 from mlc.tir.expr import BufferLoad
 from mlc.tir.functor import contains
 from mlc.tir.stmt import BufferStore, PrimFunc
@@ -60,12 +61,13 @@ def build(func: PrimFunc, target: str | dict[str, Any] | Target | None = "llvm")
     tgt = parse_target(target)
     lowered = lower(func, tgt)
     try:
-        return tgt.backend.codegen(lowered, tgt)
+        return retry_deeper(lambda: tgt.backend.codegen(lowered, tgt))
     except RecursionError:
         raise CodegenError(
-            f"the {tgt.kind} code generator ran out of Python's recursion depth on "
-            f"{func.name!r}: the program nests too deeply (hundreds of stages or an "
-            "expression hundreds of levels deep); split it into several functions"
+            f"the {tgt.kind} code generator ran out of recursion depth on {func.name!r}, "
+            f"even on a deep stack ({DEPTH} levels): the program nests too deeply (thousands "
+            "of stages or an expression thousands of levels deep); split it into several "
+            "functions"
         ) from None
 
 

@@ -29,6 +29,7 @@ import unicodedata
 from typing import Any, cast
 
 from mlc.tir import dtype as dt
+from mlc.tir.deep import retry_deeper
 from mlc.tir.expr import (
     EQ,
     GE,
@@ -533,7 +534,7 @@ def _marks(mark: object | None) -> dict[int, str]:
 def expr_to_str(e: Any) -> str:
     """One expression as text, e.g. ``A[vi, vk] * B[vk, vj]`` or ``(a + b) * c``."""
     try:
-        return _Printer().expr(e)
+        return retry_deeper(lambda: _Printer().expr(e))
     except Exception as err:  # the printer must never hide the real error
         return f"<{type(e).__name__}: unprintable ({type(err).__name__}: {err})>"
 
@@ -544,8 +545,8 @@ def to_str(node: Any, mark: object | None = None, script: bool = False) -> str:
     ``script=True`` spells every builtin with TVMScript's ``T.`` prefix (``T.block``,
     ``T.axis.spatial``, ``T.Buffer``): the text :mod:`mlc.script` reads back, as does the
     plain form."""
-    try:
-        return _to_str(node, mark, script)
+    try:  # a program nested past Python's recursion limit is printed on a deep stack
+        return retry_deeper(lambda: _to_str(node, mark, script))
     except Exception as err:  # pragma: no cover - the printer must never hide the real error
         return f"<{type(node).__name__}: unprintable ({type(err).__name__}: {err})>"
 

@@ -23,6 +23,7 @@ from typing import Any, cast
 
 from mlc.errors import VerifyError
 from mlc.tir import dtype as dt
+from mlc.tir.deep import retry_deeper
 from mlc.tir.expr import (
     BufferLoad,
     CommReducer,
@@ -302,8 +303,12 @@ def verify_well_formed(func: PrimFunc) -> None:
     lists the problems and prints the function with each culprit statement marked."""
     from mlc.tir.printer import to_str
 
-    checker = _Checker(func)
-    checker.run()
+    def check() -> _Checker:  # a fresh checker each try: a retry starts from nothing
+        checker = _Checker(func)
+        checker.run()
+        return checker
+
+    checker = retry_deeper(check)  # hundreds of nested allocations: on a deep stack
     if not checker.problems:
         return
     marks: dict[Any, str] = {}

@@ -46,7 +46,7 @@ from mlc.tir.expr import (
     conjuncts,
     const,
 )
-from mlc.tir.functor import IRMutator, IRVisitor, substitute, uses_var
+from mlc.tir.functor import IRMutator, IRVisitor, post_order_visit, substitute, uses_var
 from mlc.tir.stmt import Allocate, Buffer, BufferStore, For, ForKind, IfThenElse, PrimFunc, Stmt
 
 
@@ -63,9 +63,31 @@ class _Access:
     store: bool = False
 
 
+_Touched = dict[int, tuple[For, frozenset[Var]]]
+
+
+def _data_vars(loop: For, memo: _Touched) -> frozenset[Var]:
+    """The data variables of the buffers ``loop`` loads, stores or passes on, remembered per
+    loop object: a chain of hundreds of stages is one sequence of loops that each
+    allocation's collector would otherwise walk whole (quadratic in the stages)."""
+    hit = memo.get(id(loop))
+    if hit is not None and hit[0] is loop:
+        return hit[1]
+    found: set[Var] = set()
+
+    def note(n: object) -> None:
+        if isinstance(n, (BufferLoad, BufferStore)):
+            found.add(n.buffer.data)
+
+    post_order_visit(loop, note)
+    memo[id(loop)] = (loop, frozenset(found))
+    return memo[id(loop)][1]
+
+
 class _Collector(IRVisitor):
-    def __init__(self, buf: Buffer) -> None:
+    def __init__(self, buf: Buffer, memo: _Touched | None = None) -> None:
         self.buf = buf
+        self.memo: _Touched = {} if memo is None else memo
         self.stack: list[For] = []
         self.guards: list[PrimExpr] = []
         self.accesses: list[_Access] = []
@@ -77,6 +99,8 @@ class _Collector(IRVisitor):
         self.generic_visit(op)
 
     def visit_For(self, op: For) -> None:
+        if self.buf.data not in _data_vars(op, self.memo):
+            return  # (a Call's buffer_arg is a BufferLoad too: opaque uses are seen)
         self.visit(op.min)
         self.visit(op.extent)
         self.stack.append(op)
@@ -106,9 +130,13 @@ class _Collector(IRVisitor):
 
 
 class _Compactor(IRMutator):
+    def __init__(self) -> None:
+        super().__init__()
+        self.memo: _Touched = {}
+
     def visit_Allocate(self, op: Allocate) -> Stmt:
         body = self.visit(op.body)
-        plan = None if op.buffer.strides else _plan(op.buffer, body)
+        plan = None if op.buffer.strides else _plan(op.buffer, body, self.memo)
         if plan is None:
             return op if body is op.body else Allocate(op.buffer, body)
         target, new, offsets = plan
@@ -134,7 +162,7 @@ def _private_copy(buf: Buffer, f: For) -> bool:
 
 
 def _plan(
-    buf: Buffer, body: Stmt
+    buf: Buffer, body: Stmt, memo: _Touched | None = None
 ) -> tuple[Var | None, Buffer, tuple[PrimExpr, ...]] | None:
     """Where to allocate ``buf`` (inside which loop; None: where it is), its new buffer,
     and the offset to subtract from each index; None when nothing would change.
@@ -143,7 +171,7 @@ def _plan(
     ``threadIdx`` loop and its region covers every thread's accesses, but it may still be
     as small as what one iteration of a serial loop inside the threads touches (the tile of
     a cooperative fetch): the index is shifted by that iteration's start."""
-    collector = _Collector(buf)
+    collector = _Collector(buf, memo)
     collector.visit(body)
     accesses = collector.accesses
     if not accesses or collector.opaque:

@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 
 from mlc import config
 from mlc.errors import LoweringError, VerifyError
+from mlc.tir.deep import DEPTH, retry_deeper
 from mlc.tir.functor import contains
 from mlc.tir.stmt import Block, BlockRealize, PrimFunc
 from mlc.tir.verify import verify_well_formed
@@ -73,13 +74,14 @@ def run_passes(
         print(f"== {title} ==")
         print(func)
     for name, fn in passes:
-        try:
-            func = fn(func)
+        try:  # a program nested past Python's recursion limit is walked on a deep stack
+            func = retry_deeper(lambda: fn(func))  # noqa: B023 (called at once)
         except RecursionError:
             raise LoweringError(
-                f"the lowering pass {name!r} ran out of Python's recursion depth on "
-                f"{func.name!r}: the program nests too deeply (hundreds of stages, each an "
-                "allocation around the rest, or an expression hundreds of levels deep). "
+                f"the lowering pass {name!r} ran out of recursion depth on {func.name!r}, "
+                f"even on a deep stack ({DEPTH} levels): the program nests too deeply "
+                "(thousands of stages, each an allocation around the rest, or an expression "
+                "thousands of levels deep). "
                 "Inline stages into fewer blocks (compute_inline) or split the computation "
                 "into several functions"
             ) from None
