@@ -32,6 +32,7 @@ from mlc.tir import dtype as dt
 from mlc.tir import expr as E
 from mlc.tir import intrin
 from mlc.tir import stmt as S
+from mlc.tir.deep import retry_deeper
 from mlc.tir.float_int import float_array_to_int
 from mlc.tir.functor import post_order_visit
 from mlc.transform.lower_blocks import separate_inits_of_maybe_empty_reductions
@@ -196,6 +197,7 @@ class _Gen:
         self.mask: str | None = None  # the lane mask inside a vector Select
         self.n_select = 0
         self.n_temp = 0
+        self.text = ""  # the generated source, once generate() has run
 
     # -- names ------------------------------------------------------------------------------
     def name(self, node: Any, hint: str) -> str:
@@ -572,9 +574,14 @@ def eval_prim_func(func: S.PrimFunc, *args: Any) -> None:
             raise InterpreterError(f"argument {b.name} must be C-contiguous")
     # A reduction over an empty domain still runs its init (numpy's sum of nothing is 0):
     # the same rule the compiled code follows (lower_blocks), applied to the block form.
-    func = separate_inits_of_maybe_empty_reductions(func)
-    gen = _Gen(func)
-    text = gen.generate()
+    func = retry_deeper(lambda: separate_inits_of_maybe_empty_reductions(func))
+    def translate() -> _Gen:  # a fresh translator each try (see mlc.tir.deep)
+        gen = _Gen(func)
+        gen.text = gen.generate()
+        return gen
+
+    gen = retry_deeper(translate)
+    text = gen.text
     env: dict[str, Any] = dict(_GLOBALS)
     env.update(gen.consts)
     code = compile(text, f"<mlc interpreter: {func.name}>", "exec")

@@ -64,3 +64,15 @@ def test_a_scan_whose_update_is_a_reduction_compiles_and_inits_every_step():
         out = np.full((5, n), 7.0, "float32")
         run(x, w, out)
         np.testing.assert_allclose(out, np.array(expect), rtol=1e-5)
+
+
+def test_the_interpreter_runs_a_lowered_chain_of_a_thousand_stages():
+    # 1000 nested allocations: the translation ran out of Python's recursion depth
+    A = te.placeholder((4,), name="A")
+    stages = [A]
+    for k in range(1000):
+        stages.append(te.compute((4,), lambda i, p=stages[-1]: p[i] + 0.002, name=f"B{k}"))
+    lowered = mlc.lower(te.create_prim_func([A, stages[-1]]))
+    out = np.zeros(4, "float32")
+    eval_prim_func(lowered, np.zeros(4, "float32"), out)
+    np.testing.assert_allclose(out, 2.0, rtol=1e-4)
