@@ -1,5 +1,6 @@
-"""The interpreter (the tests' oracle) and compiled code agree on reductions over nothing:
-the init runs, so a sum of no terms is 0 and a max is its identity, as in numpy."""
+"""The interpreter (the tests' oracle) agrees with compiled code: reductions over nothing run
+their init (a sum of no terms is 0, a max its identity, as in numpy), a scan whose update is
+a reduction, and programs nested past Python's recursion limit."""
 
 import numpy as np
 import pytest
