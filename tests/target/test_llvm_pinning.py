@@ -37,7 +37,11 @@ def _scale_rows():
 def _thread_cpus() -> dict[str, str]:
     out = {}
     for task in Path("/proc/self/task").iterdir():
-        for line in (task / "status").read_text().splitlines():
+        try:  # a thread of a larger libgomp team that ran before may be exiting meanwhile
+            status = (task / "status").read_text()
+        except OSError:
+            continue
+        for line in status.splitlines():
             if line.startswith("Cpus_allowed_list:"):
                 out[task.name] = line.split(":", 1)[1].strip()
     return out
