@@ -22,6 +22,9 @@ Run by :mod:`autograder.sandbox` (never by hand). In order:
 4. resource limits; as root, the switch to the job's own unprivileged user id;
 5. a JSON line on the status pipe saying which protections are active, then exec.
 
+Before all of these, the process joins the job's memory cgroup when the grader made one
+(:mod:`autograder.job_memory`): one memory limit for every process of the job.
+
 Whatever the operating system refuses is reported on the status pipe, never hidden: the grader
 decides whether grading may go on (see :func:`autograder.sandbox.preflight`).
 """
@@ -243,6 +246,19 @@ def _limits(config: dict[str, Any]) -> None:
     setlimit(resource.RLIMIT_NPROC, config.get("nproc"))
 
 
+def _join_job_memory(procs_file: str | None) -> bool:
+    """Put this process, first of the job, in the job's memory cgroup: every process the
+    job starts is in it too (see autograder/job_memory.py). False where there is none."""
+    if not procs_file:
+        return False
+    try:
+        with open(procs_file, "w") as f:
+            f.write(str(os.getpid()))
+        return True
+    except OSError:
+        return False
+
+
 def _report(config: dict[str, Any], status: dict[str, Any]) -> None:
     fd = config.get("status_fd")
     if fd is None:
@@ -271,7 +287,8 @@ def main(argv: list[str]) -> int:
     status: dict[str, Any] = {"root": os.geteuid() == 0, "mount_ns": False, "pid_ns": False,
                               "ipc_ns": False, "net_ns": False, "user_ns": False,
                               "private_proc": False, "private_tmp": False, "private_run": False,
-                              "readonly_root": False, "hidden": [], "uid": None}
+                              "readonly_root": False, "hidden": [], "uid": None,
+                              "job_memory": _join_job_memory(config.get("cgroup_procs"))}
     new_pid_ns = False
     if libc is None:
         status["error"] = "no libc: namespaces unavailable"

@@ -302,6 +302,8 @@ def _not_run_reason(result: Any, cells: dict[int, tuple[str, str]]) -> str:
         return "the notebook ran out of time before this test ran"
     if result.over_disk:
         return f"{result.over_disk} and was stopped before this test ran"
+    if result.over_memory:
+        return f"{result.over_memory}; the largest was stopped before this test ran"
     if "Kernel dead" in result.output or "died" in result.output.lower():
         return "the kernel died (crash, out of memory or killed) before this test ran"
     return "this test did not run (the notebook stopped early)"
@@ -432,7 +434,8 @@ def grade_submission(path: Path, config: GradingConfig, workroot: Path | None = 
         if not cells and not result.timed_out:
             tail = " / ".join(result.output.strip().splitlines()[-3:])
             raise GraderError(f"the notebook driver reported no cell at all ({tail})")
-        status = "timeout" if result.timed_out else "disk limit" if result.over_disk else "ok"
+        status = ("timeout" if result.timed_out else "disk limit" if result.over_disk
+                  else "memory limit" if result.over_memory else "ok")
         exports = trusted_dir / "exports"
         exports.mkdir()
         refused = collect_exports(box, exports, job_owner(uid), names=export_names(all_cases))

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from autograder.job_memory import JobMemory
+
 _UID_BASE = 200_000
 _uid_lock = threading.Lock()
 _uids_in_use: set[int] = set()
@@ -114,6 +116,7 @@ class SandboxResult:
     status: dict[str, Any] = field(default_factory=dict)  # protections the job really had
     outcomes: bytes = b""  # what the trusted driver wrote on the outcome pipe
     over_disk: str = ""  # why the job was stopped for filling its folder ("" if it was not)
+    over_memory: str = ""  # which memory limit the job's processes together passed ("" if none)
 
 
 DISK_POLL_S = 0.25
@@ -233,6 +236,11 @@ def run_sandboxed(cmd: list[str], cwd: Path, env: dict[str, str], limits: Limits
         "status_fd": status_w, "parent_pid": os.getpid(),
         "close_in_parent": [fd for fd in [outcome_w] if fd is not None],
     }
+    memory = None
+    if limits.memory_bytes is not None and is_root():  # all the job's processes together
+        memory = JobMemory.create(f"mlc-job-{os.getpid()}-{uid or 0}-{time.monotonic_ns()}",
+                                  limits.memory_bytes)
+        config["cgroup_procs"] = memory.procs_file if memory else None
     fd, config_path = tempfile.mkstemp(suffix=".json")
     with os.fdopen(fd, "w") as f:
         json.dump(config, f)
@@ -270,6 +278,12 @@ def run_sandboxed(cmd: list[str], cwd: Path, env: dict[str, str], limits: Limits
         proc.wait()
         if uid is not None:
             kill_uid(uid)
+        over_memory = ""
+        if memory is not None:
+            if memory.oom_kills():
+                over_memory = (f"the notebook's processes together used more than "
+                               f"{memory.limit_bytes >> 20} MiB (the job's memory limit)")
+            memory.remove()
         for reader in readers:
             reader.join(timeout=10)
         os.unlink(config_path)
@@ -283,7 +297,7 @@ def run_sandboxed(cmd: list[str], cwd: Path, env: dict[str, str], limits: Limits
         except ValueError:
             status = {"error": f"unreadable sandbox status {text[:200]!r}"}
     return SandboxResult(proc.returncode, output, timed_out, status,
-                         b"".join(chunks["outcomes"]), over_disk)
+                         b"".join(chunks["outcomes"]), over_disk, over_memory)
 
 
 def _reader(fd: int, sink: list[bytes]) -> threading.Thread:
@@ -309,6 +323,8 @@ PROTECTIONS = {
     "private_run": "empty /run: the machine's daemons (docker, dbus, systemd) cannot be reached",
     "pid_ns": "own PID namespace: every process dies with the job",
     "ipc_ns": "own IPC namespace: System V shared memory dies with the job",
+    "job_memory": "one memory limit for all the job's processes together (a memory cgroup; "
+                  "root only, where the kernel offers one; else each process alone)",
     "private_proc": "own /proc: the job sees only its own processes",
     "net_ns": "no network (loopback only)",
     "user_ns": "user namespace (how an ordinary user gets the walls above)",
