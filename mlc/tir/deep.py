@@ -23,6 +23,7 @@ STACK_BYTES = 1 << 30  # the deep thread's stack: 1 GiB of address space
 DEPTH = 200_000  # Python's recursion limit while it runs (the default is 1000)
 
 _lock = threading.Lock()  # one deep walk at a time: the recursion limit is process-wide
+_WORKER = "mlc-deep-walk"
 
 
 def retry_deeper(fn: Callable[[], T]) -> T:
@@ -32,7 +33,8 @@ def retry_deeper(fn: Callable[[], T]) -> T:
     try:
         return fn()
     except RecursionError:
-        pass
+        if threading.current_thread().name == _WORKER:
+            raise  # already on the deep stack (a walk inside a walk): nothing deeper to try
     return _on_deep_stack(fn)
 
 
@@ -51,7 +53,7 @@ def _on_deep_stack(fn: Callable[[], T]) -> T:
         for stack in (STACK_BYTES, STACK_BYTES // 8):  # less where memory is limited
             previous = threading.stack_size(stack)
             try:
-                worker = threading.Thread(target=run, name="mlc-deep-walk", daemon=True)
+                worker = threading.Thread(target=run, name=_WORKER, daemon=True)
                 sys.setrecursionlimit(max(limit, DEPTH * stack // STACK_BYTES))
                 worker.start()
                 break

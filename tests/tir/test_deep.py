@@ -58,3 +58,28 @@ def test_under_an_address_space_limit_a_smaller_stack_is_used():
                          timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "5000"
+
+
+def test_a_walk_inside_a_deep_walk_that_runs_out_raises_instead_of_waiting_forever():
+    # the printer called from a code generator already on the deep stack: a second deep
+    # thread would wait for the lock the first holds (in a process of its own: a hang)
+    code = textwrap.dedent("""
+        import sys
+        from mlc.tir.deep import retry_deeper
+        def depth(n):
+            return 0 if n == 0 else 1 + depth(n - 1)
+        def forever(n):
+            return forever(n + 1)
+        def outer():
+            depth(5000)  # runs only on the deep stack
+            try:
+                retry_deeper(lambda: forever(0))
+            except RecursionError:
+                return "inner walk raised"
+            return "inner walk returned"
+        print(retry_deeper(outer))
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "inner walk raised"
