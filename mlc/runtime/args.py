@@ -129,7 +129,7 @@ class ArgumentChecker:
             def native_args(args):
                 if len(args) != 1: explain(args)
                 a0, = args
-                if not (isinstance(a0, ndarray) and (a0.dtype is d0 or a0.dtype == d0)
+                if not ((type(a0) is ndarray or plain(a0)) and (a0.dtype is d0 or a0.dtype == d0)
                         and a0.ndim == 2): explain(args)
                 s0 = a0.shape
                 z0 = s0[0]
@@ -156,7 +156,7 @@ class ArgumentChecker:
         for k, (_, ndim, dims, writes) in enumerate(self._specs):
             a = f"a{k}"
             out.append(
-                f"    if not (isinstance({a}, ndarray) and ({a}.dtype is d{k} or "
+                f"    if not ((type({a}) is ndarray or plain({a})) and ({a}.dtype is d{k} or "
                 f"{a}.dtype == d{k}) and {a}.ndim == {ndim}): explain(args)"
             )
             out.append(f"    s{k} = {a}.shape")
@@ -197,6 +197,7 @@ class ArgumentChecker:
     def _compile(self) -> Callable[[Sequence[Any]], list[int]]:
         namespace: dict[str, Any] = {
             "ndarray": np.ndarray,
+            "plain": _plain_subclass,
             "explain": self.explain,
             "check_exprs": self._check_exprs,
             "read": _read_pointer,
@@ -244,6 +245,13 @@ class ArgumentChecker:
                 raise ArgumentTypeError(
                     f"{what} must be a numpy array, got {type(a).__name__}; pass "
                     f"np.asarray(..., dtype={str(dtype)!r})"
+                )
+            if isinstance(a, np.ma.MaskedArray):
+                raise ArgumentTypeError(
+                    f"{what} is a masked array; compiled code reads and writes the data and "
+                    "would ignore the mask (masked elements computed, an output's mask left "
+                    "as it was). Pass a plain array: a.filled(0) for an input, or "
+                    f"np.asarray(a) and mask the result yourself"
                 )
             if a.dtype != dtype:
                 raise ArgumentTypeError(
@@ -406,6 +414,12 @@ SCALAR_CTYPES: dict[str, Any] = {
     "float32": ctypes.c_float, "float64": ctypes.c_double,
 }
 """The C type of a scalar parameter in the native signature (a bool as a byte)."""
+
+
+def _plain_subclass(a: Any) -> bool:
+    """An ndarray subclass whose elements are its data (np.matrix, np.memmap), not a masked
+    array, whose mask compiled code would ignore."""
+    return isinstance(a, np.ndarray) and not isinstance(a, np.ma.MaskedArray)
 
 
 def _overlap(a: np.ndarray, b: np.ndarray) -> bool:

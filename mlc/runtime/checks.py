@@ -12,6 +12,7 @@ Module reads the record and raises a typed error that names the expression and t
 from __future__ import annotations
 
 import ctypes
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -31,43 +32,52 @@ class ErrorRecord:
         self.name = name
         self.slots: Any = None
         self.packed = packed  # calls packed functions: raise what they raised (registry)
+        self.lock = threading.RLock()  # one checked call of the module at a time
         if sites:
             address = engine.get_global_value_address(ERROR_RECORD)
             if address:
                 self.slots = (ctypes.c_int64 * 2).from_address(address)
 
     def run(self, fn: Callable[..., None], native: Any) -> None:
-        if self.packed:
-            self.wrap(lambda: fn(*native))()
-            return
-        slots = self.slots
-        if slots is None:
+        if self.slots is None and not self.packed:
             fn(*native)
             return
-        slots[0] = 0
-        fn(*native)
-        if slots[0]:
-            self.raise_error()
+        self.wrap(lambda: fn(*native))()
 
     def wrap(self, call: Callable[[], None]) -> Callable[[], None]:
-        """``call`` followed by the check of the record (the call itself if no checks)."""
-        slots = self.slots
-        if self.packed:
-            return _packed_checked(call, self)
-        if slots is None:
+        """``call`` followed by the check of the record (the call itself if no checks).
+
+        The record is one per module, so two threads calling the module at once would
+        clear and read each other's failure (one call returning partial outputs without
+        an error): the checked calls of one module take turns (``lock``). A packed function
+        may call the module again on the same thread: the lock is re-entrant and the outer
+        call's record is put back when the inner call returns."""
+        if self.slots is None and not self.packed:
             return call
+        record = self
 
         def checked() -> None:
-            slots[0] = 0
-            call()
-            if slots[0]:
-                self.raise_error()
+            slots = record.slots
+            if slots is None:  # packed calls, no checks: the registry keeps a record per run
+                _packed_call(call)
+                return
+            with record.lock:
+                saved = int(slots[0]), int(slots[1])
+                slots[0] = 0
+                try:
+                    if record.packed:
+                        _packed_call(call)
+                    else:
+                        call()
+                    failed = int(slots[0]), int(slots[1])
+                finally:
+                    slots[0], slots[1] = saved
+            if failed[0]:
+                record.raise_error(*failed)
 
         return checked
 
-    def raise_error(self) -> None:
-        site, value = int(self.slots[0]), int(self.slots[1])
-        self.slots[0] = 0
+    def raise_error(self, site: int, value: int) -> None:
         if not 1 <= site <= len(self.sites):
             raise RuntimeCheckError(f"{self.name}: a run-time check failed (site {site})")
         kind, expr, store = self.sites[site - 1]
@@ -86,20 +96,11 @@ class ErrorRecord:
         )
 
 
-def _packed_checked(call: Callable[[], None], record: ErrorRecord) -> Callable[[], None]:
-    """``call`` for a module that calls packed functions: an exception one of them raised
+def _packed_call(call: Callable[[], None]) -> None:
+    """``call`` of a module that calls packed functions: an exception one of them raised
     is raised here, after the native call returned (see :mod:`mlc.runtime.registry`)."""
-    slots = record.slots
-
-    def checked() -> None:
-        run = registry.begin_run()
-        if slots is not None:
-            slots[0] = 0
-        try:
-            call()
-        finally:
-            registry.end_run(run)
-        if slots is not None and slots[0]:
-            record.raise_error()
-
-    return checked
+    run = registry.begin_run()
+    try:
+        call()
+    finally:
+        registry.end_run(run)

@@ -16,7 +16,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from mlc.errors import ArgumentError, CodegenError, TargetError
+from mlc.errors import ArgumentError, ArgumentTypeError, CodegenError, MLCTypeError, TargetError
 from mlc.runtime import checks, jit, parallel
 from mlc.runtime.args import SCALAR_CTYPES, ArgumentChecker
 from mlc.runtime.timer import TimeResult, measure
@@ -98,17 +98,29 @@ class Module:
         """Does the compiled code check divisors and indices at run time?"""
         return bool(self.check_sites)
 
-    def __call__(self, *args: Any) -> None:
+    def __call__(self, *args: Any, **kwargs: Any) -> None:
         """Run the function on numpy arrays; outputs are written in place. A run-time check
         that fails (an integer division by zero, an index out of range) raises a
         :class:`~mlc.errors.RuntimeCheckError` after the call."""
+        if kwargs:
+            self._refuse_keywords(kwargs)
         native = self._native_args(args)
         self._errors.run(self._cfunc, native)
 
-    def bind(self, *args: Any) -> Callable[[], None]:
+    def _refuse_keywords(self, kwargs: dict[str, Any]) -> None:
+        names = ", ".join(f"{k}=" for k in kwargs)
+        raise ArgumentTypeError(
+            f"{self.entry_name}() takes its arguments by position, in the order of the build's "
+            f"argument list ({self.signature()}); got the keyword(s) {names}. Call "
+            f"f(a, b, ...) without names"
+        )
+
+    def bind(self, *args: Any, **kwargs: Any) -> Callable[[], None]:
         """Check ``args`` once and return a function of no arguments that runs on them: the
         leanest call for arrays used again and again (a graph executor's buffers never
         move). The returned function keeps the arrays alive; do not resize them."""
+        if kwargs:
+            self._refuse_keywords(kwargs)
         call = self._errors.wrap(functools.partial(self._cfunc, *self._native_args(args)))
         call.arrays = args  # type: ignore[attr-defined]  # keeps the memory alive
         call.module = self  # type: ignore[attr-defined]  # and the machine code it jumps to
@@ -133,7 +145,9 @@ class Module:
                 "f.time_evaluator(number=..., repeat=...) or pass f.entry_name"
             )
 
-        def evaluate(*args: Any) -> TimeResult:
+        def evaluate(*args: Any, **kwargs: Any) -> TimeResult:
+            if kwargs:
+                self._refuse_keywords(kwargs)
             call = self._errors.wrap(functools.partial(self._cfunc, *self._native_args(args)))
             return measure(call, number, repeat, min_repeat_ms)
 
@@ -165,6 +179,19 @@ class Module:
 
     def signature(self) -> str:
         return self._checker.signature()
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        raise MLCTypeError(
+            f"a Module ({self.entry_name}) cannot be pickled: its machine code lives in this "
+            "process's memory. Pickle the program instead (mlc.lower(...) gives a PrimFunc) "
+            "and build it again where it is needed"
+        )
+
+    def __copy__(self) -> Module:
+        return self  # compiled code does not change: a copy would be the same function
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Module:
+        return self
 
     def __repr__(self) -> str:
         return f"Module({self.entry_name}({self.signature()}), target={str(self.target)!r})"

@@ -69,9 +69,9 @@ def measure(
                                 f"calls, at least 1 (e.g. {name}=10)")
     number, repeat = operator.index(number), operator.index(repeat)
     if not isinstance(min_repeat_ms, (int, float)) or isinstance(min_repeat_ms, bool) \
-            or not min_repeat_ms >= 0:
+            or not 0 <= min_repeat_ms < math.inf:
         raise ArgumentError(f"time_evaluator: min_repeat_ms={min_repeat_ms!r} must be a "
-                            "number of milliseconds, 0 or more")
+                            "finite number of milliseconds, 0 or more (e.g. min_repeat_ms=100)")
     clock = time.perf_counter
     call()  # warm up
     if min_repeat_ms > 0:
