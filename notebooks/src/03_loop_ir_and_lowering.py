@@ -113,8 +113,9 @@ try_it(lambda: s2.vectorize(s2.get_loops(s2.get_block("C"))[0]))  # i holds the 
 # correct, only slower. Exercise 3 meets such a loop.
 #
 # How wide may a vector be? The machine's registers hold 8 or 16 floats; LLVM splits a wider
-# vector into several registers, but a very wide one costs it dearly: 4096 lanes took 6 s
-# to compile, and 65536 crashed LLVM (and with it the notebook). So `vectorize_loops` makes
+# vector into several registers, but a very wide one costs it dearly: 4096 lanes took
+# seconds to compile (6 s on the machine where it was tried), and 65536 crashed LLVM (and
+# with it the notebook). So `vectorize_loops` makes
 # vectors of at most `MAX_LANES` lanes, and a longer vectorized loop becomes a loop over such
 # vectors plus one shorter vector for the rest:
 
