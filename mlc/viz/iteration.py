@@ -81,7 +81,16 @@ def walk_iterations(
         lo = int(evaluate_int(loop.min, env))
         extent = int(evaluate_int(loop.extent, env))
         name = loop.loop_var.name
-        xs = [fixed[name]] if name in fixed else range(lo, lo + extent)
+        if name in fixed:
+            x = fixed[name]
+            if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or not (
+                lo <= x < lo + extent
+            ):
+                raise MLCTypeError(
+                    f"loop {name!r} around block {realize.block.name!r} runs over "
+                    f"{lo}..{lo + extent - 1}; pin it to one of those, not {x!r}"
+                )
+        xs = [int(fixed[name])] if name in fixed else range(lo, lo + extent)
         for x in xs:
             env[loop.loop_var] = x
             names[name] = x

@@ -9,17 +9,36 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from mlc.errors import MLCTypeError
 from mlc.viz.iteration import _figure
+
+
+def _count(what: str, value: object) -> int:
+    """A whole number of at least 1, else an MLCTypeError naming it."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise MLCTypeError(f"{what}={value!r} must be a whole number, at least 1")
+    return int(value)
+
+
+def _positive(what: str, value: object) -> float:
+    """A finite number above zero, else an MLCTypeError naming it (a picture on a log scale,
+    a rate or a ratio cannot use anything else)."""
+    if (isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating))
+            or not math.isfinite(value) or value <= 0):
+        raise MLCTypeError(f"{what} is {value!r}: it must be a finite number above zero")
+    return float(value)
 
 
 def seconds_per_call(fn: Callable[[], Any], number: int = 3, repeat: int = 3) -> float:
     """The best of ``repeat`` rounds of ``number`` calls (after one warm-up call)."""
+    number, repeat = _count("number", number), _count("repeat", repeat)
     fn()
     best = float("inf")
     for _ in range(repeat):
@@ -33,6 +52,7 @@ def seconds_per_call(fn: Callable[[], Any], number: int = 3, repeat: int = 3) ->
 def measure_gflops(module: Any, arrays: Sequence[np.ndarray], flop: float, number: int = 3,
                    repeat: int = 3) -> float:
     """GFLOPS of a built module called on ``arrays`` (``flop`` operations per call)."""
+    flop = _positive("flop", flop)
     t = module.time_evaluator(number=number, repeat=repeat)(*arrays)
     return flop / float(min(t.results)) / 1e9
 
@@ -61,6 +81,12 @@ def measure_bandwidth(nbytes: int = 64 << 20, repeat: int = 5, module: Any = Non
     A one-thread ``np.copyto`` would set one core's bandwidth against an all-core peak."""
     import mlc
 
+    least = 4 * 8 * 64 * 64  # one chunk of 4096 floats for each of 8 tasks per thread
+    if isinstance(nbytes, bool) or not isinstance(nbytes, (int, np.integer)) or nbytes < least:
+        raise MLCTypeError(
+            f"measure_bandwidth(nbytes={nbytes!r}): copy at least {least} bytes, and far more "
+            "than the last-level cache holds to measure memory (the default is 64 MiB)")
+    repeat = _count("repeat", repeat)
     n = nbytes // 4
     n -= n % (8 * 64 * 64)
     f = module if module is not None else mlc.build(copy_func(n))
@@ -125,6 +151,9 @@ def measure_peak(seconds: float = 0.2, module: Any = None) -> float:
     made elsewhere (e.g. with a different ``MLC_NUM_THREADS``)."""
     import mlc
 
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float, np.integer, np.floating)
+                                                   ) or not 0 <= seconds < math.inf:
+        raise MLCTypeError(f"measure_peak(seconds={seconds!r}): give a time of 0 or more")
     shape = peak_shape()
     tasks, rows, lanes, k_len = (shape[k] for k in ("tasks", "rows", "lanes", "k_len"))
     f = module if module is not None else mlc.build(peak_func(**shape))
@@ -148,6 +177,13 @@ def gflops_bars(results: Mapping[str, float], reference: Mapping[str, float] | N
     first reference over each bar, and the machine's peak as a dashed line."""
     names = list(results) + list(reference or {})
     values = list(results.values()) + list((reference or {}).values())
+    for name, v in zip(names, values):
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or (
+            not math.isfinite(v) or v < 0
+        ):
+            raise MLCTypeError(f"gflops_bars: {name!r} is {v!r}; give GFLOPS as numbers >= 0")
+    for name, v in (reference or {}).items():
+        _positive(f"the reference {name!r}", v)  # every bar is divided by the first
     colors = ["#1976d2"] * len(results) + ["#9e9e9e"] * len(reference or {})
     fig, ax = _figure(ax, (max(5.0, 0.9 * len(names) + 2), 3.6))
     bars = ax.bar(range(len(names)), values, color=colors)
@@ -174,6 +210,13 @@ def roofline(points: Mapping[str, tuple[float, float]], peak_gflops: float,
     """The roofline: attainable GFLOPS = min(peak, intensity x bandwidth), log-log; each
     point is ``name: (gflops, arithmetic intensity in flop/byte)``. A point under the
     slanted roof is memory bound; under the flat roof, compute bound."""
+    peak_gflops = _positive("peak_gflops", peak_gflops)
+    bandwidth_gbs = _positive("bandwidth_gbs", bandwidth_gbs)
+    for name, point in points.items():
+        if not (isinstance(point, (tuple, list)) and len(point) == 2):
+            raise MLCTypeError(f"roofline: point {name!r} must be (gflops, intensity)")
+        _positive(f"the GFLOPS of {name!r}", point[0])  # a log-log picture
+        _positive(f"the arithmetic intensity of {name!r}", point[1])
     fig, ax = _figure(ax, (5.0, 3.8))
     intensities = [i for _, i in points.values()] or [1.0]
     lo = min(min(intensities) / 4, 0.05)
@@ -219,9 +262,15 @@ def arithmetic_intensity(func: Any, cache_bytes: int | None = None) -> float:
     machine's last-level cache, so the bytes are those DRAM moves, the bandwidth
     :func:`measure_bandwidth` measures)."""
     from mlc.target.llvm.cpu import cache_bytes as cache_size
+    from mlc.tir.stmt import PrimFunc
     from mlc.tune.features import flop_count, memory_traffic
 
     func = getattr(func, "mod", func)
+    if not isinstance(func, PrimFunc):
+        raise MLCTypeError(
+            f"arithmetic_intensity takes a PrimFunc or a tir.Schedule, got {type(func).__name__}")
+    if cache_bytes is not None:
+        cache_bytes = _count("cache_bytes", cache_bytes)
     size = cache_bytes if cache_bytes is not None else cache_size(3)
     return flop_count(func) / max(memory_traffic(func, size), 1.0)
 
@@ -230,6 +279,8 @@ def matmul_intensity(n: int, m: int | None = None, k: int | None = None, itemsiz
                      ) -> float:
     """Flop per byte of an ``n x k @ k x m`` matmul if each matrix moved through memory once
     (the best case a perfect cache allows)."""
-    m = m or n
-    k = k or n
+    n = _count("n", n)
+    m = n if m is None else _count("m", m)
+    k = n if k is None else _count("k", k)
+    itemsize = _count("itemsize", itemsize)
     return 2.0 * n * m * k / (itemsize * (n * k + k * m + n * m))

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from mlc.errors import MLCTypeError
 from mlc.tir.stmt import PrimFunc
 from mlc.tune.features import loop_context
 from mlc.tune.sa import AnnealStep
@@ -32,7 +33,11 @@ def loop_context_table(func: PrimFunc) -> Table:
     """One row per loop around ``func``'s deepest block, innermost first (the order of
     ``itervar_features``): extent, kind, outer loop length (iterations of the loops outside),
     then for each buffer the bytes one run of the loop touches and the reuse (iterations per
-    element touched)."""
+    element touched). A tir.Schedule is read as its program."""
+    func = getattr(func, "mod", func)
+    if not isinstance(func, PrimFunc):
+        raise MLCTypeError(
+            f"loop_context_table takes a PrimFunc or a tir.Schedule, got {type(func).__name__}")
     rows = loop_context(func)
     if not rows:
         return Table("(no loops around a block)")
