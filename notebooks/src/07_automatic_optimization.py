@@ -118,12 +118,13 @@ assert (c_at_k.touched_bytes, c_at_k.reuse) == (4 * 16 * 4, 128.0)
 
 # %% [markdown]
 # Read the `k` row: while `k` runs, C touches 256 bytes, the 4 x 16 tile of accumulators, and
-# uses each of them 128 times; B touches a 128 x 16 panel (8192 bytes) once per element. A
-# 1 x 1 tile would show, in its `k` row, C reused the same 128 times but A and B each used
-# once per element: nothing for the registers to keep. The columns name the reasons one
-# schedule beats another (reuse, the bytes a loop keeps live, which loop is vectorized), so a
-# model can learn from them across programs of different shapes, where a knob's value means
-# nothing outside its template.
+# uses each of them 128 times; B touches a 128 x 16 panel (8192 bytes) and uses each element 4
+# times (once per row `i_1` of the tile), A a 4 x 128 panel (2048 bytes), each element 16
+# times (once per column `j_1`). A 1 x 1 tile would show, in its `k` row, C reused the same
+# 128 times but A and B each used once per element: nothing for the registers to keep. The
+# columns name the reasons one schedule beats another (reuse, the bytes a loop keeps live,
+# which loop is vectorized), so a model can learn from them across programs of different
+# shapes, where a knob's value means nothing outside its template.
 
 # %% [markdown]
 # ## The truth: measure every configuration
@@ -414,8 +415,8 @@ print("the best schedule computes the right answer")
 # A tuner keeps the fastest measurement it has seen. Each measurement is off by a few
 # percent, and the largest of many noisy numbers is biased upwards: the configuration that
 # won may be the luckiest rather than the best (the *winner's curse*). The sweep timed every
-# configuration a second time; here are the three runs' winners, their first measurement
-# against that second one:
+# configuration apart from the tuners' runs; here are the three runs' winners, the
+# measurement that made each one win against the sweep's:
 
 # %% tags=["nbval-ignore-output"]
 for seed, t in runs.items():
@@ -427,8 +428,9 @@ for seed, t in runs.items():
 # `tune(..., confirm=4)` guards against it: after the trials it measures the four fastest
 # configurations again, in alternating rounds so a passing burst of load hits them alike, and
 # chooses by the median of the new runs only (the first ones are why they look fast).
-# Re-measuring adds no trials. `tune_tir` does it by default from 64 trials on (one per 16
-# trials, at most 4); the 1024 x 1024 GEMM benchmark uses it.
+# Re-measuring adds no trials. `tune_tir` does it by default with one configuration per 16
+# trials, at most 4 (so from 32 trials on, and the four fastest from 64 trials on); the
+# 1024 x 1024 GEMM benchmark uses it.
 
 # %% tags=["nbval-ignore-output"]
 confirmed = tune.XGBTuner(task, seed=0, batch_size=4, plan_size=8, feature="itervar")
@@ -544,9 +546,10 @@ for name, (wall, t) in walls.items():
 
 # %% [markdown]
 # Same seed, same candidates: the two runs measured the same configurations, whichever
-# worker took each one. The wall times above compare the two on this machine: with two cores
-# and milliseconds per candidate, Dask's overhead per task can cost more than the second
-# worker saves. The point is that the same code runs on a cluster of many machines.
+# worker took each one. The wall times above compare the two on the machine that ran this
+# (they change from run to run): on a machine with few cores, with milliseconds per candidate,
+# Dask's overhead per task can cost more than the second worker saves. The point is that the
+# same code runs on a cluster of many machines.
 
 # %%
 if HAVE_DASK:
