@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import mlc
 from mlc import te
 from mlc.testing import eval_prim_func, evaluate
 
@@ -294,3 +295,8 @@ def test_scan_with_a_reduction_in_the_update():
     np.testing.assert_allclose(ref["rnn"], np.array(expect), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(got["rnn"], np.array(expect), rtol=1e-5, atol=1e-6)
     assert "reads(rnn[vt - 1, vk], W[vk, vi_1])" in str(te.create_prim_func([X, W, Y]))
+    # compiled: the scan's step t is ordered, not a reduction, so the update's init runs at
+    # every t (the build referred to an unbound vt, and the init ran only at the first t)
+    built = np.full((5, n), 7, dtype="float32")
+    mlc.build(te.create_prim_func([X, W, Y]), target="llvm")(x, w, built)
+    np.testing.assert_allclose(built, np.array(expect), rtol=1e-5, atol=1e-6)

@@ -1,6 +1,6 @@
 """The interpreter (the tests' oracle) agrees with compiled code: reductions over nothing run
-their init (a sum of no terms is 0, a max its identity, as in numpy), a scan whose update is
-a reduction, and programs nested past Python's recursion limit."""
+their init (a sum of no terms is 0, a max its identity, as in numpy), and programs nested
+past Python's recursion limit."""
 
 import numpy as np
 import pytest
@@ -41,30 +41,6 @@ def test_a_non_empty_reduction_is_unchanged():
     out = np.full(4, 7.0, "float32")
     eval_prim_func(func, a, out)
     np.testing.assert_allclose(out, a.sum(axis=1), rtol=1e-6)
-
-
-def test_a_scan_whose_update_is_a_reduction_compiles_and_inits_every_step():
-    # h[t] = h[t - 1] @ W: the scan's step t is ordered, not a reduction, so the update's
-    # init runs at every t (it ran only at the first t, and the build referred to an
-    # unbound vt), whatever the output held before
-    m, n = te.var("m"), 4
-    X = te.placeholder((m, n), name="X")
-    W = te.placeholder((n, n), name="W")
-    h = te.placeholder((m, n), name="h")
-    k = te.reduce_axis((0, n), name="k")
-    init = te.compute((1, n), lambda _, i: X[0, i], name="init")
-    upd = te.compute((m, n), lambda t, i: te.sum(h[t - 1, k] * W[k, i], axis=k), name="upd")
-    Y = te.scan(init, upd, h, inputs=[X, W], name="rnn")
-    func = te.create_prim_func([X, W, Y])
-    rng = np.random.default_rng(1)
-    x, w = rng.random((5, n), dtype="float32"), rng.random((n, n), dtype="float32") * 0.5
-    expect = [x[0]]
-    for _ in range(4):
-        expect.append(expect[-1] @ w)
-    for run in (lambda *a: eval_prim_func(func, *a), mlc.build(func, target="llvm")):
-        out = np.full((5, n), 7.0, "float32")
-        run(x, w, out)
-        np.testing.assert_allclose(out, np.array(expect), rtol=1e-5)
 
 
 def test_the_interpreter_runs_a_lowered_chain_of_a_thousand_stages():
