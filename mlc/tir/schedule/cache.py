@@ -73,6 +73,16 @@ class CachePrimitives(ScheduleBase):
                     + f" {buf.name!r}; only blocks that just read it can use a read cache",
                     r.realize,
                 )
+        if not readers:
+            # the block updates buf in place (B[vi] = B[vi] * 2), or consumer_blocks=[]
+            raise self._error(
+                f"cache_read: no block would read the cache of {buf.name!r}: "
+                + (f"block {realize.block.name!r} also writes it (an in-place update), and "
+                   "a read cache serves only blocks that just read it"
+                   if consumer_blocks is None else "consumer_blocks is empty")
+                + "; give the blocks that read it in consumer_blocks, or leave it out",
+                realize,
+            )
         items, pos = self._root_position(readers[0], "cache_read")
         first = min(i.index for i in infos if i.realize is items[pos] or i.under(items[pos]))
         last = max(r.index for r in readers)
@@ -201,6 +211,11 @@ class CachePrimitives(ScheduleBase):
         self._check_intermediate(buf, realize, "storage_align")
         name = realize.block.name
         ndim = buf.ndim
+        for label, value in (("axis", axis), ("factor", factor), ("offset", offset)):
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise self._error(
+                    f"storage_align: {label} must be an int, got {value!r} (block {name!r})",
+                    realize)
         if not -ndim <= axis < ndim:
             raise self._error(
                 f"storage_align: axis {axis} is out of range for {buf.name!r}, which has "
@@ -224,6 +239,16 @@ class CachePrimitives(ScheduleBase):
                 s += (offset - s) % factor
             strides[d] = s
         dtype = buf.shape[0].dtype if ndim else "int32"
+        # the largest offset must fit the index type (factor=2**40 made an int32 stride of
+        # 2**40 and a 4 TiB buffer that crashed the process)
+        span = sum(s * (n - 1) for s, n in zip(strides, shape) if n) + 1  # type: ignore[operator]
+        limit = 2**31 - 1 if dtype == "int32" else 2**63 - 1
+        if span > limit:
+            raise self._error(
+                f"storage_align: factor={factor} pads the stride of axis {axis} of "
+                f"{buf.name!r} to {strides[axis]}, a buffer of {span} elements, past what its "
+                f"{dtype} indices can count ({limit}); alignment factors are small (the "
+                "number of memory banks, e.g. 32)", realize)
         new = dataclasses.replace(buf, strides=tuple(IntImm(s, dtype) for s in strides))
         self._update(self._func.with_body(R.replace_buffers(self._func.body, {buf: new})))
         self._record(

@@ -13,6 +13,9 @@ import dataclasses
 from collections.abc import Mapping
 from typing import cast
 
+import numpy as np
+
+from mlc.tir import dtype as dt
 from mlc.tir.arith import Analyzer
 from mlc.tir.arith.linear import expr_key
 from mlc.tir.expr import (
@@ -32,7 +35,7 @@ from mlc.tir.expr import (
     conjuncts,
     const,
 )
-from mlc.tir.functor import substitute
+from mlc.tir.functor import collect, substitute
 from mlc.tir.schedule import region as R
 from mlc.tir.schedule import state
 from mlc.tir.schedule.base import ScheduleBase
@@ -41,6 +44,7 @@ from mlc.tir.stmt import (
     Block,
     BlockRealize,
     Buffer,
+    BufferRegion,
     BufferStore,
     For,
     ForKind,
@@ -118,9 +122,10 @@ class ReductionPrimitives(ScheduleBase):
                 ivs.append(nv)
                 values.append(substitute(val, sub))
         pred = self._pred_without(realize, reduce_loops, sub, "decompose_reduction")
+        init = substitute(b.init, ivsub)
         init_block = Block(
-            self._fresh(name + "_init"), tuple(ivs), (),
-            tuple(substitute(w, ivsub) for w in b.writes), substitute(b.init, ivsub),
+            self._fresh(name + "_init"), tuple(ivs), _reads_of(init),
+            tuple(substitute(w, ivsub) for w in b.writes), init,
         )
         nest: Stmt = BlockRealize(tuple(values), pred, init_block)
         for f in reversed(copies):
@@ -242,11 +247,14 @@ class ReductionPrimitives(ScheduleBase):
                 guard = guard & g
             rf_store = IfThenElse(guard, rf_store)
         init_value = b.init.value  # type: ignore[union-attr]
+        # each partial result starts from the combiner's identity; the block's own init
+        # (`B = 5.0` before a sum) starts the write-back alone, or it would count once per
+        # partial result
         rf_block = Block(
             self._fresh(name + "_rf"), tuple(ivs),
             tuple(substitute(r, ivsub) for r in b.reads if r.buffer is not buf),
             (R.point_region(rf_buf, rf_idx),), rf_store,
-            BufferStore(rf_buf, init_value, rf_idx),
+            BufferStore(rf_buf, combiner_identity(op, buf.dtype), rf_idx),
         )
         rf_realize = BlockRealize(tuple(vals), realize.predicate, rf_block)
         # -- the write-back block, under copies of the spatial loops and the rf loop
@@ -265,9 +273,10 @@ class ReductionPrimitives(ScheduleBase):
         w_idx = tuple(substitute(i, wsub) for i in store.indices)
         w_rf_idx = (*w_idx[:fa], ana.simplify(wr - target.min), *w_idx[fa:])
         w_store = BufferStore(buf, op(BufferLoad(buf, w_idx), BufferLoad(rf_buf, w_rf_idx)), w_idx)
+        w_init = BufferStore(buf, substitute(init_value, wsub), w_idx)  # `B = bias[vi]` too
         wb_block = Block(
-            name, tuple(w_ivs), (R.point_region(rf_buf, w_rf_idx),),
-            (R.point_region(buf, w_idx),), w_store, BufferStore(buf, init_value, w_idx),
+            name, tuple(w_ivs), (R.point_region(rf_buf, w_rf_idx), *_reads_of(w_init)),
+            (R.point_region(buf, w_idx),), w_store, w_init,
         )
         others = [f for f in r_loops if f is not target]
         pred = self._pred_without(realize, others, lsub, "rfactor")
@@ -353,6 +362,20 @@ class ReductionPrimitives(ScheduleBase):
         return kept
 
 
+def combiner_identity(op: type, dtype: str) -> PrimExpr:
+    """The value that ``op`` (Add, Mul, Max, Min) leaves unchanged: 0, 1, and -inf/+inf (or
+    the integer dtype's minimum/maximum) for max/min."""
+    if op is Add or op is Mul:
+        return const(op is Mul, dtype) if dt.is_bool(dtype) else const(int(op is Mul), dtype)
+    low = op is Max
+    if dt.is_float(dtype):
+        return const(float("-inf") if low else float("inf"), dtype)
+    if dt.is_bool(dtype):
+        return const(not low, dtype)
+    info = np.iinfo(dtype)
+    return const(int(info.min if low else info.max), dtype)
+
+
 def _weakest_at_min(part: PrimExpr, drop: list[Var], ana: Analyzer) -> bool:
     """True when ``part`` is ``a < b`` (or ``<=``) with ``a - b`` growing with every loop in
     ``drop``, so that it holds for some values of those loops iff it holds at their minima."""
@@ -364,6 +387,12 @@ def _weakest_at_min(part: PrimExpr, drop: list[Var], ana: Analyzer) -> bool:
         if not (isinstance(step, IntImm) and step.value >= 0):
             return False
     return True
+
+
+def _reads_of(stmt: Stmt) -> tuple[BufferRegion, ...]:
+    """The elements ``stmt`` (an init) loads, one region per buffer."""
+    loads = collect(stmt, lambda n: isinstance(n, BufferLoad))
+    return R.merge_regions([R.point_region(ld.buffer, ld.indices) for ld in loads])
 
 
 def _split_values(realize: BlockRealize) -> tuple[list[PrimExpr], list[PrimExpr]]:
