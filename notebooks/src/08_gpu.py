@@ -311,8 +311,10 @@ gpu_viz.thread_accesses(rec, "X_shared", block=(0, 0))
 # %% [markdown]
 # The barriers cut the kernel into *intervals*: every statement of one interval runs in
 # every thread before any thread starts the next. Each `k_0` step has two intervals: copy
-# the tiles (red: writes), then compute from them (blue: reads of the tiles; the update of
-# `Y` also writes). The dashed lines are the `__syncthreads()` mlc inserted.
+# the tiles, then compute from them. A cell counts one statement's element accesses in one
+# interval, red when the statement writes and blue when it only reads; every statement here
+# writes (the copies write the tiles, the update reads them and writes `Y`), so all are red.
+# The dashed lines are the `__syncthreads()` mlc inserted.
 
 # %%
 gpu_viz.barrier_timeline(rec)
@@ -337,9 +339,11 @@ except RaceError as err:
 # The error names the kernel, the shared buffer and its element, the two threads (block and
 # thread indices) and the two lines of the loop IR (the message goes on with the program,
 # those lines marked). The picture: left, every element of `X_shared` where a write and a
-# read met in the same interval (the first one circled); right, the threads of block
-# `(0, 0)` that took part: thread `(0, 0)` wrote `X_shared[0]` (blue, the first access)
-# and the arrow points to the thread that read it too early (red).
+# read met in the same interval (here all 64; the first one circled); right, the threads of
+# block `(0, 0)` that took part, blue for a first access, red for a second, purple for both:
+# every thread is purple here, each one wrote an element that another read too early and
+# read one that another wrote. The arrow goes from thread `(0, 0)`, which wrote
+# `X_shared[0]`, to the thread that read it too early.
 
 # %%
 gpu_viz.race_picture(race)
@@ -401,8 +405,9 @@ print("same CUDA C as the TensorIR schedule:", same_source)
 #
 # It turns the counts into time on a named GPU (`"h100"`, `"rtx3050-laptop"`) with a
 # roofline: the slowest resource at its peak rate decides. One warp's load of `W` in the
-# naive kernel (16 threads per row of the block: two runs of 16 floats), and a column read
-# of a 32 x 32 float array in shared memory, then the same with rows padded to 33:
+# naive kernel (8 threads per row of the block, so a warp is 4 of its rows, and all 4 read
+# the same 8 consecutive floats: 8 addresses, one sector), and a column read of a 32 x 32
+# float array in shared memory, then the same with rows padded to 33:
 
 # %%
 rec_naive = gpu_viz.record(f_naive, xm, wm, np.zeros((M, M), "float32"), blocks=1)
