@@ -632,9 +632,10 @@ print(f"7-bit int8 is {min(speedups):.2f}x to {max(speedups):.2f}x the speed of 
       "input's quantize")
 
 # %% [markdown]
-# Accuracy stays within a point of float32 (the cell above checks it): 8 bits keep about 2
-# decimal digits per value, per-channel weight scales follow each output's own range, and
-# the 7-bit activations lose nothing because the values were never negative. The speed
+# Accuracy stays within a point of float32 (the cell that builds the three MLPs asserts it,
+# and the table above repeats it): 8 bits keep about 2 decimal digits per value, per-channel
+# weight scales follow each output's own range, and the 7-bit activations lose nothing
+# because the values were never negative. The speed
 # depends on the instruction the CPU has: that is the point of declaring the intrinsic. The
 # schedule is the same on every CPU, and the code generator picks `vpdpbusd`, `vpmaddubsw`
 # or the portable fallback. On a machine shared with other programs single timings vary;
