@@ -119,6 +119,7 @@ class Checker(Observer):
 
     def begin_kernel(self, interp: Interpreter, kernel: S.KernelLaunch) -> None:
         self.state: dict[int, _State] = {}
+        self._locals: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self.stmts: list[S.Stmt] = []
         self.stmt_ids: dict[int, int] = {}
         self.blocks[kernel.name] = (interp.lanes.n_blocks, interp.n_blocks_total)
@@ -134,7 +135,10 @@ class Checker(Observer):
         return self.stmt_ids[key]
 
     def access(self, interp: Interpreter, a: Access) -> None:
-        if a.scope == "local" or len(a.lanes) == 0:
+        if len(a.lanes) == 0:
+            return
+        if a.scope == "local":
+            self._local(interp, a)
             return
         self.accesses += len(a.lanes)
         buf_key = id(a.buffer.data)
@@ -214,6 +218,25 @@ class Checker(Observer):
         st.r_epoch[uk] = cur
         st.r_stmt[uk] = np.where(fresh, sid, st.r_stmt[uk])
 
+    def _local(self, interp: Interpreter, a: Access) -> None:
+        """A thread reading an element of its own ``"local"`` copy that it has not written
+        since the buffer was allocated (an uninitialised register: a copy loop bound to
+        threadIdx fills only the thread's own element of each thread's copy)."""
+        arr = interp.mem[id(a.buffer.data)]
+        kept = self._locals.get(id(a.buffer.data))
+        if kept is None or kept[0] is not arr:  # allocated again (inside a loop): all fresh
+            kept = self._locals[id(a.buffer.data)] = (arr, np.zeros(arr.size, bool))
+        written = kept[1]
+        keys = a.lanes.astype(np.int64) * arr.shape[-1] + a.elems
+        if a.is_write:
+            written[keys] = True
+            return
+        fresh = ~written[keys]
+        if fresh.any():
+            self._add(interp, a, "uninitialized read", self._stmt_id(a.stmt), keys[fresh],
+                      a.lanes[fresh].astype(np.int32),
+                      np.full(int(fresh.sum()), -1, np.int32), None)
+
     def _add_from(self, interp: Interpreter, a: Access, kind: str, keys: np.ndarray,
                   me: np.ndarray, other: np.ndarray, stmts: np.ndarray,
                   bad: np.ndarray) -> None:
@@ -226,7 +249,7 @@ class Checker(Observer):
     def _add(self, interp: Interpreter, a: Access, kind: str, sid: int, keys: np.ndarray,
              lanes: np.ndarray, others: np.ndarray, other_sid: int | None) -> None:
         size = interp.mem[id(a.buffer.data)].shape[-1]
-        elems = keys % size if a.scope == "shared" else keys
+        elems = keys % size if a.scope in ("shared", "local") else keys
         group = (kind, a.kernel.name, id(a.buffer.data), sid, other_sid)
         f = self._groups.get(group)
         if f is None:
@@ -284,6 +307,16 @@ def _message(func: S.PrimFunc, f: Finding, total: int) -> str:
     marks: dict[Any, str] = {f.stmt: "this thread"}
     more = (f"; {f.count} accesses like it in all" if f.count > 1 else "") + (
         f"; {total - 1} other problems" if total > 1 else "")
+    if f.kind == "uninitialized read" and f.scope == "local":
+        text = to_str(func, mark={f.stmt: "reads here"})
+        return (
+            f"kernel {f.kernel}: {_who(me)} reads {where} at line {line}, but that thread has "
+            f"not written that element of its own copy since it was allocated (each thread "
+            f"has its own copy of a local buffer, which starts as garbage){more}. A copy into "
+            f"{f.buffer.name} whose loop is bound to threadIdx fills only each thread's own "
+            f"element: use a 'shared' buffer for a copy the threads make together, or leave "
+            f"the copy loop unbound so that each thread copies all it reads.\n{text}"
+        )
     if f.kind == "uninitialized read":
         marks = {f.stmt: "reads here"}
         text = to_str(func, mark=marks)

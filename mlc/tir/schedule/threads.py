@@ -151,18 +151,28 @@ def _check_private_memory(
     for loc in blocks:
         block = loc.stmt.block  # type: ignore[attr-defined]
         for r in (*block.reads, *block.writes):
-            if scope_rank(r.buffer.scope) not in (None, RANKS["global"]) and r.buffer not in params:
+            if scope_rank(r.buffer.scope) is not None and r.buffer not in params:
                 lst = users.setdefault(r.buffer, [])
                 if all(u is not loc for u in lst):
                     lst.append(loc)
     for buf, locs in users.items():
         if len(locs) < 2:
             continue
+        scope, why = buf.scope, ""
+        if scope_rank(scope) == RANKS["global"]:
+            around = _common_thread_loop(locs)
+            if around is None:
+                continue  # one copy for all threads: split_host_device checks the exchange
+            # lowering allocates it inside that loop, one copy per thread (as te does)
+            scope = "local"
+            why = (f" (its blocks are all inside {around.loop_var.name!r}, bound to "
+                   f"{_thread_tag(around)}, so lowering allocates it there, one copy per "
+                   "thread)")
         for loc in locs:
             br: BlockRealize = loc.stmt  # type: ignore[assignment]
             for f in loc.enclosing_loops(stop_at_block=False):
                 tag = _thread_tag(f) or ""
-                if not _private_tag(buf.scope, tag) or _is_one(f) or not _uses(br, f):
+                if not _private_tag(scope, tag) or _is_one(f) or not _uses(br, f):
                     continue
                 for other in locs:
                     if other is loc or any(p is f for p in other.path):
@@ -170,17 +180,27 @@ def _check_private_memory(
                     if not _same_kernel(loc, other):
                         continue  # not yet in one kernel: a later compute_at may move it
                     name = buf.name
-                    scope = buf.scope
                     ob = other.stmt.block  # type: ignore[attr-defined]
                     return (
                         f"block {br.block.name!r} uses loop {f.loop_var.name!r}, bound to "
-                        f"{tag}, to reach {name!r}, a {scope!r} buffer each {tag.split('.')[0]} "
-                        f"has its own copy of; block {ob.name!r}, which also uses {name!r}, "
-                        f"is outside {f.loop_var.name!r}, so each thread would see only its "
-                        f"share of the elements. Use a 'shared' buffer for a cooperative "
-                        f"copy, or do not bind this loop",
+                        f"{tag}, to reach {name!r}, a {buf.scope!r} buffer each "
+                        f"{tag.split('.')[0]} has its own copy of{why}; block {ob.name!r}, "
+                        f"which also uses {name!r}, is outside {f.loop_var.name!r}, so each "
+                        f"thread would see only its share of the elements. Use a 'shared' "
+                        f"buffer for a cooperative copy, or do not bind this loop",
                         {f: tag, br: f"uses {name}", other.stmt: f"also uses {name}"},
                     )
+    return None
+
+
+def _common_thread_loop(locs: list[state.Location]) -> For | None:
+    """The outermost ``threadIdx`` loop around every one of the blocks ``locs``, if any."""
+    for p in locs[0].path:
+        tag = _thread_tag(p) or ""
+        if isinstance(p, For) and tag.startswith("threadIdx.") and not _is_one(p) and all(
+            any(q is p for q in loc.path) for loc in locs[1:]
+        ):
+            return p
     return None
 
 

@@ -1,0 +1,106 @@
+"""Hostile GPU schedules and kernels, as a student might write them. Each one computed a
+wrong answer without a word, crashed or raised an untyped error on cuda-sim; each now
+computes what numpy computes or raises a typed error that names what is wrong."""
+
+from __future__ import annotations
+
+import textwrap
+
+import numpy as np
+import pytest
+
+import mlc
+from mlc import te, tir
+from mlc.errors import ScheduleError, UninitializedReadError
+from mlc.script import from_source
+
+rng = np.random.default_rng(0)
+
+
+def _matmul(n: int) -> tir.PrimFunc:
+    X = te.placeholder((n, n), name="X")
+    W = te.placeholder((n, n), name="W")
+    k = te.reduce_axis((0, n), name="k")
+    Y = te.compute((n, n), lambda i, j: te.sum(X[i, k] * W[k, j], axis=k), name="Y")
+    return te.create_prim_func([X, W, Y])
+
+
+def _tiled(n: int, tile: int) -> tuple[tir.Schedule, tir.BlockRV, tir.LoopRV]:
+    sch = tir.Schedule(_matmul(n))
+    blk = sch.get_block("Y")
+    i, j, k = sch.get_loops(blk)
+    bi, ti = sch.split(i, factors=[None, tile])
+    bj, tj = sch.split(j, factors=[None, tile])
+    sch.reorder(bi, bj, ti, tj)
+    sch.bind(bi, "blockIdx.y")
+    sch.bind(bj, "blockIdx.x")
+    sch.bind(ti, "threadIdx.y")
+    sch.bind(tj, "threadIdx.x")
+    ko, _ = sch.split(k, factors=[None, tile])
+    return sch, blk, ko
+
+
+def _script(body: str, dtype: str = "float32") -> tir.PrimFunc:
+    head = (f'@T.prim_func\ndef f(A: T.Buffer((64,), "{dtype}"), '
+            f'B: T.Buffer((64,), "{dtype}")):\n')
+    return from_source(head + textwrap.indent(textwrap.dedent(body), "    "))
+
+
+# -- a cache whose copy loop is bound to threads but which each thread has alone ----------------
+
+def test_global_cache_copied_by_threads_is_refused() -> None:
+    # cache_read(..., "global") at the k loop, its copy loop bound to threadIdx.x: every
+    # block using X_global is inside the threadIdx loops, so lowering gives each thread its
+    # own copy ("local"), of which the bound copy filled one element; the matmul read the
+    # other seven from uninitialised memory (max error 8.4, no error raised)
+    sch, blk, ko = _tiled(32, 8)
+    xs = sch.cache_read(blk, 0, "global")
+    sch.compute_at(xs, ko)
+    with pytest.raises(ScheduleError, match=r"'X_global'.*own copy.*'shared'"):
+        sch.bind(sch.get_loops(xs)[-1], "threadIdx.x")
+
+
+def test_global_cache_copied_whole_by_each_thread_still_works() -> None:
+    sch, blk, ko = _tiled(32, 8)
+    xs = sch.cache_read(blk, 0, "global")
+    sch.compute_at(xs, ko)  # the copy loops stay serial: each thread copies what it reads
+    x = rng.random((32, 32), dtype="float32")
+    w = rng.random((32, 32), dtype="float32")
+    y = np.full((32, 32), np.nan, "float32")
+    mlc.build(sch.mod, target="cuda-sim")(x, w, y)
+    np.testing.assert_allclose(y, x @ w, rtol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_local_array_indexed_by_thread_reads_uninitialised_registers(dtype: str) -> None:
+    # each thread has its own L and writes only L[tx]: reading L[31 - tx] gave 0 on
+    # cuda-sim, silently; the first call's check now names the read
+    func = _script(f"""
+        for bx in T.thread_binding(2, thread="blockIdx.x"):
+            for tx in T.thread_binding(32, thread="threadIdx.x"):
+                L = T.alloc_buffer((32,), "{dtype}", scope="local")
+                L[tx] = A[bx * 32 + tx]
+                B[bx * 32 + tx] = L[31 - tx]
+    """, dtype)
+    f = mlc.build(func, target="cuda-sim")
+    a = (rng.random(64) * 100).astype(dtype)
+    with pytest.raises(UninitializedReadError, match=r"L\[31\] \(local memory\).*'shared'"):
+        f(a, np.zeros(64, dtype))
+
+
+def test_local_array_each_thread_fills_itself_is_accepted() -> None:
+    func = _script("""
+        for bx in T.thread_binding(2, thread="blockIdx.x"):
+            for tx in T.thread_binding(32, thread="threadIdx.x"):
+                L = T.alloc_buffer((4,), "float32", scope="local")
+                for j in range(4):
+                    L[j] = A[bx * 32 + (tx + j) % 32]
+                B[bx * 32 + tx] = L[3] - L[0]
+    """)
+    a = rng.random(64, dtype="float32")
+    b = np.full(64, np.nan, "float32")
+    f = mlc.build(func, target="cuda-sim")
+    f.check(a, b)
+    f(a, b)
+    r = a.reshape(2, 32)
+    np.testing.assert_allclose(b, (np.roll(r, -3, axis=1) - r).reshape(-1), rtol=1e-6)
