@@ -29,7 +29,10 @@ names a schedule uses (``s.cache_read(A, vdla.inp_buffer, [CL])``); they are str
 from __future__ import annotations
 
 import enum
+import math
 from dataclasses import dataclass
+
+import numpy as np
 
 from mlc.errors import VDLAProgramError
 
@@ -59,6 +62,16 @@ uop_buffer = MemScope.UOP
 #: Bytes one micro-op takes in DRAM and in the micro-op buffer (VTA packs it in 32 bits).
 UOP_BYTES = 4
 
+#: DRAM regions start on a multiple of this many bytes (and of every tile size: see
+#: :attr:`VDLAConfig.dram_align`).
+REGION_ALIGN = 256
+
+#: The largest on-chip buffer the simulator accepts (it holds each one as a numpy array).
+MAX_BUFFER_BYTES = 256 * 1024 * 1024
+
+#: The largest tile side (batch, block_in, block_out).
+MAX_BLOCK = 1024
+
 
 @dataclass(frozen=True)
 class VDLAConfig:
@@ -87,13 +100,27 @@ class VDLAConfig:
     def __post_init__(self) -> None:
         for name in ("batch", "block_in", "block_out", "inp_buffer_bytes", "wgt_buffer_bytes",
                      "acc_buffer_bytes", "uop_buffer_bytes", "dram_bytes_per_cycle",
-                     "gemm_cycles_per_uop", "alu_cycles_per_uop"):
+                     "gemm_cycles_per_uop", "alu_cycles_per_uop", "dram_latency"):
             value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise VDLAProgramError(f"VDLAConfig.{name} must be a positive int, got {value!r}")
-        if not isinstance(self.dram_latency, int) or self.dram_latency < 0:
-            raise VDLAProgramError(
-                f"VDLAConfig.dram_latency must be an int >= 0, got {self.dram_latency!r}")
+            least = 0 if name == "dram_latency" else 1
+            if isinstance(value, np.integer):  # np.int64(8) from a numpy computation
+                value = int(value)
+                object.__setattr__(self, name, value)
+            if not isinstance(value, int) or isinstance(value, bool) or value < least:
+                raise VDLAProgramError(
+                    f"VDLAConfig.{name} must be an int >= {least}, got {value!r}")
+        for name in ("inp_buffer_bytes", "wgt_buffer_bytes", "acc_buffer_bytes",
+                     "uop_buffer_bytes"):
+            if getattr(self, name) > MAX_BUFFER_BYTES:
+                raise VDLAProgramError(
+                    f"VDLAConfig.{name}={getattr(self, name):,} bytes: the simulator keeps "
+                    f"every on-chip buffer in memory and allows at most {MAX_BUFFER_BYTES:,} "
+                    "(256 MiB); real accelerators have kilobytes to a few megabytes")
+        for name in ("batch", "block_in", "block_out"):
+            if getattr(self, name) > MAX_BLOCK:
+                raise VDLAProgramError(
+                    f"VDLAConfig.{name}={getattr(self, name)}: a tile side of at most "
+                    f"{MAX_BLOCK} is allowed (VTA's cores are 1..64 wide)")
 
     # -- tiles -----------------------------------------------------------------------------
 
@@ -122,6 +149,15 @@ class VDLAConfig:
             MemScope.UOP: self.uop_buffer_bytes,
         }[scope]
         return nbytes // self.tile_bytes(scope)
+
+    @property
+    def dram_align(self) -> int:
+        """The byte alignment of a DRAM region: a multiple of 256 and of every tile's size
+        (inp, wgt, acc, an int8 output tile, a micro-op), so that a region's start is a
+        whole tile address for every LOAD and STORE. 256 for the default core; a 16 x 16 x 16
+        core's accumulator tiles (1024 bytes) or a 3 x 5 x 7 core's need more."""
+        sizes = [self.tile_bytes(s) for s in MemScope] + [self.batch * self.block_out]
+        return math.lcm(REGION_ALIGN, *sizes)
 
     # -- peak numbers (for the roofline) ---------------------------------------------------
 

@@ -211,12 +211,20 @@ def conv2d(x: np.ndarray, w: np.ndarray, bias: np.ndarray, shift: int = 8, pool:
             f"conv2d expects int8 x (N, C, H, W) and w (O, C, 3, 3), bias (O,), with N, C, O "
             f"multiples of 8; got x {x.dtype}{x.shape}, w {w.dtype}{w.shape}, bias "
             f"{bias.shape}")
-    if not isinstance(shift, int) or not 0 <= shift < 32:
-        raise VDLAProgramError(f"conv2d: shift must be 0..31, got {shift!r}")
+    if isinstance(shift, np.integer):
+        shift = int(shift)
+    if not isinstance(shift, int) or isinstance(shift, bool) or not 0 <= shift < 32:
+        raise VDLAProgramError(f"conv2d: shift must be an int 0..31, got {shift!r}")
+    if bias.dtype.kind not in "iu" or (bias.size and not (
+            -(2**31) <= int(bias.min()) and int(bias.max()) < 2**31)):
+        raise VDLAProgramError(
+            f"conv2d: bias must hold int32 values (it is added in the int32 accumulators), "
+            f"got {bias.dtype} {bias.min() if bias.size else ''}..{bias.max() if bias.size else ''}"
+            "; round and clip it first: np.clip(np.round(b), -2**31, 2**31 - 1).astype(np.int32)")
     n, ch, h, wd = x.shape
     o = w.shape[0]
     s = ConvShape(n // c.batch, ch // c.block_in, o // c.block_out, h, wd)
-    dram = DRAM()
+    dram = DRAM(c.dram_align)
     xr = dram.put("x", x.reshape(s.nb, c.batch, s.cb, c.block_in, h, wd)
                   .transpose(0, 2, 4, 5, 1, 3).copy())
     wr = dram.put("w", w.reshape(s.ob, c.block_out, s.cb, c.block_in, 3, 3)

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from mlc.errors import VDLAAccessError, VDLAProgramError
-from mlc.vdla.config import MemScope, VDLAConfig
+from mlc.vdla.config import REGION_ALIGN, MemScope, VDLAConfig
 
-ALIGN = 256
+ALIGN = REGION_ALIGN
 
 
 @dataclass(frozen=True)
@@ -41,17 +41,28 @@ class Region:
 
     def tile(self, scope: MemScope, config: VDLAConfig) -> int:
         """The region's start as a tile address for a LOAD of ``scope``."""
-        return self.base // config.tile_bytes(scope)
+        return self.out_tile(config.tile_bytes(scope))
 
     def out_tile(self, tile_bytes: int) -> int:
         """The region's start as a tile address for a STORE of ``tile_bytes``-byte tiles."""
+        if self.base % tile_bytes:
+            raise VDLAProgramError(
+                f"DRAM region {self.name!r} starts at byte {self.base}, which is not a whole "
+                f"number of {tile_bytes}-byte tiles; a DMA could not address it. Allocate "
+                "with DRAM(config.dram_align) so that regions start on every tile size")
         return self.base // tile_bytes
 
 
 class DRAM:
-    """A growable byte array with named, 256-byte aligned regions."""
+    """A growable byte array with named regions, each starting on a multiple of ``align``
+    bytes."""
 
-    def __init__(self) -> None:
+    def __init__(self, align: int = ALIGN) -> None:
+        """``align``: the byte alignment of every region (``config.dram_align`` for a core
+        whose tiles 256 does not divide)."""
+        if not isinstance(align, int) or isinstance(align, bool) or align < 1:
+            raise VDLAProgramError(f"DRAM(align={align!r}): the alignment must be an int >= 1")
+        self.align = align
         self.data = np.zeros(0, dtype=np.uint8)
         self.regions: dict[str, Region] = {}
 
@@ -62,7 +73,7 @@ class DRAM:
         if not isinstance(nbytes, int) or nbytes < 0:
             raise VDLAProgramError(f"DRAM region {name!r}: size must be an int >= 0, "
                                    f"got {nbytes!r}")
-        base = -(-len(self.data) // ALIGN) * ALIGN
+        base = -(-len(self.data) // self.align) * self.align
         grown = np.zeros(base + nbytes, dtype=np.uint8)
         grown[: len(self.data)] = self.data
         self.data = grown

@@ -165,7 +165,7 @@ def gemm(a: np.ndarray, w: np.ndarray, tiling: GemmTiling = GemmTiling(),
             f"gemm expects two non-empty int8 matrices (M, K) and (N, K), got "
             f"{a.dtype}{a.shape} and {w.dtype}{w.shape}")
     c = config
-    dram = DRAM()
+    dram = DRAM(c.dram_align)
     a_region = dram.put("A", pack(a, c.batch, c.block_in))
     w_region = dram.put("W", pack(w, c.block_out, c.block_in))
     m_tiles, k_tiles = _cdiv(a.shape[0], c.batch), _cdiv(a.shape[1], c.block_in)

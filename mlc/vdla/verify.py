@@ -26,6 +26,10 @@ from mlc.vdla.dram import DRAM
 from mlc.vdla.isa import Alu, AluOp, Finish, Gemm, Instruction, Load, Module, Program, Store, UOp
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+MAX_LOOP = 2**14 - 1
+"""The largest ``lp0`` / ``lp1`` of a GEMM or ALU (VTA's loop fields are 14 bits)."""
+MAX_TRIPS = 2**18
+"""The most micro-op steps (``lp0 * lp1 * micro-ops``) one instruction may run here."""
 
 
 @dataclass(frozen=True)
@@ -214,7 +218,19 @@ def _analyze_one(index: int, ins: Instruction, program: Program, config: VDLACon
                 f"{where(index, ins, program)} runs micro-op slot {missing[0]}, which no "
                 "earlier LOAD of uop_buffer filled")
         kernel = tuple(u for u in slots if u is not None)
+        for name in ("lp0", "lp1"):
+            if getattr(ins, name) > MAX_LOOP:
+                raise VDLAProgramError(
+                    f"{where(index, ins, program)}: {name}={getattr(ins, name):,} but the loop "
+                    f"fields hold at most {MAX_LOOP:,} (14 bits, as on VTA); split the loop "
+                    "over several instructions")
         trips = ins.lp0 * ins.lp1 * len(kernel)
+        if trips > MAX_TRIPS:
+            raise VDLAProgramError(
+                f"{where(index, ins, program)} runs {trips:,} micro-op steps ({ins.lp0} x "
+                f"{ins.lp1} x {len(kernel)} micro-ops); the simulator runs at most "
+                f"{MAX_TRIPS:,} per instruction (it holds every step's tile indices in "
+                "memory): split it into several GEMM/ALU instructions")
         if trips:
             if isinstance(ins, Gemm):
                 terms = [(MemScope.ACC, ins.acc_factor, [u.dst for u in kernel], True)]

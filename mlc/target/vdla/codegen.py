@@ -37,7 +37,6 @@ from mlc.tir.stmt import (
 )
 from mlc.vdla.config import MemScope, VDLAConfig
 from mlc.vdla.deps import insert_dependencies
-from mlc.vdla.dram import ALIGN
 from mlc.vdla.isa import Alu, AluOp, Finish, Gemm, Instruction, Load, Program, Store, UOp
 
 
@@ -107,7 +106,7 @@ def generate(func: PrimFunc, config: VDLAConfig) -> tuple[Program, list[DramTens
                     f"{tile[0]}x{tile[1]} tiles: dimension {d} ({shape[d]}) is not a multiple "
                     f"of {tile[d]}. Pad the tensor to a multiple of {tile[d]} (and slice the "
                     "result) or choose a size that is one")
-        offset = -(-offset // ALIGN) * ALIGN
+        offset = -(-offset // config.dram_align) * config.dram_align
         t = DramTensor(buf, shape, tile, buf.dtype, offset, role)  # type: ignore[arg-type]
         offset += t.nbytes
         tensors.append(t)

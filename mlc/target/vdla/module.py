@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from mlc.errors import ArgumentError, ArgumentTypeError
 from mlc.target.vdla.codegen import DramTensor
 from mlc.vdla.config import VDLAConfig
 from mlc.vdla.dram import DRAM
@@ -33,19 +34,31 @@ class VDLAModule:
         self.lowered = lowered
         self.stats: Stats | None = None
 
-    def __call__(self, *arrays: np.ndarray) -> Stats:
+    def __call__(self, *arrays: np.ndarray, **kwargs: Any) -> Stats:
         """Run on the simulator; outputs are written into their arrays. Returns the run's
         :class:`~mlc.vdla.Stats` (also kept as ``self.stats``)."""
-        if len(arrays) != len(self.tensors):
-            raise ValueError(f"{self.name} takes {len(self.tensors)} arrays "
-                             f"({', '.join(t.buffer.name for t in self.tensors)}), "
-                             f"got {len(arrays)}")
-        dram = DRAM()
-        for t, a in zip(self.tensors, arrays):
-            if not isinstance(a, np.ndarray) or a.shape != t.shape or str(a.dtype) != t.dtype:
-                got = f"{a.dtype}{a.shape}" if isinstance(a, np.ndarray) else type(a).__name__
-                raise ValueError(f"{self.name}: argument {t.buffer.name} must be a numpy "
-                                 f"array {t.dtype}{t.shape}, got {got}")
+        names = ", ".join(f"{t.buffer.name}: {t.dtype}{list(t.shape)}" for t in self.tensors)
+        if kwargs or len(arrays) != len(self.tensors):
+            got = (f"the keyword(s) {', '.join(f'{k}=' for k in kwargs)}" if kwargs
+                   else f"{len(arrays)}")
+            raise ArgumentTypeError(f"{self.name}() takes {len(self.tensors)} arrays by "
+                                    f"position ({names}), got {got}")
+        dram = DRAM(self.config.dram_align)
+        for k, (t, a) in enumerate(zip(self.tensors, arrays)):
+            what = f"{self.name}: argument {k} {t.buffer.name!r}"
+            if not isinstance(a, np.ndarray) or str(a.dtype) != t.dtype:
+                got = f"dtype {a.dtype}" if isinstance(a, np.ndarray) else type(a).__name__
+                raise ArgumentTypeError(f"{what} must be a numpy array of {t.dtype}, got "
+                                        f"{got}; pass np.asarray(..., dtype={t.dtype!r})")
+            if isinstance(a, np.ma.MaskedArray):
+                raise ArgumentTypeError(f"{what} is a masked array; the accelerator would "
+                                        "ignore its mask: pass a.filled(0) or np.asarray(a)")
+            if a.shape != t.shape:
+                raise ArgumentError(f"{what} has shape {a.shape} but the program was "
+                                    f"compiled for {t.shape}")
+            if t.role == "out" and not a.flags.writeable:
+                raise ArgumentError(f"{what} is written by the program but the array is "
+                                    "read-only; pass a writeable array (e.g. np.empty(...))")
             packed = pack(a, *t.tile) if t.role == "in" else np.zeros(
                 (t.tiles[0], t.tiles[1], *t.tile), dtype=t.dtype)
             region = dram.put(t.buffer.name, packed)
