@@ -11,7 +11,7 @@ import pytest
 
 import mlc
 from mlc import te, tir
-from mlc.errors import ScheduleError, UninitializedReadError
+from mlc.errors import RaceError, ScheduleError, UninitializedReadError
 from mlc.script import from_source
 
 rng = np.random.default_rng(0)
@@ -104,3 +104,52 @@ def test_local_array_each_thread_fills_itself_is_accepted() -> None:
     f(a, b)
     r = a.reshape(2, 32)
     np.testing.assert_allclose(b, (np.roll(r, -3, axis=1) - r).reshape(-1), rtol=1e-6)
+
+
+# -- races between blocks that the first call's check did not run together ---------------------
+
+@pytest.mark.parametrize("grid", [100, 37])
+def test_write_write_race_between_neighbouring_blocks_is_found(grid: int) -> None:
+    # blocks 2b and 2b + 1 write the same elements of B: the check before the first call
+    # ran 16 blocks spread over the grid, never two neighbours, and the call went on
+    n = grid * 32
+    func = from_source(textwrap.dedent(f"""
+        @T.prim_func
+        def f(A: T.Buffer(({n},), "float32"), B: T.Buffer(({n},), "float32")):
+            for bx in T.thread_binding({grid}, thread="blockIdx.x"):
+                for tx in T.thread_binding(32, thread="threadIdx.x"):
+                    B[bx // 2 * 32 + tx] = A[bx * 32 + tx]
+    """))
+    f = mlc.build(func, target="cuda-sim")
+    with pytest.raises(RaceError, match=r"write-write race.*different blocks"):
+        f(rng.random(n, dtype="float32"), np.zeros(n, "float32"))
+
+
+def test_race_between_rows_of_blocks_is_found() -> None:
+    # a 2D grid whose block rows y and y + 1 (for even y) write the same row of B
+    func = from_source(textwrap.dedent("""
+        @T.prim_func
+        def f(A: T.Buffer((40, 64), "float32"), B: T.Buffer((40, 64), "float32")):
+            for by in T.thread_binding(40, thread="blockIdx.y"):
+                for bx in T.thread_binding(8, thread="blockIdx.x"):
+                    for tx in T.thread_binding(8, thread="threadIdx.x"):
+                        B[by // 2, bx * 8 + tx] = A[by, bx * 8 + tx]
+    """))
+    f = mlc.build(func, target="cuda-sim")
+    with pytest.raises(RaceError, match=r"write-write race.*different blocks"):
+        f(rng.random((40, 64), dtype="float32"), np.zeros((40, 64), "float32"))
+
+
+def test_a_big_grid_without_races_still_runs() -> None:
+    func = from_source(textwrap.dedent("""
+        @T.prim_func
+        def f(A: T.Buffer((40, 64), "float32"), B: T.Buffer((40, 64), "float32")):
+            for by in T.thread_binding(40, thread="blockIdx.y"):
+                for bx in T.thread_binding(8, thread="blockIdx.x"):
+                    for tx in T.thread_binding(8, thread="threadIdx.x"):
+                        B[by, bx * 8 + tx] = A[by, bx * 8 + tx] * 2.0
+    """))
+    a = rng.random((40, 64), dtype="float32")
+    b = np.zeros((40, 64), "float32")
+    mlc.build(func, target="cuda-sim")(a, b)
+    np.testing.assert_allclose(b, 2 * a)

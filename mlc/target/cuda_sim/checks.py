@@ -383,10 +383,11 @@ def check(f: Any, *arrays: np.ndarray, blocks: int | None = None) -> CheckReport
     return a :class:`CheckReport`. The outputs are written as by ``f(*arrays)``.
 
     ``blocks=n`` checks only ``n`` blocks of each kernel (spread over the grid, the first and
-    last included), for big grids; only their outputs are written then."""
+    last included, each with its neighbours in x and y, so that neighbouring blocks that
+    touch the same elements are seen), for big grids; only their outputs are written then."""
     func = gpu_program(f)
     checker = Checker()
-    Interpreter(func, [checker], blocks=blocks).run(*arrays)
+    Interpreter(func, [checker], blocks=blocks, neighbours=True).run(*arrays)
     if checker.findings:
         raise error_for(func, checker.findings)
     return CheckReport(list(checker.blocks), checker.blocks, checker.accesses, checker.barriers)

@@ -71,10 +71,14 @@ class Interpreter(_Evaluator):
     arrays, all threads of the chosen blocks as lanes, telling ``observers`` everything."""
 
     def __init__(self, func: S.PrimFunc, observers: Sequence[Observer] = (),
-                 blocks: int | None = None, loops: int | None = None) -> None:
+                 blocks: int | None = None, loops: int | None = None,
+                 neighbours: bool = False) -> None:
         self.func = func
         self.observers = list(observers)
         self.block_limit = blocks
+        # ``neighbours``: of a grid larger than ``blocks``, run each picked block with the
+        # next one in x and in y (the checker: two neighbours touching one element race)
+        self.neighbours = neighbours
         # ``loops=m``: of a serial loop with a barrier in its body (the k loop of a tiled
         # kernel: the same barrier intervals over and over), run m iterations spread over its
         # range; what happens there counts for the iterations skipped (``weight``). For
@@ -164,7 +168,8 @@ class Interpreter(_Evaluator):
         n_blocks = int(np.prod(list(grid.values()))) if grid else 1
         if n_blocks == 0:
             return
-        chosen = pick_blocks(n_blocks, self.block_limit)
+        steps = (1, grid.get("blockIdx.x", 1)) if self.neighbours else ()
+        chosen = pick_blocks(n_blocks, self.block_limit, steps)
         tpb = k.threads_per_block
         axis: dict[str, np.ndarray] = {}
         block_ids = np.repeat(chosen, tpb)

@@ -48,8 +48,19 @@ def _tup(t: tuple[int, ...]) -> str:
     return "(" + ", ".join(map(str, t)) + ")" if t else "()"
 
 
-def pick_blocks(n: int, limit: int | None) -> np.ndarray:
-    """``limit`` of the ``n`` blocks, spread evenly, the first and the last included."""
+def pick_blocks(n: int, limit: int | None, neighbours: tuple[int, ...] = ()) -> np.ndarray:
+    """``limit`` of the ``n`` blocks, spread evenly, the first and the last included.
+
+    With ``neighbours`` (offsets in the linear block index, e.g. ``(1, grid_x)``), each
+    block picked comes with the blocks at those offsets after it, so that two neighbouring
+    blocks that touch the same elements (a halo, ``blockIdx.x // 2``) are run together:
+    ``limit // (1 + len(neighbours))`` groups, at most ``limit`` blocks in all."""
     if limit is None or n <= limit:
         return np.arange(n)
-    return np.unique(np.linspace(0, n - 1, limit).round().astype(np.int64))
+    steps = [d for d in dict.fromkeys(neighbours) if 0 < d < n]
+    groups = max(1, limit // (1 + len(steps)))
+    anchors = np.unique(np.linspace(0, n - 1, groups).round().astype(np.int64))
+    if not steps:
+        return anchors
+    picked = [anchors, *(np.minimum(anchors + d, n - 1) for d in steps)]
+    return np.unique(np.concatenate(picked))[: max(limit, 1)]
