@@ -11,7 +11,13 @@ import pytest
 
 import mlc
 from mlc import te, tir
-from mlc.errors import RaceError, ScheduleError, UninitializedReadError
+from mlc.errors import (
+    ArgumentError,
+    CodegenError,
+    RaceError,
+    ScheduleError,
+    UninitializedReadError,
+)
 from mlc.script import from_source
 
 rng = np.random.default_rng(0)
@@ -153,3 +159,57 @@ def test_a_big_grid_without_races_still_runs() -> None:
     b = np.zeros((40, 64), "float32")
     mlc.build(func, target="cuda-sim")(a, b)
     np.testing.assert_allclose(b, 2 * a)
+
+
+# -- launches a GPU refuses ---------------------------------------------------------------------
+
+def _scaled(n: int, outer: str, inner: str, factor: int) -> tuple[te.Schedule, list[te.Tensor]]:
+    A = te.placeholder((n,), name="A")
+    B = te.compute((n,), lambda i: A[i] * 2.0, name="B")
+    s = te.create_schedule(B.op)
+    o, i = s[B].split(B.op.axis[0], factor=factor)
+    s[B].bind(o, te.thread_axis(outer))
+    s[B].bind(i, te.thread_axis(inner))
+    return s, [A, B]
+
+
+@pytest.mark.parametrize("target", ["cuda-sim", "cuda"])
+@pytest.mark.parametrize("n, outer, inner, factor, what", [
+    (1024, "blockIdx.x", "threadIdx.z", 128, "128 threads per block along threadIdx.z"),
+    (70000, "blockIdx.y", "threadIdx.x", 1, "70000 blocks along blockIdx.y"),
+    (70000 * 2, "blockIdx.z", "threadIdx.y", 2, "70000 blocks along blockIdx.z"),
+])
+def test_launch_past_an_axis_limit_is_refused(target: str, n: int, outer: str, inner: str,
+                                              factor: int, what: str) -> None:
+    # cuda-sim ran 128 threads along z (a GPU has at most 64) and 70000 blocks along y
+    # (at most 65535): a schedule that "worked" there failed to launch on a GPU
+    s, args = _scaled(n, outer, inner, factor)
+    with pytest.raises(CodegenError, match=f"{what}.*at most"):
+        mlc.build(s, args, target=target)
+
+
+def test_launches_at_the_axis_limits_run() -> None:
+    s, args = _scaled(64 * 2048, "blockIdx.y", "threadIdx.z", 64)
+    a = rng.random(64 * 2048, dtype="float32")
+    b = np.zeros_like(a)
+    mlc.build(s, args, target="cuda-sim")(a, b)
+    np.testing.assert_allclose(b, 2 * a)
+
+
+def test_symbolic_grid_past_the_limit_is_refused_at_the_call() -> None:
+    n, m = te.var("n"), te.var("m")
+    A = te.placeholder((n, m), name="A")
+    B = te.compute((n, m), lambda i, j: A[i, j] * 2.0, name="B")
+    s = te.create_schedule(B.op)
+    s[B].bind(B.op.axis[0], te.thread_axis("blockIdx.y"))
+    o, i = s[B].split(B.op.axis[1], factor=32)
+    s[B].bind(o, te.thread_axis("blockIdx.x"))
+    s[B].bind(i, te.thread_axis("threadIdx.x"))
+    f = mlc.build(s, [A, B], target="cuda-sim")
+    a = rng.random((65535, 2), dtype="float32")
+    b = np.zeros_like(a)
+    f(a, b)
+    np.testing.assert_allclose(b, 2 * a)
+    a = np.ones((70000, 1), "float32")
+    with pytest.raises(ArgumentError, match=r"70000 blocks along blockIdx.y \(n with n=70000"):
+        f(a, np.zeros_like(a))

@@ -30,11 +30,12 @@ from mlc.runtime.timer import TimeResult, measure
 from mlc.target.common import c_name
 from mlc.target.cuda import nvrtc as cuda_nvrtc
 from mlc.target.cuda.codegen import CUDASource
+from mlc.target.gpu.checks import launch_limit_message
 from mlc.target.gpu.split_host_device import BLOCK_AXES, THREAD_AXES
 from mlc.target.target import Target
 from mlc.tir import dtype as dt
 from mlc.tir.arith import evaluate_known
-from mlc.tir.expr import PrimExpr
+from mlc.tir.expr import IntImm, PrimExpr
 from mlc.tir.stmt import Allocate, For, KernelLaunch, LetStmt, PrimFunc, SeqStmt, Stmt
 
 SOURCE_FORMATS = ("cuda", "ptx", "ll", "ll-unopt", "asm")
@@ -55,6 +56,8 @@ class CUDAModule(Module):
         self._ptx: str | None = None
         self._checker = ArgumentChecker(func)
         self._gpu_functions: dict[str, Any] | None = None
+        self._symbolic_grid = any(not isinstance(e, IntImm) for k in source.kernels
+                                  for _, e in k.grid_extents)
         self.check_on_first_call = sim is not None
         """cuda-sim: run :meth:`check` (on copies, at most ``CHECK_BLOCKS`` blocks per kernel)
         before the first call, so a race or a bad index is an error, not wrong numbers. Set
@@ -67,6 +70,13 @@ class CUDAModule(Module):
 
     def __call__(self, *args: Any) -> None:
         if self._sim is not None:
+            if self._symbolic_grid:
+                native = self._checker.native_args(args)
+                values = native[len(self.func.params):]
+                env = dict(zip((id(v) for v in (*self.func.size_vars,
+                                                *self.func.scalar_args)), values))
+                for k in self.kernels:
+                    check_grid(k, env)
             if self.check_on_first_call:
                 self._checker.native_args(args)  # a wrong call is an ArgumentError first
                 self.check_on_first_call = False
@@ -182,6 +192,24 @@ def evaluate(e: PrimExpr | int, env: dict[int, int]) -> int:
     return int(value)
 
 
+def check_grid(k: KernelLaunch, env: dict[int, int]) -> None:
+    """An :class:`~mlc.errors.ArgumentError` when the sizes of this call give ``k`` more
+    blocks along an axis than a GPU launches (65535 along y: ``blockIdx.y`` bound to a loop
+    over ``n`` rows, called with n = 70000). A grid extent that reads a host loop's variable
+    is checked at its launch."""
+    for tag, extent in k.grid_extents:
+        if isinstance(extent, IntImm):
+            continue  # checked when the kernel was made
+        value = evaluate_known(extent, env)
+        if value is None:
+            continue
+        sizes = ", ".join(f"{v.name}={env[id(v)]}" for v in k.size_vars if id(v) in env)
+        problem = launch_limit_message(k.name, tag, int(value),
+                                       f" ({extent} with {sizes})" if sizes else "")
+        if problem is not None:
+            raise ArgumentError(problem)
+
+
 class _DeviceCall:
     """One call's arrays on the GPU: copied there on entry, launched any number of times,
     copied back (writeable arrays only) and freed on exit."""
@@ -238,6 +266,7 @@ class _DeviceCall:
             self._launch(s, env)
 
     def _launch(self, k: KernelLaunch, env: dict[int, int]) -> None:
+        check_grid(k, env)
         grid = [evaluate(k.grid[t], env) if t in k.grid else 1 for t in BLOCK_AXES]
         block = [k.threads.get(t, 1) for t in THREAD_AXES]
         kargs: list[Any] = [ctypes.c_uint64(self.device[id(p)].value) for p in k.pointers]

@@ -54,6 +54,28 @@ from mlc.transform.flatten_buffers import without_index_widening
 
 MAX_THREADS_PER_BLOCK = 1024
 MAX_SHARED_BYTES = 48 * 1024
+MAX_THREADS = {"threadIdx.x": 1024, "threadIdx.y": 1024, "threadIdx.z": 64}
+"""Threads of a block along each axis (CUDA's ``maxThreadsDim``), besides 1024 in all."""
+MAX_BLOCKS = {"blockIdx.x": 2**31 - 1, "blockIdx.y": 65535, "blockIdx.z": 65535}
+"""Blocks of a grid along each axis (CUDA's ``maxGridSize``)."""
+
+
+def launch_limit_message(name: str, tag: str, extent: int, sizes: str = "") -> str | None:
+    """Why ``extent`` threads or blocks along ``tag`` cannot be launched (None if they can).
+    ``sizes`` says which argument sizes gave a symbolic extent its value."""
+    limit = {**MAX_THREADS, **MAX_BLOCKS}.get(tag)
+    if limit is None or extent <= limit:
+        return None
+    what = "threads per block" if tag.startswith("threadIdx") else "blocks"
+    if tag.startswith("threadIdx"):
+        hint = ("split the loop bound to it and bind the outer part to a blockIdx axis"
+                + (", or bind it to threadIdx.x or threadIdx.y (up to 1024)"
+                   if tag == "threadIdx.z" else ""))
+    else:
+        hint = ("bind the larger loop to blockIdx.x (up to 2**31 - 1 blocks), or split it "
+                "and bind the outer part to another blockIdx axis")
+    return (f"kernel {name!r} would launch {extent} {what} along {tag}{sizes}; a GPU allows "
+            f"at most {limit} along {tag}: {hint}")
 
 BIND_HINT = (
     'bind the outer loop to blockIdx.x and the inner one to threadIdx.x, e.g. '

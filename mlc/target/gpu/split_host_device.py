@@ -65,6 +65,7 @@ from mlc.target.gpu.checks import (  # noqa: F401  (re-exported: the old import 
     _refuse_global_exchange,
     _steps_depend,
     _unbound_message,
+    launch_limit_message,
 )
 from mlc.target.gpu.kernel_info import _numel, kernels, numel  # noqa: F401
 from mlc.tir import dtype as dt
@@ -243,6 +244,12 @@ def _make_kernel(
     total = 1
     for v in threads.values():
         total *= v
+    limits: list[tuple[str, int | None]] = [*threads.items()]
+    limits += [(tag, as_int(e)) for tag, e in grid.items()]
+    for tag, value in limits:
+        problem = None if value is None else launch_limit_message(name, tag, value)
+        if problem is not None:
+            raise CodegenError(problem)
     if total > MAX_THREADS_PER_BLOCK:
         shape = " x ".join(f"{v} ({t})" for t, v in threads.items())
         raise CodegenError(
