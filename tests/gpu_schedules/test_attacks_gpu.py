@@ -13,6 +13,7 @@ import mlc
 from mlc import te, tir
 from mlc.errors import (
     ArgumentError,
+    ArgumentTypeError,
     CodegenError,
     RaceError,
     ScheduleError,
@@ -213,3 +214,67 @@ def test_symbolic_grid_past_the_limit_is_refused_at_the_call() -> None:
     a = np.ones((70000, 1), "float32")
     with pytest.raises(ArgumentError, match=r"70000 blocks along blockIdx.y \(n with n=70000"):
         f(a, np.zeros_like(a))
+
+
+# -- the checker and the performance model given nonsense -------------------------------------
+
+def _elementwise_module() -> mlc.runtime.Module:
+    s, args = _scaled(256, "blockIdx.x", "threadIdx.x", 64)
+    return mlc.build(s, args, target="cuda-sim")
+
+
+@pytest.mark.parametrize("run", ["check", "predict"])
+def test_wrong_arrays_are_argument_errors_not_kernel_errors(run: str) -> None:
+    # the interpreter took any array: a short one was a GPUIndexError blaming the split
+    # factors, a float64 one was read as if it were float32's values
+    from mlc.target.cuda_sim import check, predict
+
+    f = _elementwise_module()
+    go = check if run == "check" else predict
+    b = np.zeros(256, "float32")
+    with pytest.raises(ArgumentError, match=r"'A' has shape \(100,\).*\(256,\)"):
+        go(f, np.zeros(100, "float32"), b)
+    with pytest.raises(ArgumentTypeError, match=r"'A' has dtype float64.*float32"):
+        go(f, np.zeros(256, "float64"), b)
+
+
+@pytest.mark.parametrize("kw", [{"blocks": 0}, {"blocks": -1}, {"blocks": 2.5},
+                                {"blocks": "all"}, {"loops": 0}, {"loops": -3}])
+def test_block_and_loop_counts_must_be_positive(kw: dict[str, object]) -> None:
+    # blocks=0 checked one block and said so in passing; blocks=2.5 was a TypeError
+    from mlc.target.cuda_sim import check, predict
+
+    f = _elementwise_module()
+    a, b = rng.random(256, dtype="float32"), np.zeros(256, "float32")
+    name = next(iter(kw))
+    with pytest.raises(ArgumentError, match=f"{name}=.*whole number >= 1"):
+        predict(f, a, b, **kw)  # type: ignore[arg-type]
+    if name == "blocks":
+        with pytest.raises(ArgumentError, match="blocks=.*whole number >= 1"):
+            check(f, a, b, **kw)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("field, value", [("sms", 0), ("clock_ghz", 0.0), ("dram_gbs", -1.0),
+                                          ("l2_gbs", float("nan")), ("fp32_lanes", 0),
+                                          ("max_threads_per_sm", 0), ("sms", -4),
+                                          ("warps_to_hide_latency", 0), ("launch_us", -1.0)])
+def test_gpu_profile_with_nonsense_numbers_is_refused(field: str, value: float) -> None:
+    # a profile with 0 SMs or a 0 GHz clock was a ZeroDivisionError inside the model;
+    # a negative SM count predicted a negative time
+    from mlc.target.cuda_sim import GPUProfile
+
+    numbers: dict[str, object] = {"sms": 10, "clock_ghz": 1.0, "dram_gbs": 100.0,
+                                  "l2_bytes": 2**20, "l2_gbs": 500.0}
+    numbers[field] = value
+    with pytest.raises(ArgumentError, match=f"{field}=.*finite number"):
+        GPUProfile("mine", **numbers)  # type: ignore[arg-type]
+
+
+def test_a_sensible_gpu_profile_predicts_a_positive_time() -> None:
+    from mlc.target.cuda_sim import GPUProfile, predict
+
+    gpu = GPUProfile("mine", sms=10, clock_ghz=1.0, dram_gbs=100.0, l2_bytes=2**20,
+                     l2_gbs=500.0, launch_us=0.0)
+    f = _elementwise_module()
+    assert predict(f, rng.random(256, dtype="float32"), np.zeros(256, "float32"),
+                   gpu=gpu).time > 0

@@ -29,7 +29,7 @@ from mlc.errors import (
     BarrierDivergenceError,
     CodegenError,
 )
-from mlc.runtime.args import Scalar
+from mlc.runtime.args import ArgumentChecker, Scalar
 from mlc.target.cuda_sim.evaluate import _Evaluator, _scope, _tdiv, _tmod  # noqa: F401
 from mlc.target.cuda_sim.lanes import (  # noqa: F401  (re-exported: the old import path)
     WARP_SIZE,
@@ -62,6 +62,15 @@ def _const(e: E.PrimExpr, env: dict[int, Any]) -> Any:
     return Interpreter._eval_static(e, env)
 
 
+def _count_or_none(name: str, value: Any) -> int | None:
+    """``value`` if it is None or a whole number >= 1, else an ArgumentError."""
+    if value is None or (isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+                         and value >= 1):
+        return None if value is None else int(value)
+    raise ArgumentError(f"{name}={value!r}: give a whole number >= 1 (how many to run), or "
+                        f"{name}=None to run them all")
+
+
 class _Stop(Exception):
     pass
 
@@ -75,7 +84,7 @@ class Interpreter(_Evaluator):
                  neighbours: bool = False) -> None:
         self.func = func
         self.observers = list(observers)
-        self.block_limit = blocks
+        self.block_limit = _count_or_none("blocks", blocks)
         # ``neighbours``: of a grid larger than ``blocks``, run each picked block with the
         # next one in x and in y (the checker: two neighbours touching one element race)
         self.neighbours = neighbours
@@ -83,7 +92,7 @@ class Interpreter(_Evaluator):
         # kernel: the same barrier intervals over and over), run m iterations spread over its
         # range; what happens there counts for the iterations skipped (``weight``). For
         # counting only: the results are then wrong.
-        self.loop_limit = loops
+        self.loop_limit = _count_or_none("loops", loops)
         self.weight = 1.0
         self._has_barrier: dict[int, bool] = {}
         self._running_kernel: S.KernelLaunch | None = None
@@ -103,6 +112,8 @@ class Interpreter(_Evaluator):
                 f"{func.name} takes {len(arguments)} arguments "
                 f"({', '.join(p.name for p in arguments)}), got {len(args)}"
             )
+        # the checks of the compiled function: dtypes, shapes, sizes that agree
+        ArgumentChecker(func).native_args(args)
         self.env: dict[int, Any] = {}
         self.mem: dict[int, np.ndarray] = {}
         self.buffers: dict[int, S.Buffer] = {}

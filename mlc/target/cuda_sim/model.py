@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -84,6 +84,24 @@ class GPUProfile:
     max_blocks_per_sm: int = 32
     warps_to_hide_latency: int = 8     # resident warps per SM below which time stretches
     launch_us: float = 3.0             # per kernel, back to back: Prediction.launch, not .time
+
+    def __post_init__(self) -> None:
+        # a rate or a limit of 0 (or NaN, or negative) made the model divide by zero or
+        # predict negative times
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "name":
+                continue
+            least = 0.0 if f.name == "launch_us" else None  # the launch may cost nothing
+            ok = (isinstance(value, (int, float)) and not isinstance(value, bool)
+                  and math.isfinite(value) and (value >= least if least is not None
+                                                else value > 0))
+            if not ok:
+                raise ArgumentError(
+                    f"GPUProfile {self.name!r}: {f.name}={value!r}; it must be a finite "
+                    f"number {'>= 0' if least is not None else '> 0'} (see PROFILES for "
+                    "real GPUs' numbers)"
+                )
 
     @property
     def fp32_tflops(self) -> float:
