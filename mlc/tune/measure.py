@@ -153,7 +153,8 @@ def _written_params(func: PrimFunc) -> list[int]:
 def _random_inputs(func: PrimFunc, seed: int) -> list[Any]:
     """One argument per parameter of the call: random arrays (a symbolic size is 1), and
     for a scalar parameter a number of its type: a float in [0.5, 1.5), an int 1 (it may
-    be an offset or a count), True."""
+    be an offset or a count), True. Integer arrays hold 1..7, so that a program dividing by
+    one of its inputs can be tuned."""
     import numpy as np
 
     from mlc.tir import dtype as dt
@@ -177,7 +178,7 @@ def _random_inputs(func: PrimFunc, seed: int) -> list[Any]:
         elif a.dtype == "bool":
             args.append(rng.integers(0, 2, size=shape).astype(bool))
         else:
-            args.append(rng.integers(0, 8, size=shape).astype(a.dtype))
+            args.append(rng.integers(1, 8, size=shape).astype(a.dtype))  # no zero divisor
     return args
 
 
@@ -214,7 +215,9 @@ def _worker_main(conn: Any) -> None:
             module(*work)
             if msg["check"]:
                 for k, want in zip(outs, expected):
-                    if not np.allclose(work[k], want, rtol=msg["rtol"], atol=msg["rtol"]):
+                    # NaN where the reference has NaN is right (log of a negative input)
+                    if not np.allclose(work[k], want, rtol=msg["rtol"], atol=msg["rtol"],
+                                       equal_nan=True):
                         worst = float(np.max(np.abs(work[k].astype("float64") - want)))
                         raise _WrongAnswer(
                             f"wrong answer in {func.params[k].name}: max abs error {worst:.3g}"
@@ -347,6 +350,13 @@ class Measurer:
                 w.kill()
                 if isinstance(reply, _WorkerBug):
                     reply.raise_()
+                if isinstance(reply, MeasureResult):  # the student's program itself fails
+                    raise TuneError(
+                        "the program being tuned fails before any schedule is tried: its "
+                        "unscheduled version, run on the tuner's random inputs (floats in "
+                        f"[-1, 1), integers 1..7), raised {reply.error}. Tune a program that "
+                        "runs on any input (guard divisors and indices read from data)"
+                    )
                 raise RuntimeError(
                     f"the measurement worker could not build the reference program: {reply}"
                 )

@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from mlc.errors import TuneError
+
 FeatureFn = Callable[[int], list[float]]
 
 
@@ -20,7 +22,7 @@ class XGBoostCostModel:
 
     def __init__(self, feature_fn: FeatureFn, loss: str = "rank", seed: int = 0) -> None:
         if loss not in ("rank", "reg"):
-            raise ValueError(f"loss must be 'rank' or 'reg', got {loss!r}")
+            raise TuneError(f"loss must be 'rank' or 'reg', got {loss!r}")
         self.feature_fn = feature_fn
         self.loss = loss
         self.seed = seed
@@ -33,7 +35,14 @@ class XGBoostCostModel:
             if i not in self._cache:
                 self._cache[i] = self.feature_fn(i)
             rows.append(self._cache[i])
-        return np.asarray(rows, dtype="float32")
+        if not rows:
+            return np.zeros((0, 0), dtype="float32")
+        lengths = {len(r) for r in rows}
+        if len(lengths) > 1:
+            raise TuneError(
+                f"the feature function gave vectors of different lengths {sorted(lengths)}; "
+                "every config needs the same number of features")
+        return np.asarray(rows, dtype="float32").reshape(len(rows), -1)
 
     @property
     def trained(self) -> bool:
@@ -43,8 +52,13 @@ class XGBoostCostModel:
         """Train on measured configs; ``throughputs`` are FLOP/s (0 for failed ones)."""
         import xgboost as xgb
 
+        if len(indexes) != len(throughputs):
+            raise TuneError(f"fit needs one throughput per config: got {len(indexes)} configs "
+                            f"and {len(throughputs)} throughputs")
         x = self.features(indexes)
         y = np.asarray(throughputs, dtype="float64")
+        # a NaN, infinite or negative throughput is no measurement: count it as a failure
+        y = np.where(np.isfinite(y) & (y > 0), y, 0.0)
         if len(x) < 2 or y.max() <= 0:
             return
         y = y / y.max()

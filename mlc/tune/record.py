@@ -53,7 +53,9 @@ def encode(task_key: str, config: dict[str, Any] | None, trace: Any, result: Mea
 
 
 def load(path: str | Path) -> Iterator[dict[str, Any]]:
-    """The records of a log file (lines that do not parse are skipped)."""
+    """The records of a log file. A line that does not parse, or parses to something that is
+    not a record (see :func:`well_formed`), is skipped: a log cut short by a crash, or edited
+    by hand, still gives every record it holds, and a bad one never becomes "the best"."""
     p = Path(path)
     if not p.exists():
         return
@@ -63,9 +65,44 @@ def load(path: str | Path) -> Iterator[dict[str, Any]]:
             if not line:
                 continue
             try:
-                yield json.loads(line)
-            except json.JSONDecodeError:
+                rec = json.loads(line)
+            except (json.JSONDecodeError, RecursionError):
                 continue
+            if well_formed(rec):
+                yield rec
+
+
+def _number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def well_formed(rec: Any) -> bool:
+    """Is ``rec`` a record a tuner can use: a dict whose ``task`` is a string, whose
+    ``error`` is a string or null, whose ``config`` is null or a dict with an ``index`` that
+    is an int >= 0 (when it has one), and whose ``costs``, when it has no error, are run
+    times: a non-empty list of finite numbers > 0. NaN, negative or zero run times cannot
+    be measured: such a record would be "the fastest" and win every comparison."""
+    if not isinstance(rec, dict) or not isinstance(rec.get("task"), str):
+        return False
+    error = rec.get("error")
+    if error is not None and not isinstance(error, str):
+        return False
+    config = rec.get("config")
+    if config is not None:
+        if not isinstance(config, dict):
+            return False
+        index = config.get("index")
+        if "index" in config and (not isinstance(index, int) or isinstance(index, bool)
+                                  or index < 0):
+            return False
+        if "decisions" in config and not isinstance(config["decisions"], list):
+            return False
+    if error is None:
+        costs = rec.get("costs")
+        if not isinstance(costs, list) or not costs or not all(
+                _number(c) and 0 < c < math.inf for c in costs):
+            return False
+    return True
 
 
 def record_mean(rec: dict[str, Any]) -> float:
@@ -77,27 +114,37 @@ def record_mean(rec: dict[str, Any]) -> float:
 
 def best_records(path: str | Path) -> dict[str, dict[str, Any]]:
     """The fastest successful record of each task in the log."""
-    best: dict[str, dict[str, Any]] = {}
+    return {key: recs[0] for key, recs in ranked_records(path).items()}
+
+
+def ranked_records(path: str | Path) -> dict[str, list[dict[str, Any]]]:
+    """The successful records of each task in the log, fastest first."""
+    ranked: dict[str, list[dict[str, Any]]] = {}
     for rec in load(path):
-        key = rec.get("task")
-        if key is None or record_mean(rec) == math.inf:
-            continue
-        if key not in best or record_mean(rec) < record_mean(best[key]):
-            best[key] = rec
-    return best
+        if record_mean(rec) < math.inf:
+            ranked.setdefault(rec["task"], []).append(rec)
+    for recs in ranked.values():
+        recs.sort(key=record_mean)
+    return ranked
 
 
 class ApplyHistoryBest(DispatchContext):
     """Dispatch context that gives each template the best config in a log."""
 
     def __init__(self, path: str | Path) -> None:
-        self.best = best_records(path)
+        self.ranked = ranked_records(path)
+        self.best = {key: recs[0] for key, recs in self.ranked.items()}
 
     def query(self, key: str, space: Callable[[], ConfigSpace]) -> ConfigSpace | ConfigEntity:
-        rec = self.best.get(key)
-        if rec is None or rec.get("config") is None:
-            return space().get(0)
-        return space().get(int(rec["config"]["index"]))
+        """The fastest record of ``key`` whose config is a point of the template's space
+        (a record written by another version of the template may name a point it no longer
+        has); the space's first point if none is."""
+        the_space = space()
+        for rec in self.ranked.get(key, []):
+            index = (rec.get("config") or {}).get("index")
+            if isinstance(index, int) and 0 <= index < len(the_space):
+                return the_space.get(index)
+        return the_space.get(0)
 
 
 @contextmanager

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mlc.errors import TuneError
+
 Score = Callable[[Sequence[int]], np.ndarray]
 
 
@@ -67,6 +69,10 @@ def anneal(
 ) -> list[int]:
     """The ``n_pick`` best-scoring distinct indexes found, none of them in ``exclude``.
     ``record``, a list, receives the walk (one :class:`AnnealStep` per step)."""
+    if any(not isinstance(d, int) or d < 1 for d in dims):
+        raise TuneError(f"anneal: every knob needs at least one choice, got dims {list(dims)}")
+    if not isinstance(n_chains, int) or n_chains < 1:
+        raise TuneError(f"anneal: n_chains={n_chains!r} must be an int >= 1")
     size = math.prod(dims)
     points = list(starts)[:n_chains]
     while len(points) < n_chains:

@@ -22,6 +22,7 @@ then schedule.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections.abc import Callable, Sequence
@@ -106,7 +107,11 @@ class SampledSpace:
                             "sample_perfect_tile / sample_categorical")
         self.dims = [len(c) for c in self.choices]
         self.size = math.prod(self.dims) if self.dims else 1
-        self.key = json.dumps(["tir", func.name, str(func.body)[:200], self.trace.as_python()])
+        # the whole program, signature (dtypes, shapes) included, in a digest: two programs
+        # alike in their first lines (a float32 and a float64 matmul) are different tasks
+        digest = hashlib.sha256(str(func).encode()).hexdigest()[:16]
+        self.key = json.dumps(["tir", func.name, str(func.body)[:200], digest,
+                               self.trace.as_python()])
         self._flop: float | None = None
 
     def decisions(self, index: int) -> dict[int, Any]:
@@ -117,6 +122,10 @@ class SampledSpace:
         return out
 
     def index_of_decisions(self, decisions: Sequence[Any]) -> int | None:
+        """The point whose decisions these are; None if they are not one (another number of
+        decisions, or a value this space never samples)."""
+        if not isinstance(decisions, list) or len(decisions) != len(self.choices):
+            return None
         index, scale = 0, 1
         for k, d in enumerate(decisions):
             try:

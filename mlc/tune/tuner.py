@@ -62,8 +62,11 @@ class TemplateSpace:
         return None
 
     def index_of_record(self, rec: dict[str, Any]) -> int | None:
-        cfg = rec.get("config")
-        return int(cfg["index"]) if cfg else None
+        """The record's point of this space (None if it names none: see record.well_formed)."""
+        index = (rec.get("config") or {}).get("index")
+        if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < self.size:
+            return None
+        return index
 
     def knob_features(self, index: int) -> list[float]:
         return self.task.config_space.get(index).knob_features()  # type: ignore[no-any-return]
@@ -117,6 +120,11 @@ class Tuner:
         shared machine luck is a few percent. Re-measuring adds no trials."""
         whole_number("tune: n_trial", n_trial)
         whole_number("tune: confirm", confirm, least=0)
+        if early_stopping is not None:
+            whole_number("tune: early_stopping", early_stopping)  # trials without a gain
+        if measure_option is not None and not isinstance(measure_option, MeasureOption):
+            raise TuneError(f"tune: measure_option={measure_option!r} must come from "
+                            "mlc.tune.measure_option(number=..., repeat=...)")
         option = measure_option or MeasureOption()
         self._resume(callbacks)
         batch_size = max(option.n_parallel, getattr(self, "batch_size", 8))
@@ -276,6 +284,13 @@ class XGBTuner(Tuner):
         super().__init__(task_or_space, seed)
         if feature not in ("itervar", "knob"):
             raise TuneError(f"feature must be 'itervar' or 'knob', got {feature!r}")
+        for name, value, least in (("plan_size", plan_size, 1), ("batch_size", batch_size, 1),
+                                   ("n_chains", n_chains, 1), ("n_iter", n_iter, 0)):
+            whole_number(f"XGBTuner: {name}", value, least)
+        if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)) \
+                or not 0.0 <= epsilon <= 1.0:
+            raise TuneError(f"XGBTuner: epsilon={epsilon!r} is the share of random picks in "
+                            "a batch, a number from 0 to 1 (e.g. 0.1)")
         self.plan_size = plan_size
         self.epsilon = epsilon
         self.batch_size = batch_size
