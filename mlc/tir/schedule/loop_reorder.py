@@ -8,15 +8,24 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from mlc.tir.arith.linear import expr_key
 from mlc.tir.expr import (
+    Add,
+    BufferLoad,
     IterKind,
+    Max,
+    Min,
+    Mul,
+    PrimExpr,
+    Sub,
 )
-from mlc.tir.functor import uses_var
+from mlc.tir.functor import collect, uses_var
 from mlc.tir.schedule import state
 from mlc.tir.schedule.base import ScheduleBase
+from mlc.tir.schedule.dependence import conflicting_access, describe
 from mlc.tir.schedule.loop_helpers import _describe, _loop_list, _mentions_var
 from mlc.tir.schedule.trace import LoopRV
-from mlc.tir.stmt import BlockRealize, For, Stmt
+from mlc.tir.stmt import Block, BlockRealize, BufferStore, For, IfThenElse, Stmt
 
 
 class ReorderPrimitives(ScheduleBase):
@@ -91,6 +100,7 @@ class ReorderPrimitives(ScheduleBase):
                     f,
                 )
         self._check_ordered_stays_outside(chain_fors, new_chain)
+        self._check_dependences_keep_order(chain_fors, new_chain)
         body: Stmt = chain_fors[-1].body
         for f in reversed(new_chain):
             body = dataclasses.replace(f, body=body)
@@ -126,3 +136,85 @@ class ReorderPrimitives(ScheduleBase):
                     "of (reorder the loops inside it instead)",
                     f,
                 )
+
+    def _check_dependences_keep_order(self, chain: list[For], new_chain: list[For]) -> None:
+        """Loops whose iterations depend on one another keep their relative order.
+
+        Two kinds of block make the order of some loops matter: a reduction whose update is
+        not a commutative ``C = C op value`` (``C = A - C``, ``C = C * 0.5 + A``, ``C = A``:
+        the order of the reduction steps changes the result), and a block that reads what
+        another iteration writes (``A[vi, vj + 1] = A[vi, vj + 1] + A[vi, vj]``, a running
+        sum along ``j``). Other loops may move freely around them."""
+        body = chain[-1].body
+        outer = [body] if isinstance(body, BlockRealize) else state.child_block_realizes(body)
+        # a blockized block speaks for the blocks inside it (as for parallel)
+        blocks = [br for br in outer
+                  if not collect(br.block.body, lambda n: isinstance(n, BlockRealize))]
+        for br in blocks:
+            carrying, why = self._carrying_loops(chain, br)
+            old = [f for f in chain if id(f) in carrying]
+            new = [f for f in new_chain if id(f) in carrying]
+            if old != new:
+                a, b = next((x, y) for x, y in zip(old, new) if x is not y)
+                order = ", ".join(repr(f.loop_var.name) for f in old)
+                raise self._error(
+                    f"reorder: {why}; the loops {order} must keep this order, and the new "
+                    f"order would put {b.loop_var.name!r} where {a.loop_var.name!r} was. "
+                    "Reorder only the other loops"
+                    + (", or write the update as `C = C op value` with op one of + * max "
+                       "min (which may run in any order)" if "reduction" in why else ""),
+                    {a: "keeps its place", br: "depends on the order"},
+                )
+
+    def _carrying_loops(self, chain: list[For], br: BlockRealize) -> tuple[set[int], str]:
+        """The loops of ``chain`` (by id) whose order matters to ``br``, and why."""
+        block = br.block
+        reduce_values = [v for iv, v in zip(block.iter_vars, br.iter_values)
+                         if iv.kind is not IterKind.SPATIAL]
+        if reduce_values and not _order_free_update(block):
+            loops = {id(f) for f in chain
+                     if any(_mentions_var(v, f.loop_var) for v in reduce_values)}
+            return loops, (f"block {block.name!r} is a reduction whose update "
+                           f"({_update_text(block)}) gives another result when its steps "
+                           "run in another order")
+        found: set[int] = set()
+        why = ""
+        for f in chain:
+            conflict = None if _order_free_update(block) else conflicting_access(f, br)
+            if conflict is not None:
+                found.add(id(f))
+                why = why or (f"{describe(block, *conflict)}, so one iteration reads what "
+                              "another wrote")
+        return found, why
+
+
+def _order_free_update(block: Block) -> bool:
+    """Is the block's body ``C[idx] = C[idx] op value`` (op one of + * max min, or
+    ``C - value``), with ``value`` not reading C, perhaps under an ``if``? Then its steps
+    may run in any order (up to float rounding)."""
+    body = block.body
+    if isinstance(body, IfThenElse) and body.else_case is None:
+        body = body.then_case
+    if not isinstance(body, BufferStore):
+        return False
+    value = body.value
+    key = expr_key(body.indices)
+
+    def is_acc(e: PrimExpr) -> bool:
+        return (isinstance(e, BufferLoad) and e.buffer is body.buffer
+                and expr_key(e.indices) == key)
+
+    def free(e: PrimExpr) -> bool:
+        return not collect(e, lambda n: isinstance(n, BufferLoad) and n.buffer is body.buffer)
+
+    if isinstance(value, (Add, Mul, Max, Min)):
+        return (is_acc(value.a) and free(value.b)) or (is_acc(value.b) and free(value.a))
+    if isinstance(value, Sub):
+        return is_acc(value.a) and free(value.b)
+    return False
+
+
+def _update_text(block: Block) -> str:
+    body = block.body
+    text = str(body.then_case if isinstance(body, IfThenElse) else body).strip()
+    return text.splitlines()[0] if text else "?"

@@ -6,6 +6,8 @@ numpy computes or raises a ScheduleError that names the block and says what woul
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -142,3 +144,109 @@ def test_storage_align_with_a_large_factor_still_computes() -> None:
     sch.storage_align(sch.get_block("B"), 0, 0, 2**16, 1)
     a = RNG.random((8, 6), dtype=np.float32)
     _check(sch.mod, a * 2 + 1, a, np.zeros((8, 6), "float32"))
+
+
+# -- reorder: loops whose order the result depends on ----------------------------------------
+
+@T.prim_func
+def fold_left(A: T.Buffer((4, 16), "float32"), B: T.Buffer((4,), "float32")):
+    # B = A[15] - (A[14] - (... - (A[0] - 0))): the order of the steps matters
+    for i, k in T.grid(4, 16):
+        with T.block("B"):
+            vi = T.axis.spatial(4, i)
+            vk = T.axis.reduce(16, k)
+            with T.init():
+                B[vi] = T.float32(0)
+            B[vi] = A[vi, vk] - B[vi]
+
+
+@T.prim_func
+def decaying_sum(A: T.Buffer((4, 16), "float32"), B: T.Buffer((4,), "float32")):
+    for i, k in T.grid(4, 16):
+        with T.block("B"):
+            vi = T.axis.spatial(4, i)
+            vk = T.axis.reduce(16, k)
+            with T.init():
+                B[vi] = T.float32(0)
+            B[vi] = B[vi] * 0.5 + A[vi, vk]
+
+
+@T.prim_func
+def minus_sum(A: T.Buffer((4, 16), "float32"), B: T.Buffer((4,), "float32")):
+    for i, k in T.grid(4, 16):
+        with T.block("B"):
+            vi = T.axis.spatial(4, i)
+            vk = T.axis.reduce(16, k)
+            with T.init():
+                B[vi] = T.float32(0)
+            B[vi] = B[vi] - A[vi, vk]
+
+
+@T.prim_func
+def running_rows(A: T.Buffer((4, 16), "float32")):
+    for i, j in T.grid(4, 15):
+        with T.block("step"):
+            vi = T.axis.spatial(4, i)
+            vj = T.axis.spatial(15, j)
+            A[vi, vj + 1] = A[vi, vj + 1] + A[vi, vj]
+
+
+def _fold(a: np.ndarray, step) -> np.ndarray:  # type: ignore[no-untyped-def]
+    out = np.zeros(a.shape[0], "float64")
+    for k in range(a.shape[1]):
+        out = step(out, a[:, k].astype("float64"))
+    return out.astype("float32")
+
+
+@pytest.mark.parametrize("func, update", [
+    (fold_left, "B[vi] = A[vi, vk] - B[vi]"),
+    (decaying_sum, "B[vi] = B[vi] * 0.5 + A[vi, vk]"),
+])
+def test_reorder_of_the_steps_of_an_order_dependent_reduction_is_refused(func, update) -> None:  # type: ignore[no-untyped-def]
+    # split k, reorder(k_1, k_0): ran the steps 0, 4, 8, 12, 1, 5, ... and gave another number
+    sch = tir.Schedule(func)
+    i, k = sch.get_loops(sch.get_block("B"))
+    k0, k1 = sch.split(k, factors=[None, 4])
+    with pytest.raises(ScheduleError,
+                       match=re.escape(f"block 'B' is a reduction whose update ({update})")) as err:
+        sch.reorder(k1, k0)
+    assert "the loops 'k_0', 'k_1' must keep this order" in str(err.value)
+    # the spatial loop may still move: each row is its own fold
+    sch.reorder(k0, i)
+    a = RNG.random((4, 16), dtype=np.float32)
+    ref = _fold(a, (lambda b, x: x - b) if func is fold_left else (lambda b, x: b * 0.5 + x))
+    _check(sch.mod, ref, a, np.zeros(4, "float32"))
+
+
+def test_reorder_of_the_steps_of_a_decomposed_order_dependent_reduction_is_refused() -> None:
+    sch = tir.Schedule(fold_left)
+    b = sch.get_block("B")
+    _, k = sch.get_loops(b)
+    sch.decompose_reduction(b, k)
+    k0, k1 = sch.split(k, factors=[None, 4])
+    with pytest.raises(ScheduleError, match="must keep this order"):
+        sch.reorder(k1, k0)
+
+
+def test_reorder_of_a_difference_reduction_is_allowed() -> None:
+    # B - A[k] is B + (-A[k]): its steps may run in any order
+    sch = tir.Schedule(minus_sum)
+    _, k = sch.get_loops(sch.get_block("B"))
+    k0, k1 = sch.split(k, factors=[None, 4])
+    sch.reorder(k1, k0)
+    a = RNG.random((4, 16), dtype=np.float32)
+    _check(sch.mod, -a.sum(1), a, np.zeros(4, "float32"))
+
+
+def test_reorder_of_the_loops_of_an_in_place_running_sum_is_refused() -> None:
+    # A[vi, vj + 1] += A[vi, vj] split along j and reordered: 40 of 64 elements were wrong
+    sch = tir.Schedule(running_rows)
+    i, j = sch.get_loops(sch.get_block("step"))
+    j0, j1 = sch.split(j, factors=[None, 5])
+    with pytest.raises(ScheduleError, match="block 'step' writes A\\[vi, vj \\+ 1\\] and reads "
+                                            "A\\[vi, vj\\]") as err:
+        sch.reorder(j1, j0)
+    assert "the loops 'j_0', 'j_1' must keep this order" in str(err.value)
+    sch.reorder(j0, i)  # the rows are independent
+    a = RNG.random((4, 16), dtype=np.float32)
+    _check(sch.mod, np.cumsum(a, axis=1), a)
