@@ -20,7 +20,9 @@ Run by :mod:`autograder.sandbox` (never by hand). In order:
 3. in the new PID namespace the first child becomes PID 1, mounts its own ``/proc`` (the job
    sees only its own processes) and, when it exits, takes every process of the job with it;
 4. resource limits; as root, the switch to the job's own unprivileged user id;
-5. a JSON line on the status pipe saying which protections are active, then exec.
+5. a seccomp filter: the job cannot make Unix-domain sockets (a daemon's socket anywhere it
+   can see would otherwise be reachable: a read-only mount does not stop a connect());
+6. a JSON line on the status pipe saying which protections are active, then exec.
 
 Before all of these, the process joins the job's memory cgroup when the grader made one
 (:mod:`autograder.job_memory`): one memory limit for every process of the job.
@@ -246,6 +248,63 @@ def _limits(config: dict[str, Any]) -> None:
     setlimit(resource.RLIMIT_NPROC, config.get("nproc"))
 
 
+# seccomp: the job may not make Unix-domain sockets (socket(AF_UNIX, ...) fails with EACCES).
+# A read-only file system does not stop a connect(): a daemon's socket anywhere the job can see
+# (a database's in /var/lib, an agent's in a visible folder) could be reached. socketpair(),
+# pipes and TCP on loopback (the kernel's own ZMQ channels) are untouched.
+_SECCOMP_ARCH = {  # machine: (AUDIT_ARCH_*, __NR_socket)
+    "x86_64": (0xC000003E, 41),
+    "aarch64": (0xC00000B7, 198),
+}
+PR_SET_NO_NEW_PRIVS = 38
+PR_SET_SECCOMP = 22
+SECCOMP_MODE_FILTER = 2
+
+
+def _seccomp_program(arch: int, socket_nr: int) -> bytes:
+    """BPF over ``struct seccomp_data`` (nr at 0, arch at 4, args[0] at 16): a foreign
+    architecture's calls (a 32-bit ``int 0x80``) and x32 numbers fail, socket(AF_UNIX) fails
+    with EACCES, everything else is allowed."""
+    ld, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
+    allow, errno_ = 0x7FFF0000, 0x00050000
+
+    def op(code: int, jt: int, jf: int, k: int) -> bytes:
+        return struct.pack("HBBI", code, jt, jf, k)
+
+    return b"".join([
+        op(ld, 0, 0, 4),                # arch
+        op(jeq, 1, 0, arch),            # ours: go on
+        op(ret, 0, 0, errno_ | 1),      # another architecture's call: EPERM
+        op(ld, 0, 0, 0),                # syscall number
+        op(jge, 4, 0, 0x40000000),      # x32 numbers: refused
+        op(jeq, 0, 2, socket_nr),       # socket(): look at the family
+        op(ld, 0, 0, 16),               # args[0], low 32 bits
+        op(jeq, 1, 0, 1),               # AF_UNIX: refused
+        op(ret, 0, 0, allow),
+        op(ret, 0, 0, errno_ | 13),     # EACCES
+    ])
+
+
+def _no_unix_sockets(libc: ctypes.CDLL | None) -> bool:
+    """Install the filter above for this process and all it starts; False where it cannot
+    be (another architecture, a kernel without seccomp)."""
+    import platform
+
+    known = _SECCOMP_ARCH.get(platform.machine())
+    if libc is None or known is None:
+        return False
+    program = _seccomp_program(*known)
+    buffer = ctypes.create_string_buffer(program, len(program))
+
+    class _Fprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    fprog = _Fprog(len(program) // 8, ctypes.addressof(buffer))
+    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        return False
+    return bool(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) == 0)
+
+
 def _join_job_memory(procs_file: str | None) -> bool:
     """Put this process, first of the job, in the job's memory cgroup: every process the
     job starts is in it too (see autograder/job_memory.py). False where there is none."""
@@ -330,6 +389,7 @@ def main(argv: list[str]) -> int:
         status["error"] = f"the job cannot enter its folder {config['cwd']}: {err}"
         _report(config, status)
         return 126
+    status["no_unix_sockets"] = config.get("namespaces", True) and _no_unix_sockets(libc)
     _report(config, status)
     try:
         os.execvpe(cmd[0], cmd, config["env"])

@@ -321,6 +321,8 @@ PROTECTIONS = {
     "readonly_root": "the whole file system is read-only to the job",
     "private_tmp": "private /tmp, /var/tmp and /dev/shm; other jobs' folders are invisible",
     "private_run": "empty /run: the machine's daemons (docker, dbus, systemd) cannot be reached",
+    "no_unix_sockets": "no Unix-domain sockets (seccomp): no daemon's socket anywhere can be "
+                       "reached",
     "pid_ns": "own PID namespace: every process dies with the job",
     "ipc_ns": "own IPC namespace: System V shared memory dies with the job",
     "job_memory": "one memory limit for all the job's processes together (a memory cgroup; "
@@ -330,7 +332,7 @@ PROTECTIONS = {
     "user_ns": "user namespace (how an ordinary user gets the walls above)",
 }
 REQUIRED = ("mount_ns", "readonly_root", "private_tmp", "private_run", "pid_ns", "ipc_ns",
-            "private_proc", "net_ns")
+            "private_proc", "net_ns", "no_unix_sockets")
 
 _PROBE = """
 import json, os, sys

@@ -374,8 +374,8 @@ def test_shared_memory_a_job_creates_dies_with_it(tmp_path):
 # mount does not stop a connect().
 CONNECT = """
 import socket, sys
-client = socket.socket(socket.AF_UNIX)
 try:
+    client = socket.socket(socket.AF_UNIX)
     client.connect(sys.argv[1])
     client.sendall(b"run this outside the sandbox")
     print("connected")
@@ -472,3 +472,36 @@ def test_remove_tree_removes_an_unreadable_folder_of_its_owner(tmp_path):
     os.chmod(folder, 0)
     remove_tree(tmp_path / "job")
     assert not (tmp_path / "job").exists()
+
+
+# A daemon's Unix socket anywhere the job can see (a database's in /var/lib, an agent's in a
+# folder the job is shown) could be connected to: the read-only file system does not stop a
+# connect(), and as an ordinary user the job is the grader to that daemon. Here the socket
+# sits in the job's own folder, the one place every job sees in both modes.
+def test_a_job_cannot_connect_to_a_unix_socket_it_can_see(tmp_path):
+    import socket
+
+    from autograder.sandbox import Limits, acquire_uid, prepare_dir, release_uid, run_sandboxed
+
+    box = tmp_path / "job"
+    box.mkdir()
+    uid = acquire_uid()
+    server = socket.socket(socket.AF_UNIX)
+    try:
+        prepare_dir(box, uid)
+        server.bind(str(box / "daemon.sock"))
+        os.chmod(box / "daemon.sock", 0o777)
+        server.listen(1)
+        code = CONNECT + (
+            "a, b = socket.socketpair(); a.sendall(b'x'); print('socketpair', b.recv(1))\n"
+            "tcp = socket.socket(socket.AF_INET); tcp.bind(('127.0.0.1', 0)); print('tcp ok')\n"
+        )
+        result = run_sandboxed([sys.executable, "-s", "-c", code, str(box / "daemon.sock")],
+                               box, {"PATH": "/usr/bin:/bin", "HOME": str(box)},
+                               Limits(wall_s=60), uid, cover=[str(tmp_path)])
+    finally:
+        release_uid(uid)
+        server.close()
+    assert "refused: [Errno 13] Permission denied" in result.output, result.output
+    assert "socketpair b'x'" in result.output and "tcp ok" in result.output
+    assert result.status["no_unix_sockets"] is True
