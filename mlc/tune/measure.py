@@ -233,8 +233,8 @@ def _worker_main(conn: Any) -> None:
         except _WrongAnswer as err:
             conn.send(MeasureResult([], str(err)))
         except (MLCError, MemoryError) as err:  # this candidate cannot be built or run
-            last = traceback.format_exception_only(type(err), err)[-1].strip()
-            conn.send(MeasureResult([], f"{type(err).__name__}: {last}"[:2000]))
+            text = str(err).strip() or "(no message)"
+            conn.send(MeasureResult([], f"{type(err).__name__}: {text}"[:2000]))
         except Exception:  # a bug in mlc, not a bad candidate: the tuner must stop and say so
             conn.send(_WorkerBug(traceback.format_exc()))
 
@@ -353,9 +353,10 @@ class Measurer:
                 if isinstance(reply, MeasureResult):  # the student's program itself fails
                     raise TuneError(
                         "the program being tuned fails before any schedule is tried: its "
-                        "unscheduled version, run on the tuner's random inputs (floats in "
-                        f"[-1, 1), integers 1..7), raised {reply.error}. Tune a program that "
-                        "runs on any input (guard divisors and indices read from data)"
+                        f"unscheduled version, built for target {self.target!r} and run on "
+                        "the tuner's random inputs (floats in [-1, 1), integers 1..7), "
+                        f"raised {reply.error}. Tune a program that builds for that target "
+                        "and runs on any input (guard divisors and indices read from data)"
                     )
                 raise RuntimeError(
                     f"the measurement worker could not build the reference program: {reply}"

@@ -93,6 +93,9 @@ class SampledSpace:
     """The points of a stochastic schedule: one coordinate per sampling instruction."""
 
     def __init__(self, func: PrimFunc, space: SpaceFn, target: Any = "llvm", seed: int = 0) -> None:
+        if not callable(space):
+            raise TuneError(f"space={space!r} must be a function of a tir.Schedule that "
+                            "samples (e.g. mlc.tune.tiling.default_space), or None")
         probe = _Probe(func, seed=seed)
         space(probe)
         self.func = func
@@ -215,6 +218,9 @@ def tune_tir(
         raise TuneError(f"tuner must be 'xgb' or 'random', got {tuner!r}")
     callbacks = list(callbacks)
     if work_dir is not None:
+        if Path(work_dir).exists() and not Path(work_dir).is_dir():
+            raise TuneError(f"tune_tir: work_dir={str(work_dir)!r} is a file; it must be a "
+                            "folder (tune_tir keeps tuning_log.json in it)")
         callbacks.append(cb.log_to_file(Path(work_dir) / "tuning_log.json"))
     bar = cb.progress_bar(total=max_trials, prefix="tune_tir") if progress else None
     if bar is not None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -235,8 +236,14 @@ class ConfigSpace:
 
     def get(self, index: int) -> ConfigEntity:
         """The point numbered ``index`` (mixed radix over the knobs, first knob fastest)."""
-        if not 0 <= index < len(self):
-            raise TuneError(f"config index {index} is outside the space of {len(self)} points")
+        try:
+            whole = operator.index(index)  # int, numpy ints; not floats or strings
+        except TypeError:
+            whole = -1
+        if isinstance(index, bool) or not 0 <= whole < len(self):
+            raise TuneError(f"config index {index!r} is outside the space of {len(self)} "
+                            f"points: use an int from 0 to {len(self) - 1}")
+        index = whole
         choices = []
         rest = index
         for knob in self.knobs.values():

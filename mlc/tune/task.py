@@ -19,6 +19,7 @@ measured; otherwise the first point of the space.
 
 from __future__ import annotations
 
+import inspect
 import json
 import operator
 import threading
@@ -81,6 +82,7 @@ def template(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
 
         run.__name__ = fn.__name__
         run.__doc__ = fn.__doc__
+        run.__wrapped__ = fn  # type: ignore[attr-defined]  # its signature, for create_task
         run.template_name = name  # type: ignore[attr-defined]
         _TEMPLATES[name] = run
         # a notebook cell run again redefines the template: its old search spaces are stale
@@ -128,6 +130,16 @@ class Task:
                 f"@mlc.tune.template({name!r}) "
                 f"(known: {sorted(_TEMPLATES)})"
             )
+        if not isinstance(args, (tuple, list)):
+            raise TuneError(f"create_task({name!r}, args={args!r}): args is the tuple of the "
+                            "template's arguments, e.g. args=(64, 'float32')")
+        try:
+            inspect.signature(_TEMPLATES[name]).bind(*args)
+        except TypeError as err:
+            raise TuneError(f"template {name!r} cannot take args={tuple(args)!r}: {err}") \
+                from None
+        except ValueError:  # a builtin without a signature: its call will say
+            pass
         self.name = name
         self.args = tuple(args)
         self.target = target
@@ -158,7 +170,7 @@ class Task:
 
 def create_task(name: str, args: tuple[Any, ...] = (), target: Any = "llvm") -> Task:
     """A tuning task for the template registered as ``name`` with ``args``."""
-    return Task(name, tuple(args), target)
+    return Task(name, args, target)
 
 
 create = create_task  # AutoTVM spells it autotvm.task.create(name, args=..., target=...)

@@ -62,6 +62,7 @@ TAMPERED: dict[str, Any] = {
     "a task that is a list": lambda k: _bad(k, task=[1]),
     "an error that is a number": lambda k: _bad(k, error=5),
     "a line cut short": lambda k: json.dumps(_bad(k))[:40],
+    "a line nested 100000 deep": "[" * 100_000 + "]" * 100_000,  # RecursionError in json
 }
 
 
@@ -191,9 +192,50 @@ def test_a_program_that_fails_on_any_input_is_a_tune_error() -> None:
     C = te.compute((64,), lambda i: A[i] // (B[i] - 1), name="C")  # B holds 1s
     func = te.create_prim_func([A, B, C])
     with pytest.raises(TuneError, match="fails before any schedule is tried.*"
-                                        "IntegerDivisionError"):
+                                        "IntegerDivisionError") as info:
         tune.tune_tir(func, max_trials=2, measure_option=tune.measure_option(**FAST),
                       progress=False)
+    assert "mlc.errors" not in str(info.value)  # the error's name once, not twice
+
+
+@pytest.mark.timeout(180)
+def test_a_target_that_cannot_build_the_program_is_a_tune_error_naming_it() -> None:
+    """It was a RuntimeError quoting a MeasureResult."""
+    with pytest.raises(TuneError, match="built for target 'nope'.*unknown target kind"):
+        tune.tune_tir(_matmul("float32"), max_trials=2, target="nope",
+                      measure_option=tune.measure_option(**FAST), progress=False)
+
+
+def test_tune_tir_refuses_a_space_that_is_not_a_function_and_a_work_dir_that_is_a_file(
+        tmp_path: Path) -> None:
+    with pytest.raises(TuneError, match="space=5 must be a function of a tir.Schedule"):
+        tune.tune_tir(_matmul("float32"), max_trials=2, space=5,  # type: ignore[arg-type]
+                      progress=False)
+    afile = tmp_path / "notes.txt"
+    afile.write_text("mine")
+    with pytest.raises(TuneError, match="work_dir=.*is a file; it must be a folder"):
+        tune.tune_tir(_matmul("float32"), max_trials=2, work_dir=afile, progress=False)
+    assert afile.read_text() == "mine"
+
+
+@pytest.mark.parametrize("args, message", [
+    ((16,), r"cannot take args=\(16,\): missing a required argument: 'dtype'"),
+    ((16, "float32", 3), "cannot take args"),
+    (None, "args is the tuple of the template's arguments"),
+])
+def test_create_task_refuses_arguments_the_template_cannot_take(args: Any, message: str) -> None:
+    """They were the TypeError of calling the template."""
+    with pytest.raises(TuneError, match=message):
+        tune.create_task("mlc.examples.matmul", args=args)
+
+
+@pytest.mark.parametrize("index", ["1", 1.5, True])
+def test_a_config_index_that_is_not_an_int_of_the_space_is_a_tune_error(  # type: ignore[no-untyped-def]
+        matmul_task, index: Any) -> None:
+    """"1" and 1.5 raised TypeError; True was config #True."""
+    with pytest.raises(TuneError, match="outside the space of 50 points: use an int from 0"):
+        matmul_task.config_space.get(index)
+    assert matmul_task.config_space.get(np.int64(3)).index == 3
 
 
 # ---------------------------------------------------------------------------------------------
