@@ -278,3 +278,59 @@ def test_a_sensible_gpu_profile_predicts_a_positive_time() -> None:
     f = _elementwise_module()
     assert predict(f, rng.random(256, dtype="float32"), np.zeros(256, "float32"),
                    gpu=gpu).time > 0
+
+
+# -- a value read from shared memory into a variable, then the memory overwritten ---------------
+
+_LET_HEAD = ('@T.prim_func\ndef f(A: T.Buffer((64,), "int32"), '
+             'B: T.Buffer((64,), "int32")):\n')
+
+
+def _let_kernel(body: str) -> mlc.runtime.Module:
+    func = from_source(_LET_HEAD + textwrap.indent(textwrap.dedent(body), "    "))
+    return mlc.build(func, target="cuda-sim")
+
+
+@pytest.mark.parametrize("checked", [True, False])
+def test_variable_read_from_shared_then_overwritten(checked: bool) -> None:
+    # `v = S[31 - tx]; S[tx] = 2 * v`: no barrier went between the read (a let's value) and
+    # the write, so the first call was a RaceError for a correct program; and cuda-sim
+    # (without the check) read S[31 - tx] again after the next barrier, seeing 2 * v, not v
+    f = _let_kernel("""
+        S = T.alloc_buffer((32,), "int32", scope="shared")
+        for bx in T.thread_binding(2, thread="blockIdx.x"):
+            for tx in T.thread_binding(32, thread="threadIdx.x"):
+                S[tx] = A[bx * 32 + tx]
+                v = S[31 - tx]
+                c = v > 0
+                S[tx] = v * 2
+                B[bx * 32 + tx] = T.Select(c, S[31 - tx] + v, v)
+    """)
+    f.check_on_first_call = checked
+    a = rng.integers(-100, 100, 64).astype("int32")
+    b = np.zeros(64, "int32")
+    f(a, b)
+    v = a.reshape(2, 32)[:, ::-1]
+    np.testing.assert_array_equal(b, np.where(v > 0, (2 * v)[:, ::-1] + v, v).reshape(-1))
+
+
+@pytest.mark.parametrize("checked", [True, False])
+def test_variable_read_from_shared_in_a_loop(checked: bool) -> None:
+    f = _let_kernel("""
+        S = T.alloc_buffer((32,), "int32", scope="shared")
+        for bx in T.thread_binding(2, thread="blockIdx.x"):
+            for tx in T.thread_binding(32, thread="threadIdx.x"):
+                S[tx] = A[bx * 32 + tx]
+                for it in range(3):
+                    v = S[31 - tx]
+                    S[tx] = S[tx] + v
+                B[bx * 32 + tx] = S[tx]
+    """)
+    f.check_on_first_call = checked
+    a = rng.integers(-100, 100, 64).astype("int32")
+    b = np.zeros(64, "int32")
+    f(a, b)
+    s = a.reshape(2, 32).copy()
+    for _ in range(3):
+        s = s + s[:, ::-1]
+    np.testing.assert_array_equal(b, s.reshape(-1))

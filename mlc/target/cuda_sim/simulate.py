@@ -191,6 +191,8 @@ class _Simulate:
                 )
             if thread_dependent(s.value, self.varying):
                 self.varying.add(id(s.var))
+                if _reads_memory(s.value):
+                    return self.kept(s)
                 self.lets.append((s.var, s.value))
                 try:
                     return self.phases(s.body)
@@ -228,6 +230,30 @@ class _Simulate:
             return Allocate(big, self.phases(body) or seq())
         raise CodegenError(f"cuda-sim cannot run a barrier inside a {type(s).__name__}")
 
+
+    def kept(self, s: LetStmt) -> Stmt | None:
+        """A let that reads memory (``v = S[31 - tx]``) with a barrier in its body: later
+        phases must see the value read here, not read it again after other threads wrote
+        there, so each thread keeps it in an array: ``v_kept[thread] = S[31 - tx]``, then
+        ``v = v_kept[thread]`` in every phase."""
+        if dt.lanes(s.var.dtype) != 1:
+            raise CodegenError(
+                f"cuda-sim cannot keep the vector {s.var.name!r} ({s.var.dtype}), read from "
+                "memory, across a __syncthreads(); read it again after the barrier"
+            )
+        total = 1
+        for t in self.axes:
+            total *= self.kernel.threads[t]
+        kept = Buffer(f"{s.var.name}_kept", (IntImm(total, "int32"),), s.var.dtype, "global")
+        self.exchange.append(kept)
+        me = self.thread_linear()
+        store = self.over_threads(BufferStore(kept, s.value, (me,)))
+        self.lets.append((s.var, BufferLoad(kept, (me,))))
+        try:
+            rest = self.phases(s.body)
+        finally:
+            self.lets.pop()
+        return seq(store, rest) if rest is not None else store
 
     def guarded(self, s: IfThenElse) -> Stmt | None:
         """Warp shuffles under a condition that differs between threads: every phase tests

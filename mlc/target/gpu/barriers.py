@@ -110,25 +110,29 @@ def thread_sync(body: Stmt, index_vars: dict[str, Var]) -> Stmt:
         a.visit(s)
         return a.reads, a.writes
 
+    def sync_seq(children: tuple[Stmt, ...], pending_r: set[int]) -> Stmt:
+        """Statements run one after another, after reads of the shared buffers
+        ``pending_r`` that no barrier has yet separated from them."""
+        out: list[Stmt] = []
+        pending_w: set[int] = set()
+        for child in children:
+            r, w = access(child)
+            if (r & pending_w) or (w & pending_r) or (w & pending_w):
+                out.append(barrier())
+                pending_r, pending_w = set(), set()
+            synced = sync(child)
+            out.append(synced)
+            if _always_ends_with_barrier(synced):
+                pending_r, pending_w = set(), set()
+            else:
+                pending_r = pending_r | r
+                pending_w = pending_w | w
+        return seq(*out)
+
     def sync(s: Stmt) -> Stmt:
         """``s`` runs uniformly (every thread reaches it): barriers may go inside."""
         if isinstance(s, SeqStmt):
-            out: list[Stmt] = []
-            pending_r: set[int] = set()
-            pending_w: set[int] = set()
-            for child in s.seq:
-                r, w = access(child)
-                if (r & pending_w) or (w & pending_r) or (w & pending_w):
-                    out.append(barrier())
-                    pending_r, pending_w = set(), set()
-                synced = sync(child)
-                out.append(synced)
-                if _always_ends_with_barrier(synced):
-                    pending_r, pending_w = set(), set()
-                else:
-                    pending_r |= r
-                    pending_w |= w
-            return seq(*out)
+            return sync_seq(s.seq, set())
         if isinstance(s, For):
             if thread_dependent(s.min, varying) or thread_dependent(s.extent, varying):
                 varying.add(id(s.loop_var))
@@ -142,7 +146,11 @@ def thread_sync(body: Stmt, index_vars: dict[str, Var]) -> Stmt:
         if isinstance(s, LetStmt):
             if thread_dependent(s.value, varying):
                 varying.add(id(s.var))
-            return LetStmt(s.var, s.value, sync(s.body))
+            # ``v = S[31 - tx]`` reads S before the body runs: a write of S in the body
+            # needs a barrier after the read (other threads may not have read yet)
+            value_reads, _ = access(Evaluate(s.value))
+            inner = s.body.seq if isinstance(s.body, SeqStmt) else (s.body,)
+            return LetStmt(s.var, s.value, sync_seq(inner, value_reads))
         if isinstance(s, IfThenElse):
             if thread_dependent(s.condition, varying):
                 return s  # divergent: no barrier may go inside
