@@ -334,3 +334,30 @@ def test_variable_read_from_shared_in_a_loop(checked: bool) -> None:
     for _ in range(3):
         s = s + s[:, ::-1]
     np.testing.assert_array_equal(b, s.reshape(-1))
+
+
+# -- a scan whose step reads a neighbour in the previous row -----------------------------------
+
+@pytest.mark.xfail(strict=True, reason="needs a fix in mlc/tir/schedule/dependence.py: the "
+                   "iterations of the i loop write row t and read row t - 1 of the state, "
+                   "which never overlap, but bind/parallel refuse any read at another column")
+def test_scan_reading_the_previous_rows_neighbour_binds_to_threads() -> None:
+    m, n = te.var("m"), te.var("n")
+    X = te.placeholder((m, n), name="X")
+    state = te.placeholder((m, n))
+    init = te.compute((1, n), lambda _, i: X[0, i])
+    update = te.compute((m, n), lambda t, i: state[t - 1, n - 1 - i] + X[t, i])
+    scan = te.scan(init, update, state, inputs=[X])
+    s = te.create_schedule(scan.op)
+    for stage in (init, update):
+        xo, xi = s[stage].split(stage.op.axis[1], factor=32)
+        s[stage].bind(xo, te.thread_axis("blockIdx.x"))
+        s[stage].bind(xi, te.thread_axis("threadIdx.x"))
+    f = mlc.build(s, [X, scan], target="cuda-sim")
+    x = rng.random((6, 40), dtype="float32")
+    y = np.full((6, 40), np.nan, "float32")
+    f(x, y)
+    ref = x.copy()
+    for t in range(1, 6):
+        ref[t] = ref[t - 1][::-1] + x[t]
+    np.testing.assert_allclose(y, ref, rtol=1e-5)
