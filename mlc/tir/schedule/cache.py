@@ -11,7 +11,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from mlc.tir.expr import IntImm, IterKind, IterVar, Range, Var, const
+from mlc.tir.arith import Analyzer
+from mlc.tir.arith.linear import expr_key
+from mlc.tir.expr import LT, IntImm, IterKind, IterVar, PrimExpr, Range, Var, conjuncts, const
+from mlc.tir.functor import collect, substitute
 from mlc.tir.schedule import region as R
 from mlc.tir.schedule import state
 from mlc.tir.schedule.base import ScheduleBase
@@ -136,6 +139,11 @@ class CachePrimitives(ScheduleBase):
 
         ``reverse_compute_at`` of the copy under a tile loop then writes back one tile at a
         time, the accumulators staying in registers.
+
+        When the loop nest may leave elements of C unwritten (it writes ``C[vi + 2]`` for 4
+        of 8 elements) or reads C before writing it (``C[vi] = C[vi] * 2``), a block
+        ``{C}_{scope}_in`` first copies C into the cache, so those elements come back as
+        they were.
         """
         realize, _ = self._block_of(block)
         name = realize.block.name
@@ -170,6 +178,12 @@ class CachePrimitives(ScheduleBase):
         copy = self._copy_nest(cache.name, cache, buf)
         func = state.replace(self._func, items[pos], new_item)
         func = self._insert_root(func, new_item, copy, after=True)
+        nest = [i for i in infos if i.under(items[pos]) or i.realize is items[pos]]
+        if _needs_old_values(nest, buf):
+            # the nest reads buf before writing it, or may leave some elements unwritten:
+            # the cache starts as a copy, so the copy-back returns those elements unchanged
+            copy_in = self._copy_nest(self._fresh(f"{cache.name}_in"), buf, cache)
+            func = self._insert_root(func, new_item, copy_in, after=False)
         self._update(R.add_root_alloc(func, cache))
         rv = self._block_rv(cache.name)
         self._record(
@@ -323,6 +337,90 @@ class CachePrimitives(ScheduleBase):
         items.insert(pos + 1 if after else pos, new)
         new_root = dataclasses.replace(root, body=seq(*items))
         return state.replace(func, root, new_root)
+
+
+def _needs_old_values(nest: list[R.BlockInfo], buf: Buffer) -> bool:
+    """Must a write cache of ``buf`` for the blocks ``nest`` (one root-level statement) start
+    as a copy of ``buf``? Not when some block writes every element of ``buf`` before any
+    block of the nest reads it (a reduction's own ``C = C + ...`` after its init is fine)."""
+    covered = False
+    for info in nest:
+        block = info.block
+        if collect(block.body, lambda n: isinstance(n, BlockRealize)):
+            continue  # a blockized block: the blocks inside it speak
+        if buf not in info.writes and buf not in info.reads:
+            continue
+        if not covered:
+            loads = R.loads_of(block.body, buf)
+            store = block.body
+            own = (block.init is not None and isinstance(store, BufferStore)
+                   and store.buffer is buf
+                   and all(expr_key(ld.indices) == expr_key(store.indices) for ld in loads))
+            if (loads and not own) or (block.init is not None and R.loads_of(block.init, buf)):
+                return True
+        if buf in info.writes and _writes_every_element(info, buf):
+            covered = True
+    return not covered
+
+
+def _writes_every_element(info: R.BlockInfo, buf: Buffer) -> bool:
+    """Does the block, over all its instances, surely store every element of ``buf``? Yes
+    when it stores ``buf[v0, v1, ...]`` unconditionally, each ``v`` a spatial variable of its
+    own spanning its dimension, and the loops run every value of those variables (the
+    predicate only drops the tail of a split)."""
+    block = info.block
+    stores = [s for s in (block.init, block.body)
+              if isinstance(s, BufferStore) and s.buffer is buf]
+    if not stores:
+        return False
+    ivs = {iv.var: iv for iv in block.iter_vars}
+    idx = [i for i in stores[0].indices if isinstance(i, Var) and i in ivs]
+    if len({id(i) for i in idx}) != len(stores[0].indices) or not all(
+            ivs[i].kind is IterKind.SPATIAL for i in idx):
+        return False
+    # the binding of every block variable, in terms of loops (through blockized blocks)
+    binding: dict[Var, PrimExpr] = {}
+    loops: list[For] = []
+    predicate: list[PrimExpr] = []
+    for node in [*info.loc.path, info.realize]:
+        if isinstance(node, For):
+            loops.append(node)
+        elif isinstance(node, BlockRealize):
+            for iv, value in zip(node.block.iter_vars, node.iter_values):
+                binding[iv.var] = substitute(value, binding)
+            predicate += [substitute(c, binding) for c in conjuncts(node.predicate)
+                          if not isinstance(c, IntImm)]
+    ana = Analyzer()
+    for f in loops:
+        ana.bind(f.loop_var, Range(f.min, f.extent))
+    used = [f for f in loops if any(R.mentions(binding[v], [f.loop_var]) for v in idx)]
+    count: PrimExpr = const(1, "int64")
+    size: PrimExpr = const(1, "int64")
+    for f in used:
+        count = count * f.extent.astype("int64")
+    for d, v in enumerate(idx):
+        dom, extent, value = ivs[v].dom, buf.shape[d], binding[v]
+        if not (ana.can_prove_equal(dom.min, 0) and ana.can_prove_equal(dom.extent, extent)):
+            return False
+        size = size * extent.astype("int64")
+        low, high = ana.const_int_bound(value)
+        if isinstance(extent, IntImm) and low == 0 and high >= extent.value - 1:
+            continue  # constant bounds (a fused loop's `f // 8`, `f % 8` too)
+        mine = [f for f in used if R.mentions(value, [f.loop_var])]
+        for f in mine:  # growing with each loop: smallest at the loops' first values
+            step = ana.simplify(substitute(value, {f.loop_var: f.loop_var + 1}) - value)
+            if not (isinstance(step, IntImm) and step.value >= 0):
+                return False
+        lo = ana.simplify(substitute(value, {f.loop_var: f.min for f in mine}))
+        hi = ana.simplify(substitute(value, {f.loop_var: f.min + f.extent - 1 for f in mine}))
+        if not (ana.can_prove_equal(lo, 0) and ana.can_prove(hi >= extent - 1)):
+            return False
+    tails = {expr_key(binding[iv.var]): iv.dom for iv in block.iter_vars}
+    for c in predicate:  # only `i_0 * 4 + i_1 < 10`, the tail of a split, may drop values
+        if not (isinstance(c, LT) and expr_key(c.a) in tails
+                and ana.can_prove_equal(c.b, tails[expr_key(c.a)].extent)):
+            return False
+    return ana.can_prove(count >= size)
 
 
 def _item_holding(func: PrimFunc, new_block: Block) -> Stmt:

@@ -250,3 +250,78 @@ def test_reorder_of_the_loops_of_an_in_place_running_sum_is_refused() -> None:
     sch.reorder(j0, i)  # the rows are independent
     a = RNG.random((4, 16), dtype=np.float32)
     _check(sch.mod, np.cumsum(a, axis=1), a)
+
+
+# -- cache_write of a nest that does not write every element first --------------------------
+
+@T.prim_func
+def write_middle(A: T.Buffer((8,), "float32"), C: T.Buffer((8,), "float32")):
+    for i in range(4):
+        with T.block("C"):
+            vi = T.axis.spatial(4, i)
+            C[vi + 2] = A[vi] * 2.0
+
+
+@T.prim_func
+def write_even(A: T.Buffer((8,), "float32"), C: T.Buffer((8,), "float32")):
+    for i in range(4):
+        with T.block("C"):
+            vi = T.axis.spatial(8, i * 2)
+            C[vi] = A[vi] * 2.0
+
+
+@T.prim_func
+def write_where(A: T.Buffer((8,), "float32"), C: T.Buffer((8,), "float32")):
+    for i in range(8):
+        with T.block("C"):
+            vi = T.axis.spatial(8, i)
+            T.where(i < 5)
+            C[vi] = A[vi] * 2.0
+
+
+def _partly(a: np.ndarray, where: slice) -> np.ndarray:
+    """C starts as 7.0; the program writes C[where] from A[0:4] (middle, where) or from
+    A at the same elements (even)."""
+    out = np.full(8, 7.0, "float32")
+    out[where] = a[: len(out[where])] * 2 if where.step is None else a[where] * 2
+    return out
+
+
+@pytest.mark.parametrize("func, where", [(write_middle, slice(2, 6)),
+                                         (write_even, slice(0, 8, 2)),
+                                         (write_where, slice(0, 5))])
+def test_cache_write_of_a_partial_write_keeps_the_other_elements(func, where) -> None:  # type: ignore[no-untyped-def]
+    # the copy-back copied all of C_local, unwritten elements included, over C
+    sch = tir.Schedule(func)
+    sch.cache_write(sch.get_block("C"), 0, "local")
+    assert 'block("C_local_in")' in str(sch.mod)
+    a = RNG.random(8, dtype=np.float32)
+    _check(sch.mod, _partly(a, where), a, np.full(8, 7.0, "float32"))
+
+
+def test_cache_write_of_an_in_place_update_starts_from_the_old_values() -> None:
+    # B_local = B_local * 2 read a cache nobody had written
+    sch = tir.Schedule(double_in_place)
+    sch.cache_write(sch.get_block("double"), 0, "local")
+    b = RNG.random(8, dtype=np.float32)
+    _check(sch.mod, b * 2, b)
+    sch = tir.Schedule(running_rows)
+    sch.cache_write(sch.get_block("step"), 0, "local")
+    a = RNG.random((4, 16), dtype=np.float32)
+    _check(sch.mod, np.cumsum(a, axis=1), a)
+
+
+def test_cache_write_of_a_whole_matmul_needs_no_copy_in() -> None:
+    A = te.placeholder((10, 10), name="A")
+    B = te.placeholder((10, 10), name="B")
+    k = te.reduce_axis((0, 10), name="k")
+    C = te.compute((10, 10), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+    sch = tir.Schedule(te.create_prim_func([A, B, C]))
+    c = sch.get_block("C")
+    i = sch.get_loops(c)[0]
+    i0, i1 = sch.split(i, factors=[None, 4])  # tails: the predicate drops only them
+    sch.fuse(i0, i1)
+    sch.cache_write(c, 0, "local")
+    assert "_in" not in str(sch.mod)
+    a, b = RNG.random((10, 10), dtype=np.float32), RNG.random((10, 10), dtype=np.float32)
+    _check(sch.mod, a @ b, a, b, np.zeros((10, 10), "float32"))
