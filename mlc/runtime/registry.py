@@ -42,6 +42,7 @@ import difflib
 import functools
 import inspect
 import struct
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -208,6 +209,16 @@ def _unpack(kinds: tuple[Any, ...], values: Any) -> list[Any]:
     return args
 
 
+def _kept(name: str, k: int, a: np.ndarray) -> str:
+    return (
+        f"it kept its argument {k} (a {a.dtype} array of shape {a.shape}) after it "
+        "returned, in a variable, a list or a view of it. That array is a window on the "
+        "compiled code's memory, which is freed or reused once the call ends: reading it "
+        "later gives garbage or ends the process. Keep a copy instead (x.copy()), and drop "
+        "the reference you kept"
+    )
+
+
 def _records() -> list[Pending]:
     """The records of the run(s) a packed call on this thread belongs to."""
     mine = getattr(_mine, "runs", None)
@@ -228,7 +239,15 @@ def _trampoline(signature: bytes, values: Any) -> int:
         fn = _REGISTRY.get(name)
         if fn is None:
             raise PackedFuncError(_unknown(name))
-        fn(*_unpack(kinds, values))
+        args = _unpack(kinds, values)
+        views = [(k, a) for k, a in enumerate(args) if isinstance(a, np.ndarray) and a.base
+                 is not None]
+        counts = [sys.getrefcount(a) for _, a in views]
+        fn(*args)
+        for (k, a), count in zip(views, counts):
+            if sys.getrefcount(a) > count:
+                a.flags.writeable = False  # at least a later write cannot corrupt memory
+                raise PackedFuncError(_kept(name, k, a))
         return 0
     except BaseException as err:  # noqa: BLE001 - nothing may unwind into machine code
         with _lock:

@@ -20,6 +20,7 @@ from mlc.errors import (
     ArgumentTypeError,
     IntegerDivisionError,
     MLCTypeError,
+    PackedFuncError,
 )
 from mlc.runtime import Module, registry
 
@@ -169,3 +170,37 @@ def test_a_packed_function_that_calls_its_module_again_keeps_the_outer_error(
     out = np.zeros(8, np.int32)
     f(np.arange(8, dtype=np.int32), np.full(8, 2, np.int32), out)  # no stale error after
     np.testing.assert_array_equal(out, np.arange(8) // 2)
+
+
+def test_a_packed_function_that_keeps_its_buffer_is_told_to_copy(registered: list[str]) -> None:
+    """The array a packed function gets is a window on the compiled code's memory; the
+    intermediate T is freed when the call ends. Kept in a list, it read garbage after the
+    call, and for a T of 80 MB (freed with munmap) reading it ended the process (SIGSEGV)."""
+    kept: list[np.ndarray] = []
+
+    def keep(x: np.ndarray, y: np.ndarray) -> None:
+        y[:] = x
+        kept.append(x)
+
+    def copy_it(x: np.ndarray, y: np.ndarray) -> None:
+        y[:] = x
+        kept.append(x.copy())
+
+    A = te.placeholder((N,), name="A")
+    T = te.compute((N,), lambda i: A[i] + 1.0, name="T")
+    for name, fn in (("h3.keep", keep), ("h3.copy", copy_it)):
+        registered.append(name)
+        mlc.register_func(name, fn)
+    a, _, b = _abc()
+    B = te.extern((N,), [T], lambda ins, outs: tir.call_packed("h3.keep", ins[0], outs[0]),
+                  name="B")
+    with pytest.raises(PackedFuncError, match=r"'h3.keep'.*kept its argument 0 \(a float32 "
+                                              r"array of shape \(64,\)\).*x.copy\(\)"):
+        mlc.build([A, B])(a, b)
+    assert not kept[0].flags.writeable  # a later write cannot scribble on freed memory
+    kept.clear()
+    B = te.extern((N,), [T], lambda ins, outs: tir.call_packed("h3.copy", ins[0], outs[0]),
+                  name="B")
+    mlc.build([A, B])(a, b)
+    np.testing.assert_array_equal(kept[0], a + 1)
+    np.testing.assert_array_equal(b, a + 1)
