@@ -83,10 +83,11 @@ class LayoutPrimitives(ScheduleBase):
         try:
             text = (index_map if isinstance(index_map, str)
                     else _lambda_text(index_map, len(shape)))
-        except (TypeError, ValueError) as exc:
+        except Exception as exc:  # the student's own function raised: say so, typed
             raise self._error(f"transform_layout: the index map {index_map!r} could not be "
-                              f"read ({exc}); write it as a lambda of the buffer's indices "
-                              "made of + - * // % and integers", realize) from None
+                              f"read ({type(exc).__name__}: {exc}); write it as a lambda "
+                              "of the buffer's indices made of + - * // % and integers",
+                              realize) from None
         try:
             params, body = _parse(text)
         except ValueError as exc:
@@ -170,6 +171,9 @@ class _Sym:
 
     def __mod__(self, o: Any) -> _Sym:
         return self._op(o, "%", 2)
+
+    def __neg__(self) -> _Sym:  # `lambda i, j: (-i + 7, j)`, as the text form allows
+        return _Sym(f"-{self.text}" if self.prec >= 3 else f"-({self.text})", 3)
 
 
 _BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//", ast.Mod: "%"}

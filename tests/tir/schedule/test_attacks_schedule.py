@@ -325,3 +325,22 @@ def test_cache_write_of_a_whole_matmul_needs_no_copy_in() -> None:
     assert "_in" not in str(sch.mod)
     a, b = RNG.random((10, 10), dtype=np.float32), RNG.random((10, 10), dtype=np.float32)
     _check(sch.mod, a @ b, a, b, np.zeros((10, 10), "float32"))
+
+
+# -- transform_layout with a Python function that raises or negates -------------------------
+
+def test_transform_layout_with_a_function_that_raises_is_refused() -> None:
+    # ZeroDivisionError escaped from the student's lambda
+    sch = tir.Schedule(_chain())
+    with pytest.raises(ScheduleError, match="could not be read \\(ZeroDivisionError"):
+        sch.transform_layout(sch.get_block("B"), "B", lambda i, j: (i, j // (1 // 0)))
+    with pytest.raises(ScheduleError, match="could not be read \\(TypeError"):
+        sch.transform_layout(sch.get_block("B"), "B", lambda i, j: (abs(i), j))
+
+
+def test_transform_layout_with_a_negated_index_reverses() -> None:
+    # TypeError: bad operand type for unary -: the text form 'lambda i, j: (-i + 7, j)' worked
+    sch = tir.Schedule(_chain())
+    sch.transform_layout(sch.get_block("B"), "B", lambda i, j: (-i + 7, -(j + 1) + 6))
+    a = RNG.random((8, 6), dtype=np.float32)
+    _check(sch.mod, a * 2 + 1, a, np.zeros((8, 6), "float32"))
