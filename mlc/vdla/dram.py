@@ -25,6 +25,8 @@ from mlc.errors import VDLAAccessError, VDLAProgramError
 from mlc.vdla.config import REGION_ALIGN, MemScope, VDLAConfig
 
 ALIGN = REGION_ALIGN
+MAX_BYTES = 2**32
+"""The most DRAM the accelerator addresses (and the simulator holds)."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,11 @@ class DRAM:
             raise VDLAProgramError(f"DRAM region {name!r}: size must be an int >= 0, "
                                    f"got {nbytes!r}")
         base = -(-len(self.data) // self.align) * self.align
+        if base + nbytes > MAX_BYTES:
+            raise VDLAProgramError(
+                f"DRAM region {name!r} of {nbytes:,} bytes would end at byte {base + nbytes:,}; "
+                f"the accelerator addresses {MAX_BYTES:,} bytes (32-bit addresses) and the "
+                "simulator holds all of it in memory: use smaller tensors")
         grown = np.zeros(base + nbytes, dtype=np.uint8)
         grown[: len(self.data)] = self.data
         self.data = grown
@@ -83,14 +90,28 @@ class DRAM:
 
     def put(self, name: str, array: np.ndarray) -> Region:
         """Allocate a region holding a copy of ``array``'s bytes (C order)."""
-        raw = np.ascontiguousarray(array).view(np.uint8).reshape(-1)
+        array = np.ascontiguousarray(array)
+        if array.dtype.kind not in "biuf":
+            raise VDLAProgramError(
+                f"DRAM region {name!r}: an array of {array.dtype} has no bytes to copy; put "
+                "numbers (int8 inputs and weights, int32 biases)")
+        raw = array.view(np.uint8).reshape(-1)
         region = self.alloc(name, raw.size)
         self.data[region.base : region.end] = raw
         return region
 
     def get(self, name: str, dtype: type | np.dtype, shape: tuple[int, ...]) -> np.ndarray:
         """A copy of region ``name`` read as an array of ``dtype`` and ``shape``."""
-        region = self.regions[name]
+        region = self.regions.get(name)
+        if region is None:
+            raise VDLAProgramError(f"no DRAM region named {name!r}; the regions are "
+                                   f"{sorted(self.regions)}")
+        item = np.dtype(dtype).itemsize
+        want = int(np.prod(shape, dtype=np.int64)) * item
+        if want != region.nbytes:
+            raise VDLAProgramError(
+                f"DRAM region {name!r} holds {region.nbytes} bytes, but {np.dtype(dtype)} of "
+                f"shape {tuple(shape)} is {want} bytes")
         raw = self.data[region.base : region.end].copy()
         return raw.view(dtype).reshape(shape)
 

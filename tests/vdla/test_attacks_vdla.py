@@ -235,3 +235,23 @@ def test_build_hetero_mlp_refuses_an_unknown_accelerator_with_a_typed_error(smal
     _, qm, _ = small_mlp
     with pytest.raises(MLCError, match="cuda"):
         build_hetero_mlp(qm, 8, accel="cuda")
+
+
+# ---------------------------------------------------------------------------------------------
+# DRAM misuse
+
+
+def test_dram_misuse_is_a_typed_error() -> None:
+    """get of a region that does not exist was a KeyError, of the wrong size numpy's
+    ValueError; an object array a TypeError; a 1 PiB region a MemoryError."""
+    dram = DRAM()
+    dram.put("A", np.arange(16, dtype=np.int8))
+    with pytest.raises(VDLAProgramError, match=r"no DRAM region named 'B'; the regions are"):
+        dram.get("B", np.int8, (16,))
+    with pytest.raises(VDLAProgramError, match="holds 16 bytes, but int32 of shape"):
+        dram.get("A", np.int32, (16,))
+    with pytest.raises(VDLAProgramError, match="an array of object has no bytes"):
+        dram.put("O", np.array([1, "a"], dtype=object))
+    with pytest.raises(VDLAProgramError, match="32-bit addresses"):
+        dram.alloc("H", 2**50)
+    np.testing.assert_array_equal(dram.get("A", np.int8, (4, 4)), np.arange(16).reshape(4, 4))
