@@ -126,7 +126,9 @@ def split_host_device(func: PrimFunc) -> PrimFunc:
             if s.buffer.scope == "local":
                 raise CodegenError(
                     f"the local buffer {s.buffer.name!r} is allocated outside every GPU "
-                    "thread loop; compute_at it inside the loop bound to threadIdx"
+                    f"thread loop{_used_outside_threads(s.buffer, s.body)}; compute_at it "
+                    "inside the loop bound to threadIdx (every statement that uses it must be "
+                    "inside that loop: each thread has its own copy)"
                 )
             intermediates.append(s.buffer)
             return Allocate(s.buffer, host(s.body))
@@ -157,6 +159,42 @@ def split_host_device(func: PrimFunc) -> PrimFunc:
         only = launches[0]
         body = _Rename(only, replace(only, name=f"{func.name}_kernel")).visit(body)
     return func.with_body(body)
+
+
+def _used_outside_threads(buf: Buffer, body: Stmt) -> str:
+    """``: the store `B[...] = ...` uses it outside them`` for the first statement that
+    touches ``buf`` outside every loop bound to a GPU axis ('' if none does)."""
+    found: list[BufferStore] = []
+
+    def walk(s: Stmt) -> None:
+        if found or (isinstance(s, For) and s.kind == ForKind.THREAD_BINDING):
+            return
+        if isinstance(s, BufferStore):
+            touched: list[object] = []
+            post_order_visit(s, lambda n: touched.append(n) if isinstance(
+                n, (BufferLoad, BufferStore)) and n.buffer.data is buf.data else None)
+            if touched:
+                found.append(s)
+            return
+        for child in _children(s):
+            walk(child)
+
+    walk(body)
+    if not found:
+        return ""
+    store = found[0]
+    return (f" and used outside them (the store to {store.buffer.name!r} "
+            f"`{str(store).strip().splitlines()[0]}` is not inside any bound loop)")
+
+
+def _children(s: Stmt) -> list[Stmt]:
+    if isinstance(s, SeqStmt):
+        return list(s.seq)
+    if isinstance(s, (For, LetStmt, Allocate)):
+        return [s.body]
+    if isinstance(s, IfThenElse):
+        return [s.then_case] + ([s.else_case] if s.else_case is not None else [])
+    return []
 
 
 class _Rename(IRMutator):
