@@ -169,6 +169,9 @@ class ArgumentChecker:
                 else:
                     bound.add(value)
                     out.append(f"    z{value} = s{k}[{axis}]")
+                    most = _size_max(self.size_vars[value])
+                    if most is not None:  # an int32 n: a longer axis would wrap around
+                        out.append(f"    if z{value} > {most}: explain(args)")
             conds.append(f"{a}.flags.c_contiguous")
             if writes:
                 conds.append(f"{a}.flags.writeable")
@@ -265,6 +268,15 @@ class ArgumentChecker:
                 )
             for axis, extent in enumerate(buf.shape):
                 if isinstance(extent, Var) and id(extent) not in env:
+                    most = _size_max(extent)
+                    if most is not None and a.shape[axis] > most:
+                        raise ArgumentError(
+                            f"{what} has shape {tuple(a.shape)}: its size {extent.name} = "
+                            f"{a.shape[axis]} does not fit {extent.name}'s dtype "
+                            f"{extent.dtype} (at most {most}), and the loops over it would "
+                            f"wrap around. Declare it te.var({extent.name!r}, 'int64') (or "
+                            f"T.int64) for arrays this long"
+                        )
                     env[id(extent)] = a.shape[axis]
                     origin[id(extent)] = what
                 want = evaluate_known(extent, env)
@@ -393,6 +405,14 @@ class Scalar:
 
 
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def _size_max(var: Var) -> int | None:
+    """The largest length a size variable of a narrow dtype can hold (None for int64)."""
+    if not dt.is_int(var.dtype):
+        return None
+    most = _int_range(var.dtype)[1]
+    return most if most < 2**63 - 1 else None
 
 
 def _int_range(dtype: str) -> tuple[int, int]:

@@ -204,3 +204,26 @@ def test_a_packed_function_that_keeps_its_buffer_is_told_to_copy(registered: lis
     mlc.build([A, B])(a, b)
     np.testing.assert_array_equal(kept[0], a + 1)
     np.testing.assert_array_equal(b, a + 1)
+
+
+def _count(dtype: str) -> Module:
+    n = te.var("n", dtype)
+    A = te.placeholder((n,), name="A", dtype="int8")
+    k = te.reduce_axis((0, n), name="k")
+    B = te.compute((1,), lambda i: te.sum(A[k].astype("int64") * 0 + 1, axis=k), name="B")
+    return mlc.build([A, B])
+
+
+def test_an_array_longer_than_its_int32_size_is_refused_not_counted_wrong() -> None:
+    """n = te.var("n") is an int32: an array of 2**31 + 8 elements made n wrap to a negative
+    number, the loop ran zero times and B was 0 without a word. (np.zeros maps no memory
+    until written, so the 2 GiB input costs nothing here.)"""
+    a = np.zeros(2**31 + 8, np.int8)
+    b = np.zeros(1, np.int64)
+    with pytest.raises(ArgumentError, match=r"n = 2147483656 does not fit n's dtype int32 "
+                                            r".*te.var\('n', 'int64'\)"):
+        _count("int32")(a, b)
+    with pytest.raises(ArgumentError, match="does not fit n's dtype int32"):
+        _count("int32").bind(a, b)
+    _count("int64")(a, b)
+    assert b[0] == 2**31 + 8
