@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mlc.tune.space import ConfigEntity, ConfigSpace
+from mlc.tune.space import ConfigEntity, ConfigSpace, TuneError
 from mlc.tune.task import DispatchContext, dispatch
 
 
@@ -132,7 +132,21 @@ class ApplyHistoryBest(DispatchContext):
     """Dispatch context that gives each template the best config in a log."""
 
     def __init__(self, path: str | Path) -> None:
+        p = Path(path)
+        if not p.is_file():
+            raise TuneError(
+                f"apply_history_best: there is no log file {str(path)!r}; give the path that "
+                "log_to_file wrote (a mistyped name would silently build the default config)")
+        lines = sum(1 for line in p.open() if line.strip())
         self.ranked = ranked_records(path)
+        if not lines:
+            raise TuneError(f"apply_history_best: the log {str(path)!r} is empty: nothing was "
+                            "measured into it yet (tune with callbacks=[log_to_file(...)])")
+        if not any(True for _ in load(path)):
+            raise TuneError(
+                f"apply_history_best: none of the {lines} line(s) of {str(path)!r} is an mlc "
+                'tuning record ({"task": ..., "config": ..., "costs": [...], ...}, one per '
+                "line, as mlc.tune.callback.log_to_file writes them); is it another tool's log?")
         self.best = {key: recs[0] for key, recs in self.ranked.items()}
 
     def query(self, key: str, space: Callable[[], ConfigSpace]) -> ConfigSpace | ConfigEntity:

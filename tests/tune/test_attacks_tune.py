@@ -315,3 +315,21 @@ def test_anneal_refuses_an_empty_knob_or_no_chains(kwargs: dict[str, Any], messa
     with pytest.raises(TuneError, match=message):
         anneal(lambda points: np.zeros(len(points)), **args)
 
+
+
+@pytest.mark.parametrize("content, message", [
+    (None, "there is no log file"),
+    ("", "is empty"),
+    ('{"input": ["llvm", "matmul"], "result": [[0.1], 0], "version": 0.2}\n',
+     "none of the 1 line"),
+])
+def test_apply_history_best_on_a_log_it_cannot_use_is_a_tune_error(  # type: ignore[no-untyped-def]
+        matmul_task, tmp_path: Path, content: str | None, message: str) -> None:
+    """A mistyped path, an empty file or another tool's log (TVM's) silently built the
+    template's default config: the student believed the tuned one was used."""
+    log = tmp_path / "mm.json"
+    if content is not None:
+        log.write_text(content)
+    with pytest.raises(TuneError, match=message):
+        with tune.apply_history_best(log):
+            pass
