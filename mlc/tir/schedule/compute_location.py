@@ -13,7 +13,7 @@ import dataclasses
 
 from mlc.tir.arith import Analyzer
 from mlc.tir.expr import IntImm, IterKind, PrimExpr, Range, Var, const
-from mlc.tir.functor import substitute
+from mlc.tir.functor import collect, substitute
 from mlc.tir.schedule import region as R
 from mlc.tir.schedule import state
 from mlc.tir.schedule.inline import InlinePrimitives
@@ -238,6 +238,7 @@ class ComputeLocationPrimitives(InlinePrimitives):
         for buf, bounds in produced.items():
             for k, b in self._iter_dims_of_read(realize, buf, bounds).items():
                 mapped.setdefault(k, b)
+        self._check_covers(realize, mapped, lloc, target, producers)
         nest = self._regenerate(
             realize, bloc, mapped, ana, preserve_unit_loops, "reverse_compute_at"
         )
@@ -272,6 +273,64 @@ class ComputeLocationPrimitives(InlinePrimitives):
             raise self._error(
                 f"{what}: block {name!r} and loop {lv!r} are in different scopes (blocks)",
                 target,
+            )
+
+    def _check_covers(
+        self,
+        realize: BlockRealize,
+        mapped: dict[int, tuple[PrimExpr, PrimExpr]],
+        lloc: state.Location,
+        target: For,
+        producers: list[R.BlockInfo],
+    ) -> None:
+        """reverse_compute_at runs the consumer, in each iteration of ``target``, over what
+        the producers under it wrote there. Over all iterations that must be every instance
+        of the consumer: a consumer that also reads elements another block wrote (``B[vi,
+        0]`` from an earlier block, the rest from a running sum under ``target``) would never
+        compute those."""
+        block = realize.block
+        loops = [f for f in lloc.path if isinstance(f, For)] + [target]
+        ana = Analyzer()
+        for f in loops:
+            ana.bind(f.loop_var, Range(f.min, f.extent))
+        runs: PrimExpr = const(1, "int64")
+        for f in loops:
+            if any(R.mentions([lo, hi], [f.loop_var]) for lo, hi in mapped.values()):
+                runs = runs * f.extent.astype("int64")
+        needed: PrimExpr = const(1, "int64")
+        for k, (lo, hi) in mapped.items():
+            iv = block.iter_vars[k]
+            runs = runs * ana.simplify(hi - lo + 1).astype("int64")
+            needed = needed * iv.dom.extent.astype("int64")
+            end = ana.simplify(iv.dom.min + iv.dom.extent - 1)
+            first, low = ana.const_int_bound(lo)[0], ana.const_int_bound(iv.dom.min)[0]
+            last, high = ana.const_int_bound(hi)[1], ana.const_int_bound(end)[1]
+            if all(isinstance(x, int) for x in (first, low, last, high)):
+                covered = first <= low and last >= high
+            else:  # symbolic sizes: the loops at their first and last values
+                first = ana.simplify(substitute(lo, {f.loop_var: f.min for f in loops}))
+                last = ana.simplify(
+                    substitute(hi, {f.loop_var: f.min + f.extent - 1 for f in loops}))
+                covered = not _refuted(first <= iv.dom.min, ana) and not _refuted(
+                    last >= end, ana)
+            if not covered:
+                names = ", ".join(repr(p.block.name) for p in producers)
+                raise self._error(
+                    f"reverse_compute_at: block {block.name!r} needs {iv.var.name} from "
+                    f"{iv.dom.min} to {end}, but "
+                    f"under loop {target.loop_var.name!r} {names} write only from {first} to "
+                    f"{last} of it; the other elements come from elsewhere, and "
+                    f"{block.name!r} would never run for them. Leave {block.name!r} where it "
+                    "is, or move it under a loop of a nest that "
+                    "writes all it reads",
+                    realize,
+                )
+        if _refuted(runs >= needed, ana):
+            raise self._error(
+                f"reverse_compute_at: under loop {target.loop_var.name!r} the producers "
+                f"write fewer elements than block {block.name!r} has instances ({needed}); "
+                "it would never run for the others. Leave it where it is",
+                realize,
             )
 
     def _iter_dims(
@@ -440,6 +499,22 @@ class ComputeLocationPrimitives(InlinePrimitives):
         for f in reversed(new_loops):
             body = dataclasses.replace(f, body=body)
         return body
+
+
+def _refuted(cond: PrimExpr, ana: Analyzer) -> bool:
+    """Is ``cond`` false, provably or for some sizes tried (each symbolic size the same
+    value of 1..17, then mixed values)? Used where the analyzer cannot prove ``cond`` for
+    symbolic sizes though it holds (``(n + 3) // 4 * 4 >= n``)."""
+    if ana.can_prove(cond):
+        return False
+    free = sorted(set(collect(cond, lambda n: isinstance(n, Var))), key=lambda v: v.name)
+    samples = [dict.fromkeys(free, k) for k in range(1, 18)]
+    samples += [{v: (3 * k + 5 * n) % 17 + 1 for n, v in enumerate(free)} for k in range(17)]
+    for values in samples:
+        got = ana.simplify(substitute(cond, {v: const(x, v.dtype) for v, x in values.items()}))
+        if isinstance(got, IntImm) and not got.value:
+            return True
+    return False
 
 
 def _inside(info: R.BlockInfo, node: Stmt) -> bool:

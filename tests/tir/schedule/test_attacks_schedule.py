@@ -344,3 +344,53 @@ def test_transform_layout_with_a_negated_index_reverses() -> None:
     sch.transform_layout(sch.get_block("B"), "B", lambda i, j: (-i + 7, -(j + 1) + 6))
     a = RNG.random((8, 6), dtype=np.float32)
     _check(sch.mod, a * 2 + 1, a, np.zeros((8, 6), "float32"))
+
+
+# -- reverse_compute_at of a consumer that reads more than the loop's producers write --------
+
+@T.prim_func
+def running_sum_then_double(A: T.Buffer((4, 16), "float32"), C: T.Buffer((4, 16), "float32")):
+    B = T.alloc_buffer((4, 16), "float32")
+    for i, j in T.grid(4, 16):
+        with T.block("copy"):
+            vi = T.axis.spatial(4, i)
+            vj = T.axis.spatial(16, j)
+            B[vi, vj] = A[vi, vj]
+    for i, j in T.grid(4, 15):
+        with T.block("step"):
+            vi = T.axis.spatial(4, i)
+            vj = T.axis.spatial(15, j)
+            B[vi, vj + 1] = B[vi, vj + 1] + B[vi, vj]
+    for i, j in T.grid(4, 16):
+        with T.block("C"):
+            vi = T.axis.spatial(4, i)
+            vj = T.axis.spatial(16, j)
+            C[vi, vj] = B[vi, vj] * 2.0
+
+
+@pytest.mark.parametrize("which", [0, 1])
+def test_reverse_compute_at_refuses_a_consumer_the_loop_would_not_cover(which: int) -> None:
+    # 'step' writes columns 1..15; C's column 0 (written by 'copy') was never computed: 0.0
+    sch = tir.Schedule(running_sum_then_double)
+    loop = sch.get_loops(sch.get_block("step"))[which]
+    with pytest.raises(ScheduleError, match="block 'C' needs vj from 0 to 15, but under loop "
+                                            "'[ij]' 'step' write only from 1 to 15"):
+        sch.reverse_compute_at(sch.get_block("C"), loop)
+    a = RNG.random((4, 16), dtype=np.float32)
+    _check(sch.mod, np.cumsum(a, axis=1) * 2, a, np.zeros((4, 16), "float32"))
+
+
+def test_reverse_compute_at_of_a_symbolic_tiled_producer_still_works() -> None:
+    n, m = te.var("n"), te.var("m")
+    A = te.placeholder((n, m), name="A")
+    B = te.compute((n, m), lambda i, j: A[i, j] * 2.0, name="B")
+    C = te.compute((n, m), lambda i, j: B[i, j] + 1.0, name="C")
+    sch = tir.Schedule(te.create_prim_func([A, C]))
+    i, j = sch.get_loops(sch.get_block("B"))
+    i0, i1 = sch.split(i, [None, 4])
+    j0, j1 = sch.split(j, [None, 3])
+    sch.reorder(i0, j0, i1, j1)
+    sch.reverse_compute_at(sch.get_block("C"), j0)
+    for shape in ((0, 3), (5, 7), (8, 9)):
+        a = RNG.random(shape, dtype=np.float32)
+        _check(sch.mod, a * 2 + 1, a, np.zeros(shape, "float32"))
