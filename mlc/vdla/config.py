@@ -179,3 +179,11 @@ class VDLAConfig:
 
 
 DEFAULT = VDLAConfig()
+
+
+def check_config(config: object, where: str) -> VDLAConfig:
+    """``config`` if it is a :class:`VDLAConfig`, else a VDLAProgramError naming ``where``."""
+    if not isinstance(config, VDLAConfig):
+        raise VDLAProgramError(f"{where}: config must be a vdla.VDLAConfig(...), got "
+                               f"{type(config).__name__}")
+    return config

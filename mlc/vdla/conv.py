@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mlc.errors import VDLAProgramError
-from mlc.vdla.config import DEFAULT, MemScope, VDLAConfig
+from mlc.vdla.config import DEFAULT, MemScope, VDLAConfig, check_config
 from mlc.vdla.deps import insert_dependencies
 from mlc.vdla.dram import DRAM
 from mlc.vdla.isa import Alu, AluOp, Finish, Gemm, Instruction, Load, Program, Store, UOp
@@ -55,6 +55,16 @@ class ConvShape:
     ob: int
     h: int
     w: int
+
+
+def _tiling(tiling: object) -> ConvTiling:
+    """A ConvTiling, or a tuple (rows, out_tiles) made into one."""
+    if isinstance(tiling, ConvTiling):
+        return tiling
+    if isinstance(tiling, (tuple, list)) and len(tiling) == 2:
+        return ConvTiling(*tiling)
+    raise VDLAProgramError(f"tiling must be a vdla.ConvTiling(rows, out_tiles) or a tuple of "
+                           f"two ints, got {tiling!r}")
 
 
 def conv2d_reference(x: np.ndarray, w: np.ndarray, bias: np.ndarray, shift: int,
@@ -90,7 +100,11 @@ def conv2d_program(shape: ConvShape, x_base: int, w_base: int, b_base: int, out_
                    virtual_threads: int = 1, config: VDLAConfig = DEFAULT) -> Program:
     """The instruction stream (see the module docstring); DRAM addresses are tile
     addresses of the packed input, weights, bias and output."""
+    config = check_config(config, "conv2d_program")
+    tiling = _tiling(tiling)
     v, th, tob = virtual_threads, tiling.rows, tiling.out_tiles
+    if not all(isinstance(t, int) and not isinstance(t, bool) for t in (th, tob)):
+        raise VDLAProgramError(f"conv2d_program: {tiling} needs ints")
     s = shape
     if v not in (1, 2):
         raise VDLAProgramError(f"virtual_threads must be 1 or 2, got {v!r}")
@@ -200,7 +214,8 @@ def conv2d(x: np.ndarray, w: np.ndarray, bias: np.ndarray, shift: int = 8, pool:
     """Run the layer on the simulated accelerator. ``x`` is int8 ``(N, C, H, W)`` with
     ``N``, ``C`` multiples of 8, ``w`` int8 ``(O, C, 3, 3)`` with ``O`` a multiple of 8,
     ``bias`` int32 ``(O,)``. Returns the int8 output, the stats and the program."""
-    c = config
+    c = check_config(config, "conv2d")
+    tiling = _tiling(tiling)
     x, w, bias = np.asarray(x), np.asarray(w), np.asarray(bias)
     ok = (x.dtype == np.int8 and w.dtype == np.int8 and x.ndim == 4 and w.ndim == 4
           and w.shape[1:] == (x.shape[1], 3, 3) and bias.shape == (w.shape[0],)

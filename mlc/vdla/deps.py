@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from mlc.errors import VDLAProgramError
 from mlc.vdla.config import DEFAULT, MemScope, VDLAConfig
 from mlc.vdla.isa import Finish, Instruction, Module, Program
 from mlc.vdla.verify import analyze
@@ -38,6 +39,9 @@ from mlc.vdla.verify import analyze
 
 def insert_dependencies(program: Program, config: VDLAConfig = DEFAULT) -> Program:
     """``program`` with its dependency flags recomputed (existing flags are dropped)."""
+    if not isinstance(program, Program):
+        raise VDLAProgramError(f"insert_dependencies expects a vdla Program, got "
+                               f"{type(program).__name__}")
     instrs = [dataclasses.replace(ins, pop_prev=False, pop_next=False, push_prev=False,
                                   push_next=False) for ins in program.instructions]
     infos = analyze(Program(tuple(instrs), program.uops), config)

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mlc.errors import VDLAProgramError
-from mlc.vdla.config import DEFAULT, MemScope, VDLAConfig
+from mlc.vdla.config import DEFAULT, MemScope, VDLAConfig, check_config
 from mlc.vdla.deps import insert_dependencies
 from mlc.vdla.dram import DRAM
 from mlc.vdla.isa import Finish, Gemm, Instruction, Load, Program, Store, UOp
@@ -47,6 +47,16 @@ class GemmTiling:
     tile_m: int = 16
     tile_n: int = 16
     tile_k: int = 16
+
+
+def _tiling(tiling: object) -> GemmTiling:
+    """A GemmTiling, or a tuple (tile_m, tile_n, tile_k) made into one."""
+    if isinstance(tiling, GemmTiling):
+        return tiling
+    if isinstance(tiling, (tuple, list)) and len(tiling) == 3:
+        return GemmTiling(*tiling)
+    raise VDLAProgramError(f"tiling must be a vdla.GemmTiling(tile_m, tile_n, tile_k) or a "
+                           f"tuple of three ints, got {tiling!r}")
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -88,6 +98,8 @@ def gemm_program(m_tiles: int, n_tiles: int, k_tiles: int, a_base: int, w_base: 
     """The instruction stream for ``C = A @ W.T`` on packed matrices of ``m_tiles x k_tiles``
     (A), ``n_tiles x k_tiles`` (W) and ``m_tiles x n_tiles`` (C) tiles, at DRAM tile
     addresses ``a_base``, ``w_base``, ``c_base`` (see the module docstring)."""
+    config = check_config(config, "gemm_program")
+    tiling = _tiling(tiling)
     v = virtual_threads
     if v not in (1, 2):
         raise VDLAProgramError(f"virtual_threads must be 1 or 2, got {v!r}")
@@ -164,7 +176,8 @@ def gemm(a: np.ndarray, w: np.ndarray, tiling: GemmTiling = GemmTiling(),
         raise VDLAProgramError(
             f"gemm expects two non-empty int8 matrices (M, K) and (N, K), got "
             f"{a.dtype}{a.shape} and {w.dtype}{w.shape}")
-    c = config
+    c = check_config(config, "gemm")
+    tiling = _tiling(tiling)
     dram = DRAM(c.dram_align)
     a_region = dram.put("A", pack(a, c.batch, c.block_in))
     w_region = dram.put("W", pack(w, c.block_out, c.block_in))

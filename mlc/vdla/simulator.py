@@ -34,7 +34,7 @@ import contextlib
 from collections import deque
 from dataclasses import dataclass, field
 
-from mlc.errors import VDLADeadlockError, VDLARaceError
+from mlc.errors import VDLADeadlockError, VDLAProgramError, VDLARaceError
 from mlc.vdla.config import DEFAULT, MemScope, VDLAConfig
 from mlc.vdla.dram import DRAM
 from mlc.vdla.execute import Machine
@@ -258,6 +258,9 @@ def _during(program: Program, access: tuple[int, int, int, int, bool, Module, in
 def simulate(program: Program, dram: DRAM, config: VDLAConfig = DEFAULT) -> Stats:
     """Run ``program`` on a fresh machine with ``dram`` (which receives the results) and
     return the :class:`Stats`. See the module docstring for the steps and the errors."""
+    if not isinstance(dram, DRAM):  # analyze takes None (no DRAM checks); running does not
+        raise VDLAProgramError(f"simulate needs a vdla.DRAM() holding the program's tensors, "
+                               f"got {type(dram).__name__}")
     infos = analyze(program, config, dram)
     events, token_events = schedule(program, infos)
     check_races(program, infos, events)

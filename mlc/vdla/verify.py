@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mlc.errors import VDLAAccessError, VDLAProgramError
-from mlc.vdla.config import MemScope, VDLAConfig
+from mlc.vdla.config import MemScope, VDLAConfig, check_config
 from mlc.vdla.dram import DRAM
 from mlc.vdla.isa import Alu, AluOp, Finish, Gemm, Instruction, Load, Module, Program, Store, UOp
 
@@ -136,6 +136,10 @@ def analyze(program: Program, config: VDLAConfig, dram: DRAM | None = None) -> l
     """Check ``program`` and return one :class:`Info` per instruction (see module doc)."""
     if not isinstance(program, Program):
         raise VDLAProgramError(f"expected a vdla Program, got {type(program).__name__}")
+    check_config(config, "the program check")
+    if dram is not None and not isinstance(dram, DRAM):
+        raise VDLAProgramError(f"dram must be a vdla.DRAM() holding the program's tensors, "
+                               f"got {type(dram).__name__}")
     instrs = program.instructions
     if not instrs or not isinstance(instrs[-1], Finish):
         raise VDLAProgramError("a program must end with FINISH (the builder adds it: "

@@ -255,3 +255,25 @@ def test_dram_misuse_is_a_typed_error() -> None:
     with pytest.raises(VDLAProgramError, match="32-bit addresses"):
         dram.alloc("H", 2**50)
     np.testing.assert_array_equal(dram.get("A", np.int8, (4, 4)), np.arange(16).reshape(4, 4))
+
+
+def test_arguments_of_the_wrong_kind_are_typed_errors_and_tiling_tuples_work() -> None:
+    """A dict for the config, None for the DRAM, a list for a program were AttributeErrors;
+    a tiling written as a tuple (gemm(a, w, (1, 1, 1))) was one too."""
+    a, w = _int8(8, 8), _int8(16, 8)
+    out, _, program = gemm(a, w, (1, 1, 1))  # type: ignore[arg-type]
+    np.testing.assert_array_equal(out, a.astype(np.int64) @ w.astype(np.int64).T)
+    with pytest.raises(VDLAProgramError, match="config must be a vdla.VDLAConfig"):
+        gemm(a, w, config={"batch": 8})  # type: ignore[arg-type]
+    with pytest.raises(VDLAProgramError, match="config must be a vdla.VDLAConfig"):
+        simulate(program, DRAM(), {"batch": 8})  # type: ignore[arg-type]
+    with pytest.raises(VDLAProgramError, match="simulate needs a vdla.DRAM"):
+        simulate(program, None)  # type: ignore[arg-type]
+    with pytest.raises(VDLAProgramError, match="GemmTiling.*or a tuple of three ints, got 3"):
+        gemm(a, w, 3)  # type: ignore[arg-type]
+    with pytest.raises(VDLAProgramError, match="insert_dependencies expects a vdla Program"):
+        mlc.vdla.insert_dependencies(list(program.instructions))  # type: ignore[arg-type]
+    x, wt = _int8(8, 8, 4, 4), _int8(8, 8, 3, 3)
+    bias = np.zeros(8, np.int32)
+    got, _, _ = conv2d(x, wt, bias, 8, False, (2, 1))  # type: ignore[arg-type]
+    np.testing.assert_array_equal(got, conv2d_reference(x, wt, bias, 8, False))
