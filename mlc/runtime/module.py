@@ -121,7 +121,18 @@ class Module:
         move). The returned function keeps the arrays alive; do not resize them."""
         if kwargs:
             self._refuse_keywords(kwargs)
-        call = self._errors.wrap(functools.partial(self._cfunc, *self._native_args(args)))
+        run = self._errors.wrap(functools.partial(self._cfunc, *self._native_args(args)))
+        name = self.entry_name
+
+        def call(*extra: Any, **keywords: Any) -> None:
+            if extra or keywords:  # ctypes would pass them on to the machine code
+                raise ArgumentTypeError(
+                    f"the function bind() returned runs {name} on the arrays it was given and "
+                    f"takes no arguments (got {len(extra) + len(keywords)}); call it as "
+                    "run(), or call the module itself with new arrays"
+                )
+            run()
+
         call.arrays = args  # type: ignore[attr-defined]  # keeps the memory alive
         call.module = self  # type: ignore[attr-defined]  # and the machine code it jumps to
         return call

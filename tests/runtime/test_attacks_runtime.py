@@ -227,3 +227,20 @@ def test_an_array_longer_than_its_int32_size_is_refused_not_counted_wrong() -> N
         _count("int32").bind(a, b)
     _count("int64")(a, b)
     assert b[0] == 2**31 + 8
+
+
+@pytest.mark.parametrize("checked", [False, True])
+def test_a_bound_call_given_arguments_is_a_typed_error(add: Module, checked: bool) -> None:
+    """run(1) passed the 1 on to the machine code and ran; run(a, b) was ctypes'
+    ArgumentError, and a module with run-time checks a TypeError."""
+    if checked:
+        f = _divide(8)
+        args = (np.arange(8, dtype=np.int32), np.ones(8, np.int32), np.zeros(8, np.int32))
+    else:
+        f, args = add, _abc()
+    run = f.bind(*args)
+    for extra in ((1,), args):
+        with pytest.raises(ArgumentTypeError, match="takes no arguments.*call it as run()"):
+            run(*extra)
+    run()
+    np.testing.assert_array_equal(args[2], args[0] // args[1] if checked else args[0] + 1)
