@@ -58,7 +58,7 @@ class CUDAModule(Module):
         self._gpu_functions: dict[str, Any] | None = None
         self._symbolic_grid = any(not isinstance(e, IntImm) for k in source.kernels
                                   for _, e in k.grid_extents)
-        self.check_on_first_call = sim is not None
+        self.check_on_first_call = sim is not None and bool(source.kernels)
         """cuda-sim: run :meth:`check` (on copies, at most ``CHECK_BLOCKS`` blocks per kernel)
         before the first call, so a race or a bad index is an error, not wrong numbers. Set
         it to ``False`` to skip."""

@@ -81,6 +81,7 @@ from mlc.tir.expr import (
 )
 from mlc.tir.functor import (
     IRMutator,
+    collect,
     post_order_visit,
 )
 from mlc.tir.stmt import (
@@ -148,6 +149,8 @@ def split_host_device(func: PrimFunc) -> PrimFunc:
             return s
         raise CodegenError(_unbound_message(func, s))
 
+    if not collect(func.body, lambda n: isinstance(n, BufferStore)):
+        return func  # nothing to compute (every array is empty): no kernel to launch
     body = host(func.body)
     launches = kernels(body)
     if not launches:
