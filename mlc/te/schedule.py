@@ -223,6 +223,12 @@ class Stage:
                 f"s[{self.name}].compute_at(parent, axis): parent must be a stage, s[T]"
             )
         _refuse_extern(self, "cannot be moved into another stage's loop")
+        if parent is self:
+            raise ScheduleError(
+                f"s[{self.name}].compute_at(s[{self.name}], ...): a stage cannot be computed "
+                "inside its own loops; pass a consumer's stage and one of its axes, e.g. "
+                f"s[{self.name}].compute_at(s[C], C.op.axis[0])"
+            )
         self._s._loop(scope, parent)  # a typo in the axis is reported here, not at build
         self._s._attach(self, ("at", parent, scope))
 
@@ -273,6 +279,7 @@ class Schedule:
         self.stages: list[Stage] = []
         # compute_at/compute_inline not applied yet: stage id -> (stage, attachment)
         self._pending: dict[int, tuple[Stage, Attachment]] = {}
+        self._flushing: set[int] = set()  # stages whose _flush is running (a cycle guard)
         self._applied: dict[int, Attachment] = {}  # stage id -> the attachment in effect
         for op in order:
             if isinstance(op, (ComputeOp, ScanOp, ExternOp)):
@@ -328,6 +335,15 @@ class Schedule:
         item = self._pending.get(id(stage))
         if item is None:
             return True
+        if id(stage) in self._flushing:
+            return False  # attachments that wait on each other (B at C's loop, C at B's)
+        self._flushing.add(id(stage))
+        try:
+            return self._flush_now(stage, item)
+        finally:
+            self._flushing.discard(id(stage))
+
+    def _flush_now(self, stage: Stage, item: tuple[Stage, Attachment]) -> bool:
         # consumers first: a stage attached into a loop its pending consumer will occupy
         # (C read by D, both at s[O]'s loop) can only move there once the consumer has
         for other, _ in list(self._pending.values()):

@@ -394,3 +394,31 @@ def test_reverse_compute_at_of_a_symbolic_tiled_producer_still_works() -> None:
     for shape in ((0, 3), (5, 7), (8, 9)):
         a = RNG.random(shape, dtype=np.float32)
         _check(sch.mod, a * 2 + 1, a, np.zeros(shape, "float32"))
+
+
+# -- the te facade: compute_at into a stage's own loops, or two stages into each other -------
+
+def _three_stages() -> tuple[te.Tensor, te.Tensor, te.Tensor, te.Tensor]:
+    A = te.placeholder((8, 8), name="A")
+    B = te.compute((8, 8), lambda i, j: A[i, j] * 2.0, name="B")
+    C = te.compute((8, 8), lambda i, j: B[i, j] * 2.0, name="C")
+    D = te.compute((8, 8), lambda i, j: C[i, j] * 2.0, name="D")
+    return A, B, C, D
+
+
+def test_te_compute_at_into_its_own_loop_is_refused() -> None:
+    # RecursionError at build
+    A, B, _, D = _three_stages()
+    s = te.create_schedule(D.op)
+    with pytest.raises(ScheduleError, match="a stage cannot be computed inside its own loops"):
+        s[B].compute_at(s[B], B.op.axis[0])
+
+
+def test_te_compute_at_of_two_stages_into_each_other_is_refused() -> None:
+    # RecursionError at build: each waited for the other to be placed first
+    A, B, C, D = _three_stages()
+    s = te.create_schedule(D.op)
+    s[B].compute_at(s[C], C.op.axis[0])
+    s[C].compute_at(s[B], B.op.axis[0])
+    with pytest.raises(ScheduleError, match="cannot be applied"):
+        mlc.build(s, [A, D], target="llvm")
