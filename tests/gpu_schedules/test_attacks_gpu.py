@@ -15,6 +15,7 @@ from mlc.errors import (
     ArgumentError,
     ArgumentTypeError,
     CodegenError,
+    IntegerDivisionError,
     RaceError,
     ScheduleError,
     UninitializedReadError,
@@ -439,3 +440,44 @@ def test_an_unbound_program_is_still_refused() -> None:
     B = te.compute((8,), lambda i: A[i] * 2.0, name="B")
     with pytest.raises(CodegenError, match="not inside any loop bound to a GPU thread axis"):
         mlc.build(te.create_schedule(B.op), [A, B], target="cuda-sim")
+
+
+# -- integer division by zero in the checking interpreter ----------------------------------------
+
+def _divide(guarded: bool) -> mlc.runtime.Module:
+    A = te.placeholder((8,), name="A", dtype="int32")
+    D = te.placeholder((8,), name="D", dtype="int32")
+    if guarded:
+        C = te.compute((8,), lambda i: te.if_then_else(D[i] != 0, te.floordiv(A[i], D[i]), 0),
+                       name="C")
+    else:
+        C = te.compute((8,), lambda i: te.floordiv(A[i], D[i]), name="C")
+    s = te.create_schedule(C.op)
+    o, i = s[C].split(C.op.axis[0], factor=4)
+    s[C].bind(o, te.thread_axis("blockIdx.x"))
+    s[C].bind(i, te.thread_axis("threadIdx.x"))
+    return mlc.build(s, [A, D, C], target="cuda-sim")
+
+
+@pytest.mark.parametrize("a0, d0", [(5, 0), (-2**31, -1)])
+def test_check_reports_an_integer_division_by_zero(a0: int, d0: int) -> None:
+    # f(...) raised IntegerDivisionError, but f.check(...) said "no races ..." and wrote
+    # the outputs as if nothing had happened
+    f = _divide(guarded=False)
+    a = np.arange(8, dtype="int32")
+    d = np.ones(8, "int32")
+    a[5], d[5] = a0, d0
+    with pytest.raises(IntegerDivisionError, match=rf"threadIdx \(1\).*divisor {d0}"):
+        f.check(a, d, np.zeros(8, "int32"))
+    with pytest.raises(IntegerDivisionError):
+        f(a, d, np.zeros(8, "int32"))
+
+
+def test_a_guarded_division_is_not_reported() -> None:
+    f = _divide(guarded=True)
+    a = np.arange(8, dtype="int32")
+    d = np.array([0, 1, 2, 0, 3, 2, 0, 1], "int32")
+    c = np.zeros(8, "int32")
+    f.check(a, d, c)
+    f(a, d, c)
+    np.testing.assert_array_equal(c, np.where(d != 0, a // np.where(d == 0, 1, d), 0))

@@ -12,6 +12,7 @@ import numpy as np
 from mlc.errors import (
     CodegenError,
     GPUIndexError,
+    IntegerDivisionError,
     InterpreterError,
     ShuffleDivergenceError,
 )
@@ -211,23 +212,54 @@ class _Evaluator:
     def _e_Mul(self, e: E.Mul, mask: Any) -> Any:
         return self._bin(e, mask, np.multiply)
 
+    def _int_division(self, e: E.BinaryOp, mask: Any, fn: Any) -> Any:
+        """An integer division or modulo: a divisor 0 (or the smallest integer divided by
+        -1) in a thread that runs it is an IntegerDivisionError, as the compiled function
+        raises; the other threads divide by 1."""
+        a = self._eval(e.a, mask)
+        b = self._eval(e.b, mask)
+        smallest = -(1 << (dt.bits(e.dtype) - 1)) if dt.is_int(e.dtype) else None
+        bad = np.asarray(b == 0)
+        if smallest is not None:
+            bad = bad | ((np.asarray(a) == smallest) & (np.asarray(b) == -1))
+        bad = np.broadcast_to(bad, np.broadcast_shapes(bad.shape, (self.n_lanes, 1)))
+        if mask is not None:
+            bad = bad & np.broadcast_to(mask, bad.shape)
+        if bad.any():
+            lane = int(np.nonzero(bad)[0][0])
+            value = int(np.broadcast_to(np.asarray(b), bad.shape)[np.nonzero(bad)][0])
+            line, text = stmt_line(self.func, self.stmt)
+            raise IntegerDivisionError(
+                f"kernel {self.kernel.name}: {self.lanes.describe(lane)} computes {e} with "
+                f"divisor {value} at line {line}: division by zero, or the smallest integer "
+                "divided by -1, has no integer result. Guard the divisor "
+                "(te.if_then_else(b != 0, a // b, 0)) or use floats.\n" + text
+            )
+        b = np.where(np.asarray(b) == 0, 1, b)
+        with np.errstate(all="ignore"):
+            r = fn(a, b)
+        self._count(e, mask, r)
+        return r
+
     def _e_Div(self, e: E.Div, mask: Any) -> Any:
         if dt.is_float(e.dtype):
             return self._bin(e, mask, np.divide)
-        return self._bin(e, mask, _tdiv)
+        return self._int_division(e, mask, _tdiv)
 
     def _e_Mod(self, e: E.Mod, mask: Any) -> Any:
         if dt.is_float(e.dtype):
             return self._bin(e, mask, np.fmod)
-        return self._bin(e, mask, _tmod)
+        return self._int_division(e, mask, _tmod)
 
     def _e_FloorDiv(self, e: E.FloorDiv, mask: Any) -> Any:
         if dt.is_float(e.dtype):
             return self._bin(e, mask, lambda a, b: np.floor(a / b))
-        return self._bin(e, mask, lambda a, b: np.floor_divide(a, np.where(b == 0, 1, b)))
+        return self._int_division(e, mask, np.floor_divide)
 
     def _e_FloorMod(self, e: E.FloorMod, mask: Any) -> Any:
-        return self._bin(e, mask, lambda a, b: np.mod(a, np.where(b == 0, 1, b)))
+        if dt.is_float(e.dtype):
+            return self._bin(e, mask, lambda a, b: np.mod(a, np.where(b == 0, 1, b)))
+        return self._int_division(e, mask, np.mod)
 
     def _e_Min(self, e: E.Min, mask: Any) -> Any:
         return self._bin(e, mask, np.minimum)
