@@ -35,6 +35,9 @@ from mlc.tir.schedule.simplify import IndexSimplifier
 from mlc.tir.schedule.trace import LoopRV
 from mlc.tir.stmt import For, ForKind, Stmt
 
+# the most loops one split makes (sample_perfect_tile's n too)
+MAX_SPLIT_FACTORS = 64
+
 
 class SplitFusePrimitives(ScheduleBase):
     """``split``, ``fuse``."""
@@ -73,6 +76,13 @@ class SplitFusePrimitives(ScheduleBase):
             raise self._error(
                 f"split of loop {name!r}: factors must be a non-empty list such as [None, 4], "
                 f"got {factors!r}",
+                for_,
+            )
+        if len(given) > MAX_SPLIT_FACTORS:
+            raise self._error(
+                f"split of loop {name!r} into {len(given)} loops: at most "
+                f"{MAX_SPLIT_FACTORS} factors (a deeper nest only adds loops of one "
+                "iteration; its index expressions outgrow the simplifier)",
                 for_,
             )
         ints: list[int | None] = []

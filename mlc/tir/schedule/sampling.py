@@ -19,10 +19,12 @@ makes the same choices every time.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from mlc.tir.expr import as_int
 from mlc.tir.schedule.base import ScheduleBase
+from mlc.tir.schedule.loop_split_fuse import MAX_SPLIT_FACTORS
 from mlc.tir.schedule.trace import LoopRV, SampledInt
 
 # Enumerating every tiling is cheap for the extents of a course (a 1024 loop split in 4 has
@@ -81,8 +83,10 @@ class SamplingPrimitives(ScheduleBase):
                 "perfect tiles need a constant extent (split it with a constant factor first)",
                 for_,
             )
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise self._error(f"sample_perfect_tile: n must be an int >= 1, got {n!r}", for_)
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_SPLIT_FACTORS:
+            raise self._error(
+                f"sample_perfect_tile: n must be an int >= 1 and at most {MAX_SPLIT_FACTORS} "
+                f"(the number of loops split makes), got {n!r}", for_)
         if not isinstance(max_innermost_factor, int) or max_innermost_factor < 1:
             raise self._error(
                 "sample_perfect_tile: max_innermost_factor must be an int >= 1, got "
@@ -129,7 +133,12 @@ class SamplingPrimitives(ScheduleBase):
         from mlc.errors import ScheduleError
 
         cands = list(candidates)
-        weights = [float(p) for p in probs]
+        try:
+            weights = [float(p) for p in probs]
+        except (TypeError, ValueError):
+            raise ScheduleError(
+                f"sample_categorical: probabilities must be numbers, got {list(probs)!r}"
+            ) from None
         if not cands or len(cands) != len(weights):
             raise ScheduleError(
                 f"sample_categorical: need one probability per candidate, got "
@@ -137,9 +146,10 @@ class SamplingPrimitives(ScheduleBase):
             )
         if any(not isinstance(c, int) or isinstance(c, bool) for c in cands):
             raise ScheduleError(f"sample_categorical: candidates must be ints, got {cands}")
-        if any(w < 0 for w in weights) or sum(weights) <= 0:
+        if any(not math.isfinite(w) or w < 0 for w in weights) or sum(weights) <= 0:
             raise ScheduleError(
-                f"sample_categorical: probabilities must be >= 0 and not all 0, got {weights}"
+                "sample_categorical: probabilities must be >= 0, finite and not all 0, got "
+                f"{weights}"
             )
         if decision is None:
             index = self._rng.choices(range(len(cands)), weights=weights)[0]

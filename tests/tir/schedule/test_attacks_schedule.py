@@ -422,3 +422,45 @@ def test_te_compute_at_of_two_stages_into_each_other_is_refused() -> None:
     s[C].compute_at(s[B], B.op.axis[0])
     with pytest.raises(ScheduleError, match="cannot be applied"):
         mlc.build(s, [A, D], target="llvm")
+
+
+# -- absurd sizes of a split and sampling arguments that are not numbers ---------------------
+
+def _one_loop() -> tir.Schedule:
+    A = te.placeholder((8,), name="A")
+    B = te.compute((8,), lambda i: A[i] + 1.0, name="B")
+    return tir.Schedule(te.create_prim_func([A, B]))
+
+
+def test_a_split_into_a_thousand_loops_is_refused() -> None:
+    # RecursionError in the simplifier of the thousand-term binding
+    sch = _one_loop()
+    (i,) = sch.get_loops(sch.get_block("B"))
+    with pytest.raises(ScheduleError, match="into 1001 loops: at most 64 factors"):
+        sch.split(i, [1] * 1000 + [None])
+    with pytest.raises(ScheduleError, match="n must be an int >= 1 and at most 64"):
+        sch.sample_perfect_tile(i, n=10**6)
+    sch.split(i, [1] * 63 + [None])  # 64 loops still compile (the interpreter nests 20)
+    a, b = RNG.random(8, dtype=np.float32), np.zeros(8, "float32")
+    mlc.build(sch.mod, target="llvm")(a, b)
+    np.testing.assert_allclose(b, a + 1)
+
+
+@pytest.mark.parametrize("probs", [[float("nan"), 1.0], [float("inf"), 1.0], ["x", 1.0],
+                                   [None, 1.0]])
+def test_sample_categorical_refuses_probabilities_that_are_not_finite_numbers(probs) -> None:  # type: ignore[no-untyped-def]
+    # ValueError: Total of weights must be finite (or could not convert string to float)
+    with pytest.raises(ScheduleError, match="probabilities must be"):
+        _one_loop().sample_categorical([1, 2], probs)
+
+
+@pytest.mark.xfail(strict=True, reason="needs a fix in mlc/testing/interpreter.py: a program "
+                   "of more than 20 nested loops raises SyntaxError (too many statically nested "
+                   "blocks) from the generated Python")
+def test_the_interpreter_runs_a_split_into_24_loops() -> None:
+    sch = _one_loop()
+    (i,) = sch.get_loops(sch.get_block("B"))
+    sch.split(i, [1] * 23 + [None])
+    a, b = RNG.random(8, dtype=np.float32), np.zeros(8, "float32")
+    eval_prim_func(sch.mod, a, b)
+    np.testing.assert_allclose(b, a + 1)
