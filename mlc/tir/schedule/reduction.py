@@ -195,6 +195,10 @@ class ReductionPrimitives(ScheduleBase):
                 f"rfactor: loop {lv!r} is not a reduction loop of block {name!r} (its "
                 f"reduction loops are {[f.loop_var.name for f in r_loops]})", target)
         ndim = buf.ndim
+        if not isinstance(factor_axis, int) or isinstance(factor_axis, bool):
+            raise self._error(
+                f"rfactor: factor_axis must be an int (where the new dimension goes in "
+                f"{buf.name!r}'s shape, 0..{ndim}), got {factor_axis!r}", target)
         if not -(ndim + 1) <= factor_axis <= ndim:
             raise self._error(
                 f"rfactor: factor_axis {factor_axis} is out of range for {buf.name!r} with "

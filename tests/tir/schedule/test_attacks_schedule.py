@@ -464,3 +464,12 @@ def test_the_interpreter_runs_a_split_into_24_loops() -> None:
     a, b = RNG.random(8, dtype=np.float32), np.zeros(8, "float32")
     eval_prim_func(sch.mod, a, b)
     np.testing.assert_allclose(b, a + 1)
+
+
+@pytest.mark.parametrize("axis", [1.0, True, "0"])
+def test_rfactor_refuses_a_factor_axis_that_is_not_an_int(axis) -> None:  # type: ignore[no-untyped-def]
+    # TypeError: slice indices must be integers (1.0); True was taken as 1
+    sch = tir.Schedule(sum_from_five)
+    _, k = sch.get_loops(sch.get_block("B"))
+    with pytest.raises(ScheduleError, match="factor_axis must be an int"):
+        sch.rfactor(k, axis)
