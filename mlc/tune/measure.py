@@ -37,6 +37,7 @@ from mlc.tune.executor import DaskExecutor, Executor, as_executor, timing_lock
 from mlc.tune.record import MeasureResult
 
 LOCK_WAIT_LIMIT = 1800.0  # seconds a candidate may wait for its machine's timing lock
+REFERENCE_WAIT = 120.0  # seconds a new worker may take to start and run the reference once
 
 
 @dataclass
@@ -345,7 +346,8 @@ class Measurer:
             w.conn.send({"key": self.key, "ref": self._ref, "target": self.target,
                          "check": self.option.check})
             # starting Python, importing mlc and running the reference can take a while
-            reply = w.conn.recv() if w.conn.poll(max(120.0, self.option.timeout)) else None
+            wait = max(REFERENCE_WAIT, self.option.timeout)
+            reply = w.conn.recv() if w.conn.poll(wait) else None
             if reply != "ready":
                 w.kill()
                 if isinstance(reply, _WorkerBug):
@@ -357,6 +359,13 @@ class Measurer:
                         "the tuner's random inputs (floats in [-1, 1), integers 1..7), "
                         f"raised {reply.error}. Tune a program that builds for that target "
                         "and runs on any input (guard divisors and indices read from data)"
+                    )
+                if reply is None:
+                    raise TuneError(
+                        f"the program being tuned did not finish within {wait:g} s: its "
+                        "unscheduled version, built and run once on the tuner's random inputs "
+                        "to check the candidates against, is still running. Tune a smaller "
+                        "instance of it, or pass measure_option(check=False)"
                     )
                 raise RuntimeError(
                     f"the measurement worker could not build the reference program: {reply}"

@@ -333,3 +333,20 @@ def test_apply_history_best_on_a_log_it_cannot_use_is_a_tune_error(  # type: ign
     with pytest.raises(TuneError, match=message):
         with tune.apply_history_best(log):
             pass
+
+
+@pytest.mark.timeout(120)
+def test_a_program_whose_reference_run_never_ends_is_a_tune_error(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The worker runs the unscheduled program once to check candidates against; one that
+    never finished gave, after two minutes, "RuntimeError: ... could not build the reference
+    program: None"."""
+    from mlc.tune import measure
+
+    monkeypatch.setattr(measure, "REFERENCE_WAIT", 3.0)
+    A = te.placeholder((64,), name="A")
+    k = te.reduce_axis((0, 2**31 - 1), name="k")  # about 2**37 float adds
+    B = te.compute((64,), lambda i: te.sum(A[i] * 1.0001, axis=k), name="B")
+    func = te.create_prim_func([A, B])
+    with pytest.raises(TuneError, match="did not finish within 3 s.*check=False"):
+        with Measurer(func, tune.measure_option(number=1, timeout=1.0), key="hang") as m:
+            m.measure([func])
