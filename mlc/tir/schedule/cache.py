@@ -66,6 +66,10 @@ class CachePrimitives(ScheduleBase):
         if consumer_blocks is None:
             readers = [i for i in infos if buf in i.reads and buf not in i.writes]
         else:
+            if not isinstance(consumer_blocks, (list, tuple)):
+                raise self._error(
+                    "cache_read: consumer_blocks must be a list of block handles, e.g. "
+                    f"[sch.get_block(\"C\")], got {consumer_blocks!r}", realize)
             wanted = {self._block_name(b) for b in consumer_blocks}
             readers = [i for i in infos if i.block.name in wanted]
         for r in readers:

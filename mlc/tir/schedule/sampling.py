@@ -94,6 +94,11 @@ class SamplingPrimitives(ScheduleBase):
                 for_,
             )
         if decision is not None:
+            if not isinstance(decision, (list, tuple)) or any(
+                    isinstance(x, bool) or not isinstance(x, int) for x in decision):
+                raise self._error(
+                    f"sample_perfect_tile: the decision must be a list of {n} ints, got "
+                    f"{decision!r}", for_)
             chosen = [int(x) for x in decision]
             product = 1
             for x in chosen:
@@ -132,6 +137,12 @@ class SamplingPrimitives(ScheduleBase):
         index of the chosen candidate (recorded in the trace)."""
         from mlc.errors import ScheduleError
 
+        if not isinstance(candidates, (list, tuple)) or not isinstance(probs, (list, tuple)):
+            raise ScheduleError(
+                "sample_categorical: candidates and probs must be lists, e.g. "
+                f"sample_categorical([0, 16, 64], [0.5, 0.25, 0.25]); got {candidates!r} and "
+                f"{probs!r}"
+            )
         cands = list(candidates)
         try:
             weights = [float(p) for p in probs]

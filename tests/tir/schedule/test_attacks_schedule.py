@@ -473,3 +473,17 @@ def test_rfactor_refuses_a_factor_axis_that_is_not_an_int(axis) -> None:  # type
     _, k = sch.get_loops(sch.get_block("B"))
     with pytest.raises(ScheduleError, match="factor_axis must be an int"):
         sch.rfactor(k, axis)
+
+
+def test_arguments_of_the_wrong_kind_are_refused_with_a_schedule_error() -> None:
+    # TypeError ('float' object is not iterable) / ValueError (invalid literal for int())
+    sch = _one_loop()
+    b = sch.get_block("B")
+    (i,) = sch.get_loops(b)
+    with pytest.raises(ScheduleError, match="consumer_blocks must be a list of block handles"):
+        sch.cache_read(b, 0, "local", consumer_blocks=b)  # type: ignore[arg-type]
+    with pytest.raises(ScheduleError, match="candidates and probs must be lists"):
+        sch.sample_categorical(None, None)  # type: ignore[arg-type]
+    for decision in (1.5, ["x", 4]):
+        with pytest.raises(ScheduleError, match="the decision must be a list of 2 ints"):
+            sch.sample_perfect_tile(i, n=2, decision=decision)  # type: ignore[arg-type]
