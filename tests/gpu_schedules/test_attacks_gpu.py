@@ -481,3 +481,40 @@ def test_a_guarded_division_is_not_reported() -> None:
     f.check(a, d, c)
     f(a, d, c)
     np.testing.assert_array_equal(c, np.where(d != 0, a // np.where(d == 0, 1, d), 0))
+
+
+# -- shared memory written by one kernel and read by another -------------------------------------
+
+def _shared_copy_schedule(attach: bool) -> tir.Schedule:
+    A = te.placeholder((256,), name="A")
+    B = te.compute((256,), lambda i: A[i] * 2.0, name="B")
+    sch = tir.Schedule(te.create_prim_func([A, B]))
+    b = sch.get_block("B")
+    cache = sch.cache_read(b, 0, "shared")
+    (loop,) = sch.get_loops(b)
+    bo, bi = sch.split(loop, [None, 64])
+    sch.bind(bo, "blockIdx.x")
+    sch.bind(bi, "threadIdx.x")
+    if attach:
+        sch.compute_at(cache, bo)
+    else:  # the copy gets loops (and a kernel) of its own
+        (loop,) = sch.get_loops(cache)
+        bo, bi = sch.split(loop, [None, 64])
+        sch.bind(bo, "blockIdx.x")
+    sch.bind(sch.get_loops(cache)[-1] if attach else bi, "threadIdx.x")
+    return sch
+
+
+def test_shared_buffer_filled_by_another_kernel_is_refused() -> None:
+    # the consumer's kernel read A_shared that only the copy's kernel wrote: garbage on a
+    # GPU; the first call said the copy did not cover the elements read
+    with pytest.raises(CodegenError, match=r"reads the shared buffer 'A_shared', written only "
+                                           r"by the kernel 'main_kernel0'.*compute_at"):
+        mlc.build(_shared_copy_schedule(attach=False).mod, target="cuda-sim")
+
+
+def test_shared_buffer_filled_in_the_same_kernel_works() -> None:
+    a = rng.random(256, dtype="float32")
+    b = np.zeros(256, "float32")
+    mlc.build(_shared_copy_schedule(attach=True).mod, target="cuda-sim")(a, b)
+    np.testing.assert_allclose(b, 2 * a)

@@ -158,6 +158,7 @@ def split_host_device(func: PrimFunc) -> PrimFunc:
             f"the function {func.name!r} has no loop bound to a GPU thread axis, so nothing "
             f"would run on the GPU; {BIND_HINT}"
         )
+    _refuse_shared_across_kernels(launches)
     if len(launches) == 1:
         only = launches[0]
         body = _Rename(only, replace(only, name=f"{func.name}_kernel")).visit(body)
@@ -198,6 +199,35 @@ def _children(s: Stmt) -> list[Stmt]:
     if isinstance(s, IfThenElse):
         return [s.then_case] + ([s.else_case] if s.else_case is not None else [])
     return []
+
+
+def _refuse_shared_across_kernels(launches: list[KernelLaunch]) -> None:
+    """A shared buffer lives as long as one thread block of one kernel: a kernel that reads
+    one that only another kernel writes (a ``"shared"`` cache left at the top level, its copy
+    loops bound on their own) would read garbage."""
+    writers: dict[int, str] = {}
+    for k in launches:
+        for buf in k.shared:
+            if _touches(k.body, buf, stores=True):
+                writers.setdefault(id(buf.data), k.name)
+    for k in launches:
+        for buf in k.shared:
+            if _touches(k.body, buf, stores=False) and not _touches(k.body, buf, stores=True):
+                where = writers.get(id(buf.data))
+                written = (f"written only by the kernel {where!r}" if where is not None
+                           else "never written")
+                raise CodegenError(
+                    f"the kernel {k.name!r} reads the shared buffer {buf.name!r}, {written}; "
+                    "shared memory belongs to one thread block of one kernel and is gone when "
+                    f"it ends. Compute {buf.name!r} in the same kernel: compute_at its block "
+                    "under the blockIdx loop of the block that reads it (then bind the copy "
+                    "loops to threadIdx), or give it the scope \"global\""
+                )
+
+
+def _touches(body: Stmt, buf: Buffer, stores: bool) -> bool:
+    kind = BufferStore if stores else BufferLoad
+    return bool(collect(body, lambda n: isinstance(n, kind) and n.buffer.data is buf.data))
 
 
 class _Rename(IRMutator):
