@@ -96,6 +96,11 @@ def register_func(
             f"register_func needs a name (a non-empty string), got {func_name!r}"
         )
     name = func_name
+    if "|" in name:  # the separator of the signature compiled code passes (see above)
+        raise PackedFuncError(
+            f"register_func({name!r}): a packed function's name cannot contain '|'; use "
+            f"dots, as in {name.replace('|', '.')!r}"
+        )
 
     def register(fn: F) -> F:
         if not callable(fn):

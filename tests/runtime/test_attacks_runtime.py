@@ -244,3 +244,11 @@ def test_a_bound_call_given_arguments_is_a_typed_error(add: Module, checked: boo
             run(*extra)
     run()
     np.testing.assert_array_equal(args[2], args[0] // args[1] if checked else args[0] + 1)
+
+
+def test_a_packed_function_name_with_a_pipe_is_refused_when_registered() -> None:
+    """'|' separates the fields of the signature compiled code passes: 'h3|pipe' registered
+    fine, then every call failed with "no packed function named 'h3'"."""
+    with pytest.raises(PackedFuncError, match=r"cannot contain '\|'; use dots, as in 'h3.pipe'"):
+        mlc.register_func("h3|pipe", lambda x, y: None)
+    assert registry.get_global_func("h3|pipe", allow_missing=True) is None
