@@ -277,3 +277,12 @@ def test_arguments_of_the_wrong_kind_are_typed_errors_and_tiling_tuples_work() -
     bias = np.zeros(8, np.int32)
     got, _, _ = conv2d(x, wt, bias, 8, False, (2, 1))  # type: ignore[arg-type]
     np.testing.assert_array_equal(got, conv2d_reference(x, wt, bias, 8, False))
+
+
+def test_get_source_of_an_unknown_format_is_an_error_not_the_instructions(vdla_gemm) -> None:  # type: ignore[no-untyped-def]
+    """get_source("ll") (or any typo) returned the instruction stream as if it were asked."""
+    instructions = vdla_gemm.get_source()
+    assert "FINISH" in instructions and vdla_gemm.get_source("asm") == instructions
+    assert vdla_gemm.get_source("ir") != instructions
+    with pytest.raises(ArgumentError, match="unknown source format 'll' for a VDLA module"):
+        vdla_gemm.get_source("ll")

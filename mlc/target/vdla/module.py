@@ -71,10 +71,14 @@ class VDLAModule:
         return self.stats
 
     def get_source(self, fmt: str = "") -> str:
-        """The instruction stream (``fmt="ir"``: the lowered loop program)."""
+        """The instruction stream (``fmt=""``, ``"vdla"`` or ``"asm"``); ``fmt="ir"``: the
+        lowered loop program."""
         if fmt == "ir":
             return str(self.lowered)
-        return str(self.program)
+        if fmt in ("", "vdla", "asm"):
+            return str(self.program)
+        raise ArgumentError(f"unknown source format {fmt!r} for a VDLA module; use '' (or "
+                            "'vdla', 'asm') for its instructions or 'ir' for the loop program")
 
     def __repr__(self) -> str:
         return (f"VDLAModule({self.name!r}, {len(self.program)} instructions, "
