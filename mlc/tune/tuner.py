@@ -120,6 +120,12 @@ class Tuner:
         shared machine luck is a few percent. Re-measuring adds no trials."""
         whole_number("tune: n_trial", n_trial)
         whole_number("tune: confirm", confirm, least=0)
+        one = callable(callbacks)  # callbacks=log_to_file("log.json"): one, not in a list
+        callbacks = [callbacks] if one else list(callbacks)  # type: ignore[list-item]
+        for cb in callbacks:
+            if not callable(cb):
+                raise TuneError(f"tune: callbacks holds {cb!r}, which is not callable; pass "
+                                "e.g. [mlc.tune.callback.log_to_file('log.json')]")
         if early_stopping is not None:
             whole_number("tune: early_stopping", early_stopping)  # trials without a gain
         if measure_option is not None and not isinstance(measure_option, MeasureOption):

@@ -350,3 +350,18 @@ def test_a_program_whose_reference_run_never_ends_is_a_tune_error(monkeypatch) -
     with pytest.raises(TuneError, match="did not finish within 3 s.*check=False"):
         with Measurer(func, tune.measure_option(number=1, timeout=1.0), key="hang") as m:
             m.measure([func])
+
+
+@pytest.mark.timeout(180)
+def test_tune_takes_one_callback_not_in_a_list_and_refuses_one_that_is_not_callable(  # type: ignore[no-untyped-def]
+        matmul_task, tmp_path: Path) -> None:
+    """callbacks=log_to_file(path) was "TypeError: 'log_to_file' object is not iterable";
+    callbacks=[5] a TypeError after the first batch had been measured."""
+    tuner = tune.RandomTuner(matmul_task, seed=0)
+    with pytest.raises(TuneError, match="callbacks holds 5, which is not callable"):
+        tuner.tune(2, callbacks=[5])  # type: ignore[list-item]
+    assert tuner.xs == []
+    log = tmp_path / "one.json"
+    tuner.tune(2, measure_option=tune.measure_option(**FAST),
+               callbacks=tune.callback.log_to_file(log))  # type: ignore[arg-type]
+    assert len(log.read_text().splitlines()) == 2
