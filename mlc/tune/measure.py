@@ -37,6 +37,7 @@ from mlc.tune.executor import DaskExecutor, Executor, as_executor, timing_lock
 from mlc.tune.record import MeasureResult
 
 LOCK_WAIT_LIMIT = 1800.0  # seconds a candidate may wait for its machine's timing lock
+MAX_TIMEOUT = 1e6  # seconds (11 days); larger ones overflow the pipes' poll
 REFERENCE_WAIT = 120.0  # seconds a new worker may take to start and run the reference once
 
 
@@ -113,10 +114,18 @@ def measure_option(
     for name, value in (("number", number), ("repeat", repeat), ("n_parallel", n_parallel)):
         whole_number(f"measure_option: {name}", value)
     for name, amount in (("timeout", timeout), ("min_repeat_ms", min_repeat_ms)):
+        least = 0.0 if name == "min_repeat_ms" else 1e-9
         if isinstance(amount, bool) or not isinstance(amount, (int, float)) or not (
-                amount > 0 if name == "timeout" else amount >= 0):
+                least <= amount <= MAX_TIMEOUT):
             raise TuneError(f"measure_option: {name}={amount!r} must be a number "
-                            f"{'above 0 (seconds)' if name == 'timeout' else 'of ms, 0 or more'}")
+                            f"{'above 0 (seconds)' if name == 'timeout' else 'of ms, 0 or more'}"
+                            f", and at most {MAX_TIMEOUT:g}")
+    local_limit = max(8, 4 * (os.cpu_count() or 1))
+    if runner is None and n_parallel > local_limit:
+        raise TuneError(
+            f"measure_option: n_parallel={n_parallel} worker processes on this machine of "
+            f"{os.cpu_count()} CPUs (each a Python process with mlc loaded); at most "
+            f"{local_limit} here. Measure on a cluster with runner=DaskRunner(client)")
     return MeasureOption(number, repeat, min_repeat_ms, timeout, n_parallel, check, 1e-3, runner)
 
 

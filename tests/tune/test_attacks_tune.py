@@ -365,3 +365,17 @@ def test_tune_takes_one_callback_not_in_a_list_and_refuses_one_that_is_not_calla
     tuner.tune(2, measure_option=tune.measure_option(**FAST),
                callbacks=tune.callback.log_to_file(log))  # type: ignore[arg-type]
     assert len(log.read_text().splitlines()) == 2
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(timeout=math.inf), "timeout=inf must be a number above 0"),
+    (dict(timeout=1e12), "at most 1e"),
+    (dict(min_repeat_ms=math.inf), "min_repeat_ms=inf"),
+    (dict(n_parallel=10**6), "n_parallel=1000000 worker processes"),
+])
+def test_measure_option_refuses_what_it_cannot_honour(kwargs: dict[str, Any], message: str) -> None:
+    """timeout=inf (or 1e12) was an OverflowError from the pipe's poll at the first
+    measurement; min_repeat_ms=inf failed every candidate; n_parallel=10**6 started one
+    Python process per candidate of a batch."""
+    with pytest.raises(TuneError, match=message):
+        tune.measure_option(**kwargs)
