@@ -379,3 +379,28 @@ def test_measure_option_refuses_what_it_cannot_honour(kwargs: dict[str, Any], me
     Python process per candidate of a batch."""
     with pytest.raises(TuneError, match=message):
         tune.measure_option(**kwargs)
+
+
+@pytest.mark.timeout(300)
+def test_a_program_without_arithmetic_is_ranked_by_speed() -> None:
+    """A transpose has 0 FLOP, so every success scored 0 FLOP/s like a failure: the cost
+    model never trained and confirm re-measured nothing."""
+    A = te.placeholder((64, 64), name="A")
+    B = te.compute((64, 64), lambda i, j: A[j, i], name="B")
+
+    def split_rows(sch: Any) -> None:  # the default space of a copy has one point
+        (i, _) = sch.get_loops(sch.get_block("B"))
+        sch.split(i, sch.sample_perfect_tile(i, n=2))
+
+    best = tune.tune_tir(te.create_prim_func([A, B]), max_trials=4, confirm=2,
+                         space=split_rows, measure_option=tune.measure_option(**FAST),
+                         progress=False)
+    tuner = best.tuner  # type: ignore[attr-defined]
+    ok = [y for y, r in zip(tuner.ys, tuner.results) if r.ok]
+    assert len(ok) >= 2 and all(y > 0 for y in ok)
+    assert tuner.confirmed  # the fastest were measured again
+    f = mlc.build(best.mod)
+    a = np.random.default_rng(0).random((64, 64), dtype=np.float32)
+    b = np.zeros((64, 64), np.float32)
+    f(a, b)
+    np.testing.assert_array_equal(b, a.T)
