@@ -19,7 +19,7 @@ from mlc.tir.expr import (
     PrimExpr,
     Sub,
 )
-from mlc.tir.functor import collect, uses_var
+from mlc.tir.functor import collect, substitute, uses_var
 from mlc.tir.schedule import state
 from mlc.tir.schedule.base import ScheduleBase
 from mlc.tir.schedule.dependence import conflicting_access, describe
@@ -147,10 +147,7 @@ class ReorderPrimitives(ScheduleBase):
         sum along ``j``). Other loops may move freely around them."""
         body = chain[-1].body
         outer = [body] if isinstance(body, BlockRealize) else state.child_block_realizes(body)
-        # a blockized block speaks for the blocks inside it (as for parallel)
-        blocks = [br for br in outer
-                  if not collect(br.block.body, lambda n: isinstance(n, BlockRealize))]
-        for br in blocks:
+        for top, br in [(top, leaf) for top in outer for leaf in _leaf_blocks(top)]:
             carrying, why = self._carrying_loops(chain, br)
             old = [f for f in chain if id(f) in carrying]
             new = [f for f in new_chain if id(f) in carrying]
@@ -163,7 +160,7 @@ class ReorderPrimitives(ScheduleBase):
                     "Reorder only the other loops"
                     + (", or write the update as `C = C op value` with op one of + * max "
                        "min (which may run in any order)" if "reduction" in why else ""),
-                    {a: "keeps its place", br: "depends on the order"},
+                    {a: "keeps its place", top: "depends on the order"},
                 )
 
     def _carrying_loops(self, chain: list[For], br: BlockRealize) -> tuple[set[int], str]:
@@ -186,6 +183,21 @@ class ReorderPrimitives(ScheduleBase):
                 why = why or (f"{describe(block, *conflict)}, so one iteration reads what "
                               "another wrote")
         return found, why
+
+
+def _leaf_blocks(br: BlockRealize) -> list[BlockRealize]:
+    """``br`` or, for a blockized block, the blocks inside it with their bindings written in
+    terms of the loops (``vk = vk0 * 2 + k_2`` with ``vk0 = k_0 * 3 + k_1`` becomes
+    ``k_0 * 6 + k_1 * 2 + k_2``), so that their dependences show on the outer loops."""
+    inner = state.child_block_realizes(br.block.body)
+    if not inner:
+        return [br]
+    outer_binding = dict(zip([iv.var for iv in br.block.iter_vars], br.iter_values))
+    found = []
+    for child in inner:
+        values = tuple(substitute(v, outer_binding) for v in child.iter_values)
+        found += _leaf_blocks(dataclasses.replace(child, iter_values=values))
+    return found
 
 
 def _order_free_update(block: Block) -> bool:
