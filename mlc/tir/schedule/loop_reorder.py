@@ -147,7 +147,7 @@ class ReorderPrimitives(ScheduleBase):
         sum along ``j``). Other loops may move freely around them."""
         body = chain[-1].body
         outer = [body] if isinstance(body, BlockRealize) else state.child_block_realizes(body)
-        for top, br in [(top, leaf) for top in outer for leaf in _leaf_blocks(top)]:
+        for top, br in [(t, leaf) for t in outer for leaf in _leaf_blocks(t)]:
             carrying, why = self._carrying_loops(chain, br)
             old = [f for f in chain if id(f) in carrying]
             new = [f for f in new_chain if id(f) in carrying]
