@@ -70,8 +70,9 @@ def _check_fields(index: int, ins: Instruction) -> None:
     def bad(msg: str) -> VDLAProgramError:
         return VDLAProgramError(f"instruction {index:#04x} ({type(ins).__name__}): {msg}")
 
-    if not isinstance(ins, Instruction):
-        raise VDLAProgramError(f"instruction {index:#04x} is {ins!r}, not a VDLA instruction")
+    if not isinstance(ins, (Load, Store, Gemm, Alu, Finish)):
+        raise VDLAProgramError(f"instruction {index:#04x} is {ins!r}, not a VDLA instruction "
+                               "(Load, Store, Gemm, Alu or Finish)")
     for flag in ("pop_prev", "pop_next", "push_prev", "push_next"):
         if not isinstance(getattr(ins, flag), bool):
             raise bad(f"{flag} must be True or False, got {getattr(ins, flag)!r}")

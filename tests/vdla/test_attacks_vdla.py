@@ -286,3 +286,10 @@ def test_get_source_of_an_unknown_format_is_an_error_not_the_instructions(vdla_g
     assert vdla_gemm.get_source("ir") != instructions
     with pytest.raises(ArgumentError, match="unknown source format 'll' for a VDLA module"):
         vdla_gemm.get_source("ll")
+
+
+def test_the_instruction_base_class_is_not_an_instruction() -> None:
+    """vdla.Instruction() passed the checks and the simulator died of NotImplementedError
+    (its opcode)."""
+    with pytest.raises(VDLAProgramError, match="not a VDLA instruction .Load, Store"):
+        simulate(Program((mlc.vdla.Instruction(), Finish())), DRAM())
