@@ -51,6 +51,13 @@ class ReorderPrimitives(ScheduleBase):
                     for i in range(4):
                         with block("C"): ...
 
+        Loops whose order the result depends on keep their relative order: the reduction
+        loops of a block whose update is not a commutative ``C = C op value``
+        (``B[vi] = A[vi, vk] - B[vi]``), and the loops along which a block reads what another
+        iteration wrote (a running sum ``A[vi, vj + 1] += A[vi, vj]``: ``j_0`` and ``j_1`` of
+        its split cannot swap, ``i`` may move past both). Such a reorder raises
+        ScheduleError.
+
         (A trace replays it as ``sch.reorder(ordered_loops=[...])``.)"""
         handles = _loop_list(ordered_loops, kwargs, "ordered_loops", "reorder")
         if not handles:

@@ -161,6 +161,10 @@ class ReductionPrimitives(ScheduleBase):
                 with block("B"):
                     vi, vk1 = S(i), R(k1)
                     B[vi] = B[vi] + B_rf[vk1, vi]
+
+        Each partial result starts from the combiner's identity (0 for +, 1 for *, -inf / +inf
+        for max / min); the block's own init (``B[vi] = 5.0``, ``B[vi] = bias[vi]``) starts
+        the final block only, so it counts once.
         """
         target, _ = self._loop_of(loop)
         lv = target.loop_var.name
