@@ -196,6 +196,13 @@ def start_local_cluster(spec: str, **kwargs: Any) -> tuple[Any, Any]:
     match = re.fullmatch(r"local:(\d+)", spec.strip())
     if not match or int(match.group(1)) < 1:
         raise ClusterError(f"a cluster is written local:N (N worker processes), not {spec!r}")
+    most = max(8, 4 * (os.cpu_count() or 1))
+    if int(match.group(1)) > most:
+        raise ClusterError(
+            f"{spec!r} would start {int(match.group(1))} worker processes on this machine of "
+            f"{os.cpu_count()} CPUs; at most {most} here (local:{os.cpu_count() or 1} is one "
+            "per CPU). For more, start workers on other machines and give their scheduler's "
+            "address")
     options: dict[str, Any] = dict(
         n_workers=int(match.group(1)), threads_per_worker=1, processes=True,
         host="127.0.0.1", dashboard_address=":0",

@@ -404,3 +404,13 @@ def test_a_program_without_arithmetic_is_ranked_by_speed() -> None:
     b = np.zeros((64, 64), np.float32)
     f(a, b)
     np.testing.assert_array_equal(b, a.T)
+
+
+def test_a_local_cluster_of_a_hundred_thousand_workers_is_refused_before_starting() -> None:
+    """"local:100000" started a LocalCluster of 100000 processes."""
+    pytest.importorskip("distributed")
+    from mlc.errors import ClusterError
+    from mlc.tune.executor import start_local_cluster
+
+    with pytest.raises(ClusterError, match="would start 100000 worker processes"):
+        start_local_cluster("local:100000")
