@@ -518,3 +518,72 @@ def test_shared_buffer_filled_in_the_same_kernel_works() -> None:
     b = np.zeros(256, "float32")
     mlc.build(_shared_copy_schedule(attach=True).mod, target="cuda-sim")(a, b)
     np.testing.assert_allclose(b, 2 * a)
+
+
+# -- CUDA C that NVRTC refused, or that computed something else than cuda-sim -------------------
+
+def _cuda_source(fn: object, dtypes: list[str]) -> str:
+    from mlc.target.cuda import nvrtc
+
+    ins = [te.placeholder((64,), name=f"X{k}", dtype=d) for k, d in enumerate(dtypes)]
+    C = te.compute((64,), lambda i: fn(*[x[i] for x in ins]), name="C")  # type: ignore[operator]
+    s = te.create_schedule(C.op)
+    o, i = s[C].split(C.op.axis[0], factor=32)
+    s[C].bind(o, te.thread_axis("blockIdx.x"))
+    s[C].bind(i, te.thread_axis("threadIdx.x"))
+    f = mlc.build(s, [*ins, C], target="cuda")  # NVRTC, where present, compiles it here
+    if nvrtc.available():
+        assert ".entry" in f.get_source("ptx")
+    return f.get_source("cuda")
+
+
+@pytest.mark.parametrize("value, literal", [(3000000000, "3000000000LL"),
+                                            (-2**63, "(-9223372036854775807LL - 1LL)"),
+                                            (-(2**40), "(-1099511627776LL)")])
+def test_int64_constants_compile_with_nvrtc(value: int, literal: str) -> None:
+    # INT64_C(3000000000): NVRTC has no <stdint.h>, so a valid int64 program failed to build
+    src = _cuda_source(lambda x: x * te.const(value, "int64"), ["int64"])
+    assert literal in src and "INT64_C" not in src
+
+
+def test_float_floor_division_is_floor_of_the_quotient_in_cuda() -> None:
+    # (float)mlc_floordiv(a, b) went through the int64 helper: 0.7 // 0.2 was 0 // 0 on a
+    # GPU (cuda-sim, on LLVM, gave 3)
+    src = _cuda_source(lambda a, b: te.floordiv(a, b), ["float32", "float32"])
+    assert "floorf((X0[" in src and "mlc_floordiv(X0" not in src
+    src = _cuda_source(lambda a, b: te.floordiv(a, b), ["float64", "float64"])
+    assert "floor((X0[" in src
+
+
+def test_float_remainder_is_fmod_in_cuda() -> None:
+    # `a % b` on floats: NVRTC refused to compile it
+    src = _cuda_source(lambda a, b: te.truncmod(a, b), ["float32", "float32"])
+    assert "fmodf(X0[" in src
+
+
+def test_float_floor_modulo_is_refused_on_cuda_as_on_cuda_sim() -> None:
+    # cuda-sim (LLVM) refuses it; cuda printed it through the int64 helper
+    with pytest.raises(CodegenError, match="floor modulo"):
+        _cuda_source(lambda a, b: te.floormod(a, b), ["float32", "float32"])
+    A = te.placeholder((64,), name="A")
+    C = te.compute((64,), lambda i: te.floormod(A[i], 0.5), name="C")
+    s = te.create_schedule(C.op)
+    o, i = s[C].split(C.op.axis[0], factor=32)
+    s[C].bind(o, te.thread_axis("blockIdx.x"))
+    s[C].bind(i, te.thread_axis("threadIdx.x"))
+    with pytest.raises(CodegenError, match="floor modulo"):
+        mlc.build(s, [A, C], target="cuda-sim")
+
+
+def test_uint64_constant_past_2_63_in_the_checker() -> None:
+    # the checking interpreter made np.int64(2**63 + 5): an OverflowError on the first call
+    A = te.placeholder((64,), name="A", dtype="uint64")
+    C = te.compute((64,), lambda i: A[i] + te.const(2**63 + 5, "uint64"), name="C")
+    s = te.create_schedule(C.op)
+    o, i = s[C].split(C.op.axis[0], factor=32)
+    s[C].bind(o, te.thread_axis("blockIdx.x"))
+    s[C].bind(i, te.thread_axis("threadIdx.x"))
+    a = np.arange(64, dtype="uint64")
+    c = np.zeros(64, "uint64")
+    mlc.build(s, [A, C], target="cuda-sim")(a, c)
+    np.testing.assert_array_equal(c, a + np.uint64(2**63 + 5))

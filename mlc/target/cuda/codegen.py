@@ -31,6 +31,7 @@ from mlc.tir import dtype as dt
 from mlc.tir.arith.bound import UNKNOWN, Bound, BoundEvaluator
 from mlc.tir.arith.linear import to_linear
 from mlc.tir.expr import (
+    BinaryOp,
     BufferLoad,
     Call,
     Cast,
@@ -196,6 +197,12 @@ class CodeGenCUDA(CodeGenC):
     def expr_IntImm(self, e: IntImm, lane: str | None) -> str:
         if dt.is_uint(e.dtype) and dt.bits(e.dtype) in (32, 64):  # a lane mask: 0xffffffffu
             return f"{e.value:#x}" + ("u" if dt.bits(e.dtype) == 32 else "ull")
+        if dt.bits(e.dtype) == 64 and not dt.is_bool(e.dtype) and not (
+                -(2**31) <= e.value < 2**31):
+            # NVRTC has no <stdint.h>, so no INT64_C; the smallest int64 has no literal
+            if e.value == -(2**63):
+                return "(-9223372036854775807LL - 1LL)"
+            return f"{e.value}LL" if e.value >= 0 else f"(-{-e.value}LL)"
         return super().expr_IntImm(e, lane)
 
     def expr_FloatImm(self, e: FloatImm, lane: str | None) -> str:
@@ -209,14 +216,25 @@ class CodeGenCUDA(CodeGenC):
         return super().expr_FloatImm(e, lane)
 
     def expr_FloorDiv(self, e: FloorDiv, lane: str | None) -> str:
+        if dt.is_float(e.dtype):  # floor(a / b), as the LLVM backend (the int64 helper
+            f = "f" if dt.bits(e.dtype) == 32 else ""  # would truncate the operands)
+            return f"floor{f}(({self.expr(e.a, lane)} / {self.expr(e.b, lane)}))"
         if self._both_nonnegative(e):  # C's / is floor division then: no 64-bit helper
             return f"({self.expr(e.a, lane)} / {self.expr(e.b, lane)})"
         return super().expr_FloorDiv(e, lane)
 
     def expr_FloorMod(self, e: FloorMod, lane: str | None) -> str:
+        if dt.is_float(e.dtype):
+            raise CodegenError("floor modulo (%) needs integers")  # as the LLVM backend
         if self._both_nonnegative(e):
             return f"({self.expr(e.a, lane)} % {self.expr(e.b, lane)})"
         return super().expr_FloorMod(e, lane)
+
+    def expr_Mod(self, e: BinaryOp, lane: str | None) -> str:
+        if dt.is_float(e.dtype):  # truncated remainder: C's fmod (% needs integers)
+            f = "f" if dt.bits(e.dtype) == 32 else ""
+            return f"fmod{f}({self.expr(e.a, lane)}, {self.expr(e.b, lane)})"
+        return super().expr_Mod(e, lane)
 
     def _both_nonnegative(self, e: FloorDiv | FloorMod) -> bool:
         """Index arithmetic of thread and loop variables: a >= 0 and b > 0 are known."""

@@ -171,7 +171,12 @@ class _Evaluator:
     _e_SizeVar = _e_Var
 
     def _e_IntImm(self, e: E.IntImm, mask: Any) -> Any:
-        return np.bool_(e.value) if e.dtype == "bool" else np.int64(e.value)
+        if e.dtype == "bool":
+            return np.bool_(e.value)
+        # integers are int64 here: a uint64 past 2**63 wraps to its two's complement (the
+        # same bits; a store to a uint64 buffer gives the value back)
+        value = e.value - (1 << 64) if e.value >= 1 << 63 else e.value
+        return np.int64(value)
 
     def _e_FloatImm(self, e: E.FloatImm, mask: Any) -> Any:
         return np_dtype(e.dtype).type(e.value)
