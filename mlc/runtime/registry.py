@@ -214,6 +214,12 @@ def _unpack(kinds: tuple[Any, ...], values: Any) -> list[Any]:
     return args
 
 
+def _is_an_argument(result: np.ndarray, args: list[Any]) -> bool:
+    """Is ``result`` (an array a packed function returned) the memory of one of its buffer
+    arguments, as ``np.add(x, 1, out=y)`` returns ``y``?"""
+    return any(isinstance(a, np.ndarray) and np.shares_memory(result, a) for a in args)
+
+
 def _kept(name: str, k: int, a: np.ndarray) -> str:
     return (
         f"it kept its argument {k} (a {a.dtype} array of shape {a.shape}) after it "
@@ -248,7 +254,15 @@ def _trampoline(signature: bytes, values: Any) -> int:
         views = [(k, a) for k, a in enumerate(args) if isinstance(a, np.ndarray) and a.base
                  is not None]
         counts = [sys.getrefcount(a) for _, a in views]
-        fn(*args)
+        result = fn(*args)
+        if isinstance(result, np.ndarray) and not _is_an_argument(result, args):
+            shape = result.shape
+            del result
+            raise PackedFuncError(
+                f"it returned an array of shape {shape}, but compiled code drops what a "
+                "packed function returns: write the output into its buffer argument in "
+                "place (y[:] = ...)")
+        del result
         for (k, a), count in zip(views, counts):
             if sys.getrefcount(a) > count:
                 a.flags.writeable = False  # at least a later write cannot corrupt memory

@@ -252,3 +252,23 @@ def test_a_packed_function_name_with_a_pipe_is_refused_when_registered() -> None
     with pytest.raises(PackedFuncError, match=r"cannot contain '\|'; use dots, as in 'h3.pipe'"):
         mlc.register_func("h3|pipe", lambda x, y: None)
     assert registry.get_global_func("h3|pipe", allow_missing=True) is None
+
+
+def test_a_packed_function_that_returns_its_result_is_told_to_write_it(
+        registered: list[str]) -> None:
+    """def addone(x, y): return x + 1 left B as it was (zeros or garbage), silently."""
+    A = te.placeholder((N,), name="A")
+    for name, fn in (("h3.returns", lambda x, y: x + 1),
+                     ("h3.out", lambda x, y: np.add(x, 1, out=y))):  # returns y: fine
+        registered.append(name)
+        mlc.register_func(name, fn)
+    a, _, b = _abc()
+    B = te.extern((N,), [A], lambda ins, outs: tir.call_packed("h3.returns", ins[0], outs[0]),
+                  name="B")
+    with pytest.raises(PackedFuncError, match=r"'h3.returns'.*returned an array of shape "
+                                              r"\(64,\).*y\[:\] = "):
+        mlc.build([A, B])(a, b)
+    B = te.extern((N,), [A], lambda ins, outs: tir.call_packed("h3.out", ins[0], outs[0]),
+                  name="B")
+    mlc.build([A, B])(a, b)
+    np.testing.assert_array_equal(b, a + 1)
