@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from mlc.errors import MLCTypeError
 from mlc.tir import dtype as dt
 from mlc.tir.arith import evaluate_int
+from mlc.tir.deep import retry_deeper
 from mlc.tir.expr import (
     Add,
     BufferLoad,
@@ -193,6 +194,10 @@ def loop_context(func: PrimFunc) -> list[LoopContext]:
 
     A loop whose extent is not a constant counts as 64 iterations.
     """
+    return retry_deeper(lambda: _loop_context(func))
+
+
+def _loop_context(func: PrimFunc) -> list[LoopContext]:
     nest = _deepest(func)
     if nest is None:
         return []
@@ -236,6 +241,10 @@ def itervar_features(func: PrimFunc) -> list[float]:
     """A fixed-length feature vector of ``func`` (a scheduled, block-level PrimFunc): the
     :func:`loop_context` rows of its innermost ``MAX_LOOPS`` loops (``MAX_BUFFERS`` buffers
     each), log-scaled, padded with zeros, then the nest's size and depth."""
+    return retry_deeper(lambda: _itervar_features(func))
+
+
+def _itervar_features(func: PrimFunc) -> list[float]:
     rows = loop_context(func)
     if not rows and _deepest(func) is None:
         return [0.0] * LENGTH
@@ -260,6 +269,10 @@ def itervar_features(func: PrimFunc) -> list[float]:
 
 def flop_count(func: PrimFunc) -> float:
     """Floating-point operations of one run: each block's float ops times its iterations."""
+    return retry_deeper(lambda: _flop_count(func))
+
+
+def _flop_count(func: PrimFunc) -> float:
     total = 0.0
     for nest in _nests(func):
         n = math.prod(_extent(lp) for lp in nest.loops)
@@ -293,6 +306,10 @@ def memory_traffic(func: PrimFunc, cache_bytes: int, line_bytes: int = 64) -> fl
     previous iteration's working set still fits). Buffers in ``local`` scope (registers)
     move nothing. When the whole block fits, this is each buffer's size: compulsory
     traffic only."""
+    return retry_deeper(lambda: _memory_traffic(func, cache_bytes, line_bytes))
+
+
+def _memory_traffic(func: PrimFunc, cache_bytes: int, line_bytes: int = 64) -> float:
     total = 0.0
     for nest in _nests(func):
         loops = nest.loops

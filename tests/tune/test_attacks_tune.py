@@ -414,3 +414,23 @@ def test_a_local_cluster_of_a_hundred_thousand_workers_is_refused_before_startin
 
     with pytest.raises(ClusterError, match="would start 100000 worker processes"):
         start_local_cluster("local:100000")
+
+
+def test_features_of_a_program_nested_1500_loops_deep() -> None:
+    """flop_count and itervar_features walk the program recursively: 1500 nested loops ran
+    out of Python's recursion limit (RecursionError). They run again on a deep stack."""
+    import dataclasses
+
+    from mlc.tir import For, ForKind, Var, const
+    from mlc.tune.features import flop_count, itervar_features, memory_traffic
+
+    A = te.placeholder((16,), name="A")
+    B = te.compute((16,), lambda i: A[i] * 2.0 + 1.0, name="B")
+    shallow = te.create_prim_func([A, B])
+    body = shallow.body
+    for d in range(1500):  # loops of one iteration: the same work
+        body = For(Var(f"d{d}", "int32"), const(0), const(1), ForKind.SERIAL, body)
+    deep = dataclasses.replace(shallow, body=body)
+    assert flop_count(deep) == flop_count(shallow) == 32.0
+    assert len(itervar_features(deep)) == len(itervar_features(shallow))
+    assert memory_traffic(deep, 1 << 20) == memory_traffic(shallow, 1 << 20)
