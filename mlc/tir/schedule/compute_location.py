@@ -11,20 +11,22 @@ from __future__ import annotations
 
 import dataclasses
 
+from mlc.errors import ScheduleError
 from mlc.tir.arith import Analyzer
 from mlc.tir.expr import IntImm, IterKind, PrimExpr, Range, Var, const
 from mlc.tir.functor import collect, substitute
 from mlc.tir.schedule import region as R
 from mlc.tir.schedule import state
 from mlc.tir.schedule.inline import InlinePrimitives
+from mlc.tir.schedule.loop_annotations import LoopAnnotationPrimitives
 from mlc.tir.schedule.threads import relaxed_thread_loops
 from mlc.tir.schedule.trace import BlockRV, LoopRV
-from mlc.tir.stmt import BlockRealize, Buffer, For, ForKind, Stmt, seq
+from mlc.tir.stmt import BlockRealize, Buffer, For, ForKind, PrimFunc, Stmt, seq
 
 Bounds = list[tuple[PrimExpr, PrimExpr]]
 
 
-class ComputeLocationPrimitives(InlinePrimitives):
+class ComputeLocationPrimitives(InlinePrimitives, LoopAnnotationPrimitives):
     """``compute_at``, ``reverse_compute_at`` (and the inline primitives)."""
 
     def compute_at(
@@ -128,6 +130,7 @@ class ComputeLocationPrimitives(InlinePrimitives):
         new_target = dataclasses.replace(target, body=seq(*items[:pos], nest, *items[pos:]))
         top = R.exclusive_top(bloc)
         new_func = state.replace_many(self._func, {top: None, target: new_target})
+        self._check_parallel_loops_around(new_func, lloc, target, name, "compute_at")
         self._update_checking_threads(new_func, "compute_at")
         self._record(
             "compute_at",
@@ -249,6 +252,7 @@ class ComputeLocationPrimitives(InlinePrimitives):
         )
         top = R.exclusive_top(bloc)
         new_func = state.replace_many(self._func, {top: None, target: new_target})
+        self._check_parallel_loops_around(new_func, lloc, target, name, "reverse_compute_at")
         self._update_checking_threads(new_func, "reverse_compute_at")
         self._record(
             "reverse_compute_at",
@@ -274,6 +278,34 @@ class ComputeLocationPrimitives(InlinePrimitives):
                 f"{what}: block {name!r} and loop {lv!r} are in different scopes (blocks)",
                 target,
             )
+
+    def _check_parallel_loops_around(
+        self, func: PrimFunc, lloc: state.Location, target: For, name: str, what: str
+    ) -> None:
+        """A block moved under a parallel or vectorized loop must be one that
+        ``parallel``/``vectorize`` would accept there: a reduction into a buffer every
+        iteration shares (``B[vj] += A[vj, k]`` under ``for i in parallel``) would race."""
+        loops = [f for f in (*lloc.path, target) if isinstance(f, For)
+                 and f.kind in (ForKind.PARALLEL, ForKind.VECTORIZED)]
+        old = self._func
+        self._func = func  # the checks and their messages read the new program
+        try:
+            for f in loops:
+                kind = "parallel" if f.kind is ForKind.PARALLEL else "vectorize"
+                new_loop = state.find_loop(func, f.loop_var)
+                assert new_loop is not None
+                try:
+                    self._check_data_parallel(new_loop.stmt, kind)  # type: ignore[arg-type]
+                except ScheduleError as err:
+                    raise self._error(
+                        f"{what}: moving block {name!r} under the {kind} loop "
+                        f"{f.loop_var.name!r} would make it unsafe: "
+                        + str(err).split("\n", 1)[0]
+                        + f". Move {name!r} under a loop inside it, or make the loop serial",
+                        new_loop.stmt,
+                    ) from None
+        finally:
+            self._func = old
 
     def _check_covers(
         self,

@@ -503,3 +503,39 @@ def test_reorder_above_a_blockized_running_sum_keeps_the_order() -> None:
     sch.blockize(k2)
     with pytest.raises(ScheduleError, match="block 'B' is a reduction whose update"):
         sch.reorder(k1, k0)
+
+
+# -- compute_at of a reduction into a parallel loop that does not index its output -----------
+
+def _row_sums_times_x() -> tuple[tir.PrimFunc, np.ndarray, np.ndarray, np.ndarray]:
+    A = te.placeholder((16, 32), name="A")
+    X = te.placeholder((8,), name="X")
+    k = te.reduce_axis((0, 32), name="k")
+    B = te.compute((16,), lambda j: te.sum(A[j, k], axis=k), name="B")
+    C = te.compute((8, 16), lambda i, j: B[j] * X[i], name="C")
+    a, x = RNG.random((16, 32), dtype=np.float32), RNG.random(8, dtype=np.float32)
+    return te.create_prim_func([A, X, C]), a, x, np.outer(x, a.sum(1))
+
+
+@pytest.mark.parametrize("where", [0, 1])
+def test_compute_at_of_a_shared_reduction_into_a_parallel_loop_is_refused(where: int) -> None:
+    # every thread zeroed and accumulated the one B: a data race (parallel(i) after the
+    # compute_at was refused, the other order was not)
+    func, a, x, ref = _row_sums_times_x()
+    sch = tir.Schedule(func)
+    i, j = sch.get_loops(sch.get_block("C"))
+    sch.parallel(i)
+    with pytest.raises(ScheduleError, match="moving block 'B' under the parallel loop 'i' would "
+                                            "make it unsafe: parallel: block 'B' under loop 'i' "
+                                            "is a reduction that does not depend on 'i'"):
+        sch.compute_at(sch.get_block("B"), [i, j][where])
+    _check(sch.mod, ref, a, x, np.zeros((8, 16), "float32"))
+
+
+def test_compute_at_into_a_serial_loop_inside_a_vectorized_one_is_allowed() -> None:
+    func, a, x, ref = _row_sums_times_x()
+    sch = tir.Schedule(func)
+    _, j = sch.get_loops(sch.get_block("C"))
+    sch.vectorize(j)
+    sch.compute_at(sch.get_block("B"), j)  # B[vj] moves with j: each lane its own element
+    _check(sch.mod, ref, a, x, np.zeros((8, 16), "float32"))
