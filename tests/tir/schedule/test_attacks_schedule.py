@@ -539,3 +539,18 @@ def test_compute_at_into_a_serial_loop_inside_a_vectorized_one_is_allowed() -> N
     sch.vectorize(j)
     sch.compute_at(sch.get_block("B"), j)  # B[vj] moves with j: each lane its own element
     _check(sch.mod, ref, a, x, np.zeros((8, 16), "float32"))
+
+
+def test_cache_write_after_an_rfactor_with_a_tail() -> None:
+    # StopIteration: rfactor leaves its two nests as one statement of the root, and the cache
+    # (which starts as a copy: the tail's predicate may skip the init) lost its place
+    A = te.placeholder((6, 10), name="A")
+    k = te.reduce_axis((0, 10), name="k")
+    B = te.compute((6,), lambda i: te.sum(A[i, k], axis=k), name="B")
+    sch = tir.Schedule(te.create_prim_func([A, B]))
+    _, kl = sch.get_loops(sch.get_block("B"))
+    _, k1 = sch.split(kl, [None, 4])
+    sch.rfactor(k1, 0)
+    sch.cache_write(sch.get_block("B"), 0, "local")
+    a = RNG.random((6, 10), dtype=np.float32)
+    _check(sch.mod, a.sum(1), a, np.zeros(6, "float32"))
