@@ -587,3 +587,54 @@ def test_uint64_constant_past_2_63_in_the_checker() -> None:
     c = np.zeros(64, "uint64")
     mlc.build(s, [A, C], target="cuda-sim")(a, c)
     np.testing.assert_array_equal(c, a + np.uint64(2**63 + 5))
+
+
+# -- an accumulator updated by every thread of an axis it does not use --------------------------
+
+def _gemv(rows_per_block: int = 4) -> tir.Schedule:
+    A = te.placeholder((16, 64), name="A")
+    x = te.placeholder((64,), name="x")
+    k = te.reduce_axis((0, 64), name="k")
+    y = te.compute((16,), lambda i: te.sum(A[i, k] * x[k], axis=k), name="y")
+    sch = tir.Schedule(te.create_prim_func([A, x, y]))
+    b = sch.get_block("y")
+    i, kk = sch.get_loops(b)
+    io, ii = sch.split(i, [None, rows_per_block])
+    ko, _ = sch.split(kk, [None, 8])
+    sch.bind(io, "blockIdx.x")
+    sch.bind(ii, "threadIdx.y")
+    xs = sch.cache_read(b, 1, "shared")
+    sch.compute_at(xs, ko)
+    sch.bind(sch.get_loops(xs)[-1], "threadIdx.x")  # the copy launches threadIdx.x
+    return sch
+
+
+@pytest.mark.parametrize("checked", [True, False])
+def test_row_sums_under_a_cooperative_copy_bound_to_another_axis(checked: bool) -> None:
+    # rows on threadIdx.y, the shared copy of x on threadIdx.x: the 8 threads along x all
+    # ran y[row] = y[row] + ... at once (a RaceError on the first call, a wrong y without
+    # the check); the threads with threadIdx.x == 0 now do the sum alone
+    f = mlc.build(_gemv().mod, target="cuda-sim")
+    f.check_on_first_call = checked
+    a = rng.random((16, 64), dtype="float32")
+    x = rng.random(64, dtype="float32")
+    y = np.zeros(16, "float32")
+    f(a, x, y)
+    np.testing.assert_allclose(y, a @ x, rtol=1e-5)
+    assert "if (threadIdx.x == 0)" in f.get_source("cuda").replace("((", "(").replace("))", ")")
+
+
+def test_a_value_every_thread_writes_and_reads_back_is_left_alone() -> None:
+    # B[ty] is written (the same value) by all threads along x and read back by each: not an
+    # accumulator, so no thread is left out of writing it
+    func = from_source(textwrap.dedent("""
+        @T.prim_func
+        def f(A: T.Buffer((4,), "float32"), B: T.Buffer((4,), "float32"),
+              C: T.Buffer((4, 8), "float32")):
+            for bx in T.thread_binding(1, thread="blockIdx.x"):
+                for ty in T.thread_binding(4, thread="threadIdx.y"):
+                    B[ty] = A[ty] * 2.0
+                    for tx in T.thread_binding(8, thread="threadIdx.x"):
+                        C[ty, tx] = B[ty] + T.float32(tx)
+    """))
+    assert "threadIdx.x == 0" not in str(mlc.lower(func, target="cuda-sim"))

@@ -364,7 +364,7 @@ def _make_kernel(
             return Allocate(s.buffer, rewrite(s.body))
         return s
 
-    body = _one_thread_stores(rewrite(root), index_vars)
+    body = _one_thread_updates(_one_thread_stores(rewrite(root), index_vars), index_vars)
     launch = {index_vars[t]: Range(const(0, index_vars[t].dtype), e) for t, e in extents.items()}
     _refuse_global_exchange(func.name, body, launch)
 
@@ -455,6 +455,89 @@ def _one_thread_stores(body: Stmt, index_vars: dict[str, Var]) -> Stmt:
         return s
 
     return walk(body)
+
+
+def _loaded(e: PrimExpr) -> set[int]:
+    """The buffers (by data var) that ``e`` reads."""
+    return {id(n.buffer.data) for n in collect(e, lambda n: isinstance(n, BufferLoad))}
+
+
+def _one_thread_updates(body: Stmt, index_vars: dict[str, Var]) -> Stmt:
+    """An accumulator updated by statements that do not use a launched thread axis runs in
+    every thread of that axis at once (``y[ty] = y[ty] + ...`` in a kernel that launches
+    threadIdx.x for a cooperative copy): a race. When the buffer is read only by its own
+    updates, the threads with index 0 on those axes do them (and its other stores) alone::
+
+        y[ty] = y[ty] + A[...] * x_shared[k]   ->   if threadIdx.x == 0:
+                                                         y[ty] = y[ty] + A[...] * x_shared[k]
+    """
+    axes = [v for t, v in index_vars.items() if t in THREAD_AXES]
+    if len(axes) < 2:
+        return body  # a store using no thread axis at all is _one_thread_stores' case
+    deps: dict[int, frozenset[int]] = {id(v): frozenset({id(v)}) for v in axes}
+    stores: list[tuple[BufferStore, frozenset[int]]] = []
+    loads_outside: set[int] = set()  # buffers read other than in their own stores
+
+    def uses(e: object) -> frozenset[int]:
+        found: set[int] = set()
+        post_order_visit(e, lambda n: found.update(deps.get(id(n), ()))
+                         if isinstance(n, Var) else None)
+        return frozenset(found)
+
+    def note_loads(e: object, inside: int | None) -> None:
+        post_order_visit(e, lambda n: loads_outside.add(id(n.buffer.data))
+                         if isinstance(n, BufferLoad) and id(n.buffer.data) != inside else None)
+
+    def walk(st: Stmt, context: frozenset[int]) -> None:
+        if isinstance(st, BufferStore):
+            note_loads(st, id(st.buffer.data))
+            if st.buffer.scope != "local":
+                stores.append((st, context | uses(st)))
+        elif isinstance(st, SeqStmt):
+            for c in st.seq:
+                walk(c, context)
+        elif isinstance(st, LetStmt):
+            note_loads(st.value, None)
+            deps[id(st.var)] = uses(st.value)
+            walk(st.body, context)
+        elif isinstance(st, For):
+            note_loads(st.min, None)
+            note_loads(st.extent, None)
+            walk(st.body, context | uses(st.min) | uses(st.extent))
+        elif isinstance(st, IfThenElse):
+            note_loads(st.condition, None)
+            inner = context | uses(st.condition)
+            walk(st.then_case, inner)
+            if st.else_case is not None:
+                walk(st.else_case, inner)
+        elif isinstance(st, Allocate):
+            walk(st.body, context)
+        else:
+            note_loads(st, None)
+
+    walk(body, frozenset())
+    # accumulators: buffers some store reads back, and which nothing else reads
+    updated = {id(st.buffer.data) for st, _ in stores
+               if id(st.buffer.data) in _loaded(st.value)}
+    guards: dict[int, PrimExpr] = {}
+    for st, used in stores:
+        missing = [v for v in axes if id(v) not in used]
+        key = id(st.buffer.data)
+        if not missing or key not in updated or key in loads_outside:
+            continue
+        cond: PrimExpr = missing[0] == 0
+        for v in missing[1:]:
+            cond = cond & (v == 0)
+        guards[id(st)] = cond
+    if not guards:
+        return body
+
+    class _Guard(IRMutator):
+        def visit_BufferStore(self, op: BufferStore) -> Stmt:
+            cond = guards.get(id(op))
+            return op if cond is None else IfThenElse(cond, op)
+
+    return _Guard().visit(body)  # type: ignore[no-any-return]
 
 
 intermediates = _kernel_info.intermediates  # re-exported: the old import path
