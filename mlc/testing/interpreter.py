@@ -41,6 +41,10 @@ from mlc.transform.lower_blocks import separate_inits_of_maybe_empty_reductions
 # runtime helpers, visible to the generated code as globals
 
 
+_BLOCKS_PER_DEF = 16  # nested blocks in one generated function (Python allows 20)
+_MAX_INDENT = 90  # Python's tokenizer allows 100 levels of indentation
+
+
 def _oob(name: str, idx: Any, shape: tuple[int, ...]) -> InterpreterError:
     return InterpreterError(f"out-of-bounds access {name}[{idx}] of a buffer of shape {shape}")
 
@@ -198,6 +202,8 @@ class _Gen:
         self.n_select = 0
         self.n_temp = 0
         self.text = ""  # the generated source, once generate() has run
+        self.scope_base = 1  # indentation of the body of the function being written
+        self.n_scope = 0
 
     # -- names ------------------------------------------------------------------------------
     def name(self, node: Any, hint: str) -> str:
@@ -430,6 +436,23 @@ class _Gen:
         method = getattr(self, "s_" + type(s).__name__, None)
         if method is None:
             raise InterpreterError(f"the interpreter cannot run {type(s).__name__}")
+        if depth - self.scope_base >= _BLOCKS_PER_DEF and isinstance(
+            s, (S.For, S.IfThenElse, S.BlockRealize)
+        ):
+            # Python compiles at most 20 blocks (for, if) inside each other in one function:
+            # the statement goes into a nested function, which starts a fresh count
+            if depth >= _MAX_INDENT:
+                raise InterpreterError(
+                    f"the interpreter runs programs of at most {_MAX_INDENT} nested loops and "
+                    "conditions (Python's indentation limit); this one nests deeper")
+            self.n_scope += 1
+            name = f"_scope{self.n_scope}"
+            self.emit(depth, f"def {name}():")
+            saved, self.scope_base = self.scope_base, depth + 1
+            method(s, depth + 1)
+            self.scope_base = saved
+            self.emit(depth, f"{name}()")
+            return
         method(s, depth)
 
     def s_SeqStmt(self, s: S.SeqStmt, depth: int) -> None:

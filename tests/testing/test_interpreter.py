@@ -53,3 +53,16 @@ def test_the_interpreter_runs_a_lowered_chain_of_a_thousand_stages():
     out = np.zeros(4, "float32")
     eval_prim_func(lowered, np.zeros(4, "float32"), out)
     np.testing.assert_allclose(out, 2.0, rtol=1e-4)
+
+
+def test_loops_nested_past_what_python_can_indent_are_an_interpreter_error():
+    from mlc import tir
+    from mlc.errors import InterpreterError
+
+    A = te.placeholder((8,), name="A")
+    B = te.compute((8,), lambda i: A[i] + 1.0, name="B")
+    sch = tir.Schedule(te.create_prim_func([A, B]))
+    (i,) = sch.get_loops(sch.get_block("B"))
+    sch.split(i, [1] * 99 + [None])  # 100 loops (it raised SyntaxError from the generator)
+    with pytest.raises(InterpreterError, match="at most 90 nested loops"):
+        eval_prim_func(sch.mod, np.zeros(8, "float32"), np.zeros(8, "float32"))
