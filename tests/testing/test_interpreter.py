@@ -63,6 +63,7 @@ def test_loops_nested_past_what_python_can_indent_are_an_interpreter_error():
     B = te.compute((8,), lambda i: A[i] + 1.0, name="B")
     sch = tir.Schedule(te.create_prim_func([A, B]))
     (i,) = sch.get_loops(sch.get_block("B"))
-    sch.split(i, [1] * 99 + [None])  # 100 loops (it raised SyntaxError from the generator)
+    loops = sch.split(i, [1] * 49 + [None])  # 100 loops in two splits (at most 64 each)
+    sch.split(loops[-1], [1] * 50 + [None])  # (the generator raised SyntaxError)
     with pytest.raises(InterpreterError, match="at most 90 nested loops"):
         eval_prim_func(sch.mod, np.zeros(8, "float32"), np.zeros(8, "float32"))
