@@ -55,6 +55,11 @@ class IndexOutOfBoundsError(RuntimeCheckError, IndexError):
     """A compiled kernel's index (read from data, or over a symbolic size) left its array."""
 
 
+class AllocationError(RuntimeCheckError, MemoryError):
+    """Compiled code could not allocate an intermediate buffer (the machine, or the
+    process's memory limit, has not that much); the code that uses it did not run."""
+
+
 class PackedFuncError(MLCError, RuntimeError):
     """A packed function (``mlc.register_func``, called by ``tir.call_packed``) failed: its
     name is not registered, it got arguments it cannot take, or it raised. The message

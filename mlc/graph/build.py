@@ -26,6 +26,7 @@ from mlc.graph.module import GraphModule, Kernel
 from mlc.graph.passes.fuse import fuse_ops
 from mlc.graph.passes.memory import plan_memory
 from mlc.graph.to_te import lower_group
+from mlc.tir.deep import retry_deeper
 
 __all__ = ["GraphModule", "Kernel", "build", "compile_group"]
 
@@ -76,6 +77,11 @@ def build(g: Graph, target: str = "llvm", name: str = "graph") -> GraphModule:
         return GraphModule(g, kernels, target)
     from mlc.target import build as target_build
 
-    linked = link_groups(g, [(k.inputs, k.group.root, k.lowered) for k in kernels], name)
+    parts = [(k.inputs, k.group.root, k.lowered) for k in kernels]
+    try:  # a group of thousands of ops nests as deep: linked on a deep stack (mlc.tir.deep)
+        linked = retry_deeper(lambda: link_groups(g, parts, name))
+    except RecursionError:
+        raise GraphError("the graph nests too deeply to link into one function; fuse fewer "
+                         "ops (graph.optimize(..., max_fuse_depth=32), the default)") from None
     module = target_build(linked.func, target)
     return GraphModule(g, kernels, target, linked=linked, module=module)

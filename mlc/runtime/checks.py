@@ -16,7 +16,12 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from mlc.errors import IndexOutOfBoundsError, IntegerDivisionError, RuntimeCheckError
+from mlc.errors import (
+    AllocationError,
+    IndexOutOfBoundsError,
+    IntegerDivisionError,
+    RuntimeCheckError,
+)
 from mlc.runtime import registry
 
 ERROR_RECORD = "__mlc_error"
@@ -83,6 +88,13 @@ class ErrorRecord:
         kind, expr, store = self.sites[site - 1]
         where = f" (in the store to {store})" if store else ""
         partial = "The outputs of this call are partial."
+        if kind == "allocation":
+            raise AllocationError(
+                f"{self.name}: no memory for the intermediate buffer {expr} ({value} bytes, "
+                f"{value / 2**30:.1f} GiB): this machine or this process's limit has not that "
+                "much. Keep only a tile of it (compute_at into an outer loop, or "
+                f"compute_inline), or use smaller shapes. {partial}"
+            )
         if kind == "division":
             raise IntegerDivisionError(
                 f"{self.name}: integer division {expr}{where} with divisor {value}: division "

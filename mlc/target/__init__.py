@@ -59,7 +59,7 @@ def build(func: PrimFunc, target: str | dict[str, Any] | Target | None = "llvm")
     """Lower ``func`` for ``target`` (:func:`lower`) and compile it: a Module you call with
     numpy arrays (the back end's ``module_class``)."""
     tgt = parse_target(target)
-    lowered = lower(func, tgt)
+    lowered = retry_deeper(lambda: lower(func, tgt))  # its checks walk the program too
     try:
         return retry_deeper(lambda: tgt.backend.codegen(lowered, tgt))
     except RecursionError:

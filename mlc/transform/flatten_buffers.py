@@ -32,6 +32,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from mlc.errors import LoweringError
 from mlc.tir import dtype as dt
 from mlc.tir.arith import Analyzer
 from mlc.tir.expr import (
@@ -157,7 +158,13 @@ def _mul(a: PrimExpr | int, b: PrimExpr | int) -> PrimExpr:
     """``a * b`` without the noise of multiplying by one or folding obvious constants."""
     a, b = convert(a), convert(b)
     if isinstance(a, IntImm) and isinstance(b, IntImm):
-        return const(a.value * b.value, a.dtype)
+        value = a.value * b.value
+        if not -(2**63) <= value < 2**63:
+            raise LoweringError(
+                f"a buffer of {value} elements (a size or stride {a.value} x {b.value}) is "
+                "past what a 64-bit index can address: use smaller shapes")
+        wide = a.dtype == "int64" or b.dtype == "int64" or not -(2**31) <= value < 2**31
+        return const(value, "int64" if wide else a.dtype)  # 100000 x 100000 wrapped in int32
     if isinstance(b, IntImm) and b.value == 1:
         return a
     if isinstance(a, IntImm) and a.value == 1:

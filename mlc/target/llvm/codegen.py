@@ -203,10 +203,12 @@ class CodeGenLLVM(ParallelEmitter, WorkspaceEmitter, ExprEmitter):
             del self.vars[buf.data]
             return
         if n is not None and KEEP_MIN <= n * elem_bytes <= KEEP_MAX:
-            ptr, slot = self.workspace_take(-(-n * elem_bytes // ALIGN) * ALIGN, ALIGN)
-            self.vars[buf.data] = ptr
-            self.emit_stmt(s.body)
-            del self.vars[buf.data]
+            size = -(-n * elem_bytes // ALIGN) * ALIGN
+            ptr, slot = self.workspace_take(size, ALIGN)
+            with self.b.if_then(self.allocated(ptr, buf, ir.Constant(ty.I64, size))):
+                self.vars[buf.data] = ptr
+                self.emit_stmt(s.body)
+                del self.vars[buf.data]
             self.workspace_give(ptr, slot)
             return
         nbytes = self.b.mul(self.cast(self.emit(count), count.dtype, "int64"),
@@ -219,10 +221,20 @@ class CodeGenLLVM(ParallelEmitter, WorkspaceEmitter, ExprEmitter):
         alloc.return_value.add_attribute("noalias")
         free = self.declare("free", ir.FunctionType(ty.VOID, [ty.I8P]))
         ptr = self.b.call(alloc, [ir.Constant(ty.I64, ALIGN), rounded], name=buf.name)
-        self.vars[buf.data] = ptr
-        self.emit_stmt(s.body)
-        del self.vars[buf.data]
+        with self.b.if_then(self.allocated(ptr, buf, rounded)):
+            self.vars[buf.data] = ptr
+            self.emit_stmt(s.body)
+            del self.vars[buf.data]
         self.b.call(free, [ptr])
+
+    def allocated(self, ptr: ir.Value, buf: Buffer, nbytes: ir.Value) -> ir.Value:
+        """``ptr != null``; when it is null (no memory for ``buf``: the machine's, or the
+        process's limit) the failure is recorded, and the code using ``buf`` is skipped:
+        writing through a null pointer would kill the notebook's kernel."""
+        null = ir.Constant(ptr.type, None)
+        site = self.check_site("allocation", buf.name)
+        self.fail_if(self.b.icmp_unsigned("==", ptr, null), site, nbytes)
+        return self.b.icmp_unsigned("!=", ptr, null)
 
     def stmt_For(self, s: For) -> None:
         self.loop_ranges[s.loop_var] = Range(s.min, s.extent)
