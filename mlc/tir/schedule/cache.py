@@ -181,13 +181,15 @@ class CachePrimitives(ScheduleBase):
         new_item = R.replace_buffers(items[pos], {buf: cache})
         copy = self._copy_nest(cache.name, cache, buf)
         nest = [i for i in infos if i.under(items[pos]) or i.realize is items[pos]]
+        around = [new_item, copy]
         if _needs_old_values(nest, buf):
             # the nest reads buf before writing it, or may leave some elements unwritten:
             # the cache starts as a copy, so the copy-back returns those elements unchanged
-            copy_in = self._copy_nest(self._fresh(f"{cache.name}_in"), buf, cache)
-            new_item = seq(copy_in, new_item)
-        func = state.replace(self._func, items[pos], new_item)
-        func = self._insert_root(func, new_item, copy, after=True)
+            around.insert(0, self._copy_nest(self._fresh(f"{cache.name}_in"), buf, cache))
+        root = R.root_block(self._func)
+        new_root = dataclasses.replace(
+            root, body=seq(*items[:pos], *around, *items[pos + 1:]))
+        func = state.replace(self._func, root, new_root)
         self._update(R.add_root_alloc(func, cache))
         rv = self._block_rv(cache.name)
         self._record(
