@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from mlc.errors import TuneError
 from mlc.tune import record
 from mlc.tune.record import MeasureResult
 
@@ -39,6 +41,18 @@ class log_to_file:  # noqa: N801 - AutoTVM's name
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
+        # found out now, not after the first batch has been measured
+        if self.path.is_dir():
+            raise TuneError(f"log_to_file({str(path)!r}) is a folder; give a file in it, "
+                            f"e.g. {str(self.path / 'tuning_log.json')!r}")
+        parent = self.path.parent
+        if parent.exists() and not parent.is_dir():
+            raise TuneError(f"log_to_file({str(path)!r}): {str(parent)!r} is a file, not a "
+                            "folder")
+        if (parent.exists() and not os.access(parent, os.W_OK)) or (
+                self.path.exists() and not os.access(self.path, os.W_OK)):
+            raise TuneError(f"log_to_file({str(path)!r}): cannot write there; give a path "
+                            "in a folder of yours")
 
     def __call__(
         self, tuner: Any, indexes: Sequence[int], results: Sequence[MeasureResult]

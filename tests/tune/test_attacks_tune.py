@@ -434,3 +434,15 @@ def test_features_of_a_program_nested_1500_loops_deep() -> None:
     assert flop_count(deep) == flop_count(shallow) == 32.0
     assert len(itervar_features(deep)) == len(itervar_features(shallow))
     assert memory_traffic(deep, 1 << 20) == memory_traffic(shallow, 1 << 20)
+
+
+def test_log_to_file_refuses_a_folder_or_a_path_under_a_file(tmp_path: Path) -> None:
+    """log_to_file(folder) raised IsADirectoryError after the first batch had been
+    measured (and lost); a path under a file, NotADirectoryError/FileExistsError."""
+    with pytest.raises(TuneError, match="is a folder; give a file in it"):
+        tune.callback.log_to_file(tmp_path)
+    afile = tmp_path / "notes.txt"
+    afile.write_text("mine")
+    with pytest.raises(TuneError, match="is a file, not a folder"):
+        tune.callback.log_to_file(afile / "log.json")
+    tune.callback.log_to_file(tmp_path / "new" / "log.json")  # a folder to be made: fine
