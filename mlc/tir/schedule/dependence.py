@@ -22,7 +22,7 @@ may write the same elements of it, with the same values.
 from __future__ import annotations
 
 from mlc.tir.arith.analyzer import Analyzer
-from mlc.tir.expr import BufferLoad, IntImm, PrimExpr, Range, Select, Var
+from mlc.tir.expr import BufferLoad, IntImm, IterKind, PrimExpr, Range, Select, Var
 from mlc.tir.functor import collect, substitute, uses_var
 from mlc.tir.stmt import Block, BlockRealize, BufferStore, For, IfThenElse, Stmt
 
@@ -42,6 +42,8 @@ def conflicting_access(for_: For, br: BlockRealize) -> tuple[BufferStore, Buffer
     fixed = _fixed_stores(for_, br, stores)
     ana = Analyzer()
     for store in stores:
+        if id(store) not in fixed and _shared_by_instances(block, br, store, for_.loop_var):
+            return store, BufferLoad(store.buffer, store.indices)
         if id(store) in fixed and not any(load.buffer.data is store.buffer.data
                                           for load in loads):
             return store, BufferLoad(store.buffer, store.indices)  # written by every one
@@ -78,6 +80,35 @@ def _fixed_stores(for_: For, br: BlockRealize, stores: list[BufferStore]) -> set
             if not any(uses_var(i, lambda x: id(x) in movers) for i in s.indices)}
 
 
+def _shared_by_instances(block: Block, br: BlockRealize, store: BufferStore, loop: Var) -> bool:
+    """Do more instances of ``block`` (over the spatial variables the loop moves) store
+    through ``store`` than there are elements it can reach? Then two of them store the same
+    element: ``A[vi % 4] = A[vi % 4] * 2`` for 8 values of ``vi``."""
+    moved = [iv for iv, value in zip(block.iter_vars, br.iter_values)
+             if uses_var(value, lambda x: x is loop) and uses_var(
+                 store, lambda x, v=iv.var: x is v)]  # type: ignore[misc]
+    if not moved or any(iv.kind is not IterKind.SPATIAL for iv in moved):
+        return False
+    ana = Analyzer()
+    for iv in block.iter_vars:
+        ana.bind(iv.var, iv.dom)
+    instances = 1
+    for iv in moved:
+        if not isinstance(iv.dom.extent, IntImm):
+            return False
+        instances *= iv.dom.extent.value
+    # the elements reachable when the other variables are fixed: each index's range over
+    # the moved variables alone
+    others = {iv.var: iv.dom.min for iv in block.iter_vars if all(iv is not m for m in moved)}
+    elements = 1
+    for index in store.indices:
+        lo, hi = ana.const_int_bound(substitute(index, others))
+        if not (isinstance(lo, int) and isinstance(hi, int)):
+            return False
+        elements *= hi - lo + 1
+    return instances > elements
+
+
 def _one_to_one(value: PrimExpr, v: Var, inner: dict[Var, Range]) -> bool:
     """Is ``value`` (a block variable's binding) ``c * v + r``, where ``r``, for fixed
     enclosing loops, spans less than ``|c|`` over the loops inside ``v``'s? Then two
@@ -101,6 +132,10 @@ def _split_affine(e: PrimExpr, v: Var) -> tuple[int, PrimExpr] | None:
 def describe(block: Block, store: BufferStore, load: BufferLoad) -> str:
     w = ", ".join(str(i) for i in store.indices)
     r = ", ".join(str(i) for i in load.indices)
+    if not collect(block.body, lambda n: isinstance(n, BufferLoad)
+                   and n.buffer.data is store.buffer.data):
+        return (f"block {block.name!r} writes {store.buffer.name}[{w}], the same element for "
+                "several of its instances")
     return (f"block {block.name!r} writes {store.buffer.name}[{w}] and reads "
             f"{load.buffer.name}[{r}]")
 

@@ -553,3 +553,38 @@ def test_cache_write_after_an_rfactor_with_a_tail() -> None:
     sch.cache_write(sch.get_block("B"), 0, "local")
     a = RNG.random((6, 10), dtype=np.float32)
     _check(sch.mod, a.sum(1), a, np.zeros(6, "float32"))
+
+
+# -- parallel/vectorize of a block whose instances store to the same element -----------------
+
+@T.prim_func
+def count_into_halves(A: T.Buffer((4,), "float32")):
+    for i in range(8):
+        with T.block("h"):
+            vi = T.axis.spatial(8, i)
+            A[vi // 2] = A[vi // 2] + 1.0
+
+
+@T.prim_func
+def last_of_each_pair(A: T.Buffer((4,), "float32"), B: T.Buffer((8,), "float32")):
+    for i in range(8):
+        with T.block("h"):
+            vi = T.axis.spatial(8, i)
+            A[vi % 4] = B[vi]
+
+
+@pytest.mark.parametrize("primitive", ["parallel", "vectorize"])
+def test_a_loop_whose_instances_store_one_element_cannot_run_at_once(primitive: str) -> None:
+    # accepted: A[vi // 2] += 1 read "the element it writes", but vi = 0 and 1 both write A[0]
+    sch = tir.Schedule(count_into_halves)
+    (i,) = sch.get_loops(sch.get_block("h"))
+    with pytest.raises(ScheduleError, match=re.escape("writes A[vi // 2] and reads A[vi // 2]")):
+        getattr(sch, primitive)(i)
+    sch = tir.Schedule(last_of_each_pair)
+    (i,) = sch.get_loops(sch.get_block("h"))
+    with pytest.raises(ScheduleError, match=re.escape(
+            "block 'h' writes A[vi % 4], the same element for several of its instances")):
+        getattr(sch, primitive)(i)
+    a, b = np.zeros(4, "float32"), np.arange(8, dtype=np.float32)
+    mlc.build(sch.mod, target="llvm")(a, b)
+    np.testing.assert_array_equal(a, b[4:])  # serial: the last of each pair wins
