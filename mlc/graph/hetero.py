@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from mlc.errors import GraphError
 from mlc.graph import nn, qnn
 from mlc.graph.build import GraphModule, build
 from mlc.graph.ir import Graph, var
@@ -148,8 +149,11 @@ class HeteroMLP:
     def logits(self, x: np.ndarray) -> np.ndarray:
         """The int32 logits (the accelerator's output, padding sliced off)."""
         x = np.asarray(x, np.float32)
-        if x.shape[0] != self.batch:
-            raise ValueError(f"the MLP was built for batches of {self.batch}, got {x.shape[0]}")
+        features = self.qm.wq[0].shape[1]
+        if x.shape != (self.batch, features):
+            raise GraphError(
+                f"the MLP was built for inputs of shape ({self.batch}, {features}): batches of "
+                f"{self.batch} rows of {features} features; got shape {x.shape}")
         xp = np.zeros((self.padded_batch, self.dims[0][0]), np.float32)
         xp[: x.shape[0], : x.shape[1]] = x
         h = self.head(x=xp)[0]
@@ -180,7 +184,7 @@ def build_hetero_mlp(qm: VDLAQuantizedMLP, batch: int, threads: int = 1, block: 
     from mlc.vdla.schedules import dense_compute, dense_schedule
 
     if accel not in ("vdla", "llvm"):
-        raise ValueError(f"accel must be 'vdla' or 'llvm', got {accel!r}")
+        raise GraphError(f"accel must be 'vdla' or 'llvm', got {accel!r}")
     rows = block * threads
     padded = -(-batch // rows) * rows
     dims = [(_pad8(w.shape[1]), _pad8(w.shape[0])) for w in qm.wq]

@@ -187,7 +187,8 @@ def test_odd_virtual_thread_counts_compile_and_compute_right() -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# the hetero CPU + VDLA MLP (mlc/graph/hetero.py is not ours to change: xfail until it is)
+# the hetero CPU + VDLA MLP: an input of the wrong shape was zero-padded (too few features,
+# a silently wrong answer) or failed in numpy; an unknown accelerator was a plain ValueError
 
 
 @pytest.fixture(scope="module")
@@ -210,16 +211,12 @@ def test_the_hetero_mlp_matches_numpy(small_mlp) -> None:  # type: ignore[no-unt
     np.testing.assert_array_equal(net.logits(x), integer_forward(qm, x))
 
 
-@pytest.mark.xfail(strict=True, reason="needs a fix in mlc/graph/hetero.py: HeteroMLP.logits "
-                   "zero-pads an input with fewer features than the first layer takes")
 def test_the_hetero_mlp_refuses_too_few_features(small_mlp) -> None:  # type: ignore[no-untyped-def]
     net, _, x = small_mlp
     with pytest.raises(MLCError, match="12"):
         net.logits(x[:, :10])  # 10 features for a layer of 12: silently padded with zeros
 
 
-@pytest.mark.xfail(strict=True, reason="needs a fix in mlc/graph/hetero.py: too many features "
-                   "or a 1-D input give numpy's ValueError (or a wrong 'batch' message)")
 @pytest.mark.parametrize("shape", [(8, 20), (12,)])
 def test_the_hetero_mlp_refuses_an_input_of_the_wrong_shape(small_mlp, shape) -> None:  # type: ignore[no-untyped-def]
     net, _, _ = small_mlp
@@ -227,8 +224,6 @@ def test_the_hetero_mlp_refuses_an_input_of_the_wrong_shape(small_mlp, shape) ->
         net.logits(np.zeros(shape, np.float32))
 
 
-@pytest.mark.xfail(strict=True, reason="needs a fix in mlc/graph/hetero.py: an unknown accel "
-                   "is a plain ValueError")
 def test_build_hetero_mlp_refuses_an_unknown_accelerator_with_a_typed_error(small_mlp) -> None:  # type: ignore[no-untyped-def]
     from mlc.graph.hetero import build_hetero_mlp
 
