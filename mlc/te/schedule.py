@@ -447,7 +447,19 @@ class Schedule:
                 f"s[{stage.name}]: {name} is not an axis of this schedule; use "
                 f"s[{stage.name}].op.axis, .op.reduce_axis or what split/fuse returned"
             )
-        return self._loops[id(axis)]
+        loop = self._loops[id(axis)]
+        try:
+            var = self._tir._loop_var(loop)
+            around = {id(self._tir._loop_var(rv)) for rv in self._tir.get_loops(stage.block)}
+        except ScheduleError:
+            return loop  # a loop a primitive replaced: the primitive that uses it says so
+        if id(var) not in around:
+            raise ScheduleError(
+                f"s[{stage.name}]: {axis.var.name} is not a loop around stage "
+                f"{stage.name!r} (it belongs to another stage); use s[{stage.name}].op.axis, "
+                f".op.reduce_axis or what s[{stage.name}].split/fuse returned"
+            )
+        return loop
 
     def _axis_for(self, loop: LoopRV, kind: IterKind) -> IterVar:
         for_: For = self._tir._get_loop(loop).stmt  # type: ignore[assignment]

@@ -14,11 +14,12 @@ import dataclasses
 from mlc.errors import ScheduleError
 from mlc.tir.arith import Analyzer
 from mlc.tir.expr import IntImm, IterKind, PrimExpr, Range, Var, const
-from mlc.tir.functor import collect, substitute
+from mlc.tir.functor import substitute
 from mlc.tir.schedule import region as R
 from mlc.tir.schedule import state
 from mlc.tir.schedule.inline import InlinePrimitives
 from mlc.tir.schedule.loop_annotations import LoopAnnotationPrimitives
+from mlc.tir.schedule.simplify import holds_for_sizes
 from mlc.tir.schedule.threads import relaxed_thread_loops
 from mlc.tir.schedule.trace import BlockRV, LoopRV
 from mlc.tir.stmt import BlockRealize, Buffer, For, ForKind, PrimFunc, Stmt, seq
@@ -343,7 +344,7 @@ class ComputeLocationPrimitives(InlinePrimitives, LoopAnnotationPrimitives):
                 first = ana.simplify(substitute(lo, {f.loop_var: f.min for f in loops}))
                 last = ana.simplify(
                     substitute(hi, {f.loop_var: f.min + f.extent - 1 for f in loops}))
-                covered = not _refuted(first <= iv.dom.min, ana) and not _refuted(
+                covered = holds_for_sizes(first <= iv.dom.min, ana) and holds_for_sizes(
                     last >= end, ana)
             if not covered:
                 names = ", ".join(repr(p.block.name) for p in producers)
@@ -357,7 +358,7 @@ class ComputeLocationPrimitives(InlinePrimitives, LoopAnnotationPrimitives):
                     "writes all it reads",
                     realize,
                 )
-        if _refuted(runs >= needed, ana):
+        if not holds_for_sizes(runs >= needed, ana):
             raise self._error(
                 f"reverse_compute_at: under loop {target.loop_var.name!r} the producers "
                 f"write fewer elements than block {block.name!r} has instances ({needed}); "
@@ -531,22 +532,6 @@ class ComputeLocationPrimitives(InlinePrimitives, LoopAnnotationPrimitives):
         for f in reversed(new_loops):
             body = dataclasses.replace(f, body=body)
         return body
-
-
-def _refuted(cond: PrimExpr, ana: Analyzer) -> bool:
-    """Is ``cond`` false, provably or for some sizes tried (each symbolic size the same
-    value of 1..17, then mixed values)? Used where the analyzer cannot prove ``cond`` for
-    symbolic sizes though it holds (``(n + 3) // 4 * 4 >= n``)."""
-    if ana.can_prove(cond):
-        return False
-    free = sorted(set(collect(cond, lambda n: isinstance(n, Var))), key=lambda v: v.name)
-    samples = [dict.fromkeys(free, k) for k in range(1, 18)]
-    samples += [{v: (3 * k + 5 * n) % 17 + 1 for n, v in enumerate(free)} for k in range(17)]
-    for values in samples:
-        got = ana.simplify(substitute(cond, {v: const(x, v.dtype) for v, x in values.items()}))
-        if isinstance(got, IntImm) and not got.value:
-            return True
-    return False
 
 
 def _inside(info: R.BlockInfo, node: Stmt) -> bool:

@@ -13,7 +13,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from mlc.tir.arith import Analyzer
-from mlc.tir.expr import PrimExpr, Range, Var
+from mlc.tir.expr import IntImm, PrimExpr, Range, Var, const
+from mlc.tir.functor import collect, substitute
 
 
 class IndexSimplifier:
@@ -36,3 +37,20 @@ class IndexSimplifier:
 
     def can_prove(self, cond: PrimExpr) -> bool:
         return self.analyzer.can_prove(cond)
+
+
+def holds_for_sizes(cond: PrimExpr, ana: Analyzer) -> bool:
+    """Does ``cond`` hold, provably or else for every size tried? Each symbolic variable of
+    ``cond`` takes the same value of 1..17, then mixed values. Used where the analyzer
+    cannot prove a condition over symbolic sizes that holds (a split's tail:
+    ``(m + 7) // 8 * 8 >= m``) and refuting it by example is what matters."""
+    if ana.can_prove(cond):
+        return True
+    free = sorted(set(collect(cond, lambda n: isinstance(n, Var))), key=lambda v: v.name)
+    samples = [dict.fromkeys(free, k) for k in range(1, 18)]
+    samples += [{v: (3 * k + 5 * n) % 17 + 1 for n, v in enumerate(free)} for k in range(17)]
+    for values in samples:
+        got = ana.simplify(substitute(cond, {v: const(x, v.dtype) for v, x in values.items()}))
+        if isinstance(got, IntImm) and not got.value:
+            return False
+    return True

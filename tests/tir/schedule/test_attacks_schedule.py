@@ -588,3 +588,23 @@ def test_a_loop_whose_instances_store_one_element_cannot_run_at_once(primitive: 
     a, b = np.zeros(4, "float32"), np.arange(8, dtype=np.float32)
     mlc.build(sch.mod, target="llvm")(a, b)
     np.testing.assert_array_equal(a, b[4:])  # serial: the last of each pair wins
+
+
+def test_cache_write_over_symbolic_split_tails_needs_no_copy_in() -> None:
+    # `(m + 7) // 8 * 8 - 1 >= m - 1` is beyond the analyzer: the copy of C into C_local
+    # came first, outside every thread loop on a GPU (tests/gpu_schedules/test_attacks_gpu.py)
+    m, n = te.var("m"), te.var("n")
+    A = te.placeholder((m, n), name="A")
+    C = te.compute((m, n), lambda i, j: A[i, j] * 2.0, name="C")
+    sch = tir.Schedule(te.create_prim_func([A, C]))
+    c = sch.get_block("C")
+    i, j = sch.get_loops(c)
+    i0, i1 = sch.split(i, [None, 8])
+    j0, j1 = sch.split(j, [None, 8])
+    sch.reorder(i0, j0, i1, j1)
+    cl = sch.cache_write(c, 0, "local")
+    assert "_in" not in str(sch.mod)
+    sch.reverse_compute_at(cl, j1)
+    for shape in ((13, 7), (0, 3), (16, 8)):
+        a = RNG.random(shape, dtype=np.float32)
+        _check(sch.mod, a * 2, a, np.zeros(shape, "float32"))
