@@ -608,3 +608,14 @@ def test_cache_write_over_symbolic_split_tails_needs_no_copy_in() -> None:
     for shape in ((13, 7), (0, 3), (16, 8)):
         a = RNG.random(shape, dtype=np.float32)
         _check(sch.mod, a * 2, a, np.zeros(shape, "float32"))
+
+
+def test_te_split_of_another_stages_axis_is_refused() -> None:
+    # s[C].split(B.op.axis[0]) split B's loop, silently
+    A, B, C, D = _three_stages()
+    s = te.create_schedule(D.op)
+    with pytest.raises(ScheduleError, match="i is not a loop around stage 'C' \\(it belongs to "
+                                            "another stage\\)"):
+        s[C].split(B.op.axis[0], factor=2)
+    with pytest.raises(ScheduleError, match="not a loop around stage 'C'"):
+        s[C].reorder(B.op.axis[1], C.op.axis[0])
