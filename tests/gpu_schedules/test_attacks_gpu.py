@@ -339,9 +339,8 @@ def test_variable_read_from_shared_in_a_loop(checked: bool) -> None:
 
 # -- a scan whose step reads a neighbour in the previous row -----------------------------------
 
-@pytest.mark.xfail(strict=True, reason="needs a fix in mlc/tir/schedule/dependence.py: the "
-                   "iterations of the i loop write row t and read row t - 1 of the state, "
-                   "which never overlap, but bind/parallel refuse any read at another column")
+# the iterations of the i loop write row t and read row t - 1 of the state, which never
+# overlap: bind/parallel refused any read at another column
 def test_scan_reading_the_previous_rows_neighbour_binds_to_threads() -> None:
     m, n = te.var("m"), te.var("n")
     X = te.placeholder((m, n), name="X")

@@ -40,6 +40,9 @@ def conflicting_access(for_: For, br: BlockRealize) -> tuple[BufferStore, Buffer
     moves = {iv.var for iv, value in zip(block.iter_vars, br.iter_values)
              if _one_to_one(value, for_.loop_var, inner)}
     fixed = _fixed_stores(for_, br, stores)
+    loops = {for_.loop_var, *inner}
+    varying = {iv.var for iv, value in zip(block.iter_vars, br.iter_values)
+               if uses_var(value, lambda x: x in loops)}
     ana = Analyzer()
     for store in stores:
         if id(store) not in fixed and _shared_by_instances(block, br, store, for_.loop_var):
@@ -57,8 +60,21 @@ def conflicting_access(for_: For, br: BlockRealize) -> tuple[BufferStore, Buffer
             if any(s and isinstance(w, Var) and w in moves
                    for s, w in zip(same, store.indices)):
                 continue  # a slice along a variable only this iteration takes
+            if any(_apart(w, r, varying, ana) for w, r in zip(store.indices, load.indices)):
+                continue  # another row for every iteration: a scan's state[t] and [t - 1]
             return store, load
     return None
+
+
+def _apart(w: PrimExpr, r: PrimExpr, varying: set[Var], ana: Analyzer) -> bool:
+    """Do the store's index ``w`` and the load's ``r`` of one dimension stay a nonzero
+    constant apart, neither moving with the loop or the loops inside it? Then no iteration
+    reads an element any iteration writes (``state[vt, vi]`` and ``state[vt - 1, ...]``
+    under a loop over ``vi``)."""
+    if any(uses_var(e, lambda x: x in varying) for e in (w, r)):
+        return False
+    gap = ana.simplify(w - r)
+    return isinstance(gap, IntImm) and gap.value != 0
 
 
 def _fixed_stores(for_: For, br: BlockRealize, stores: list[BufferStore]) -> set[int]:
