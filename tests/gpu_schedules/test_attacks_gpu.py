@@ -403,12 +403,8 @@ def test_local_buffer_used_outside_the_threads_names_the_statement() -> None:
         mlc.build(func, target="cuda-sim")
 
 
-@pytest.mark.xfail(strict=True, reason="needs a fix in mlc/tir/schedule/cache.py and "
-                   "compute_location.py: with symbolic sizes cache_write cannot prove that "
-                   "the block (under its `where i < m and j < n`) writes all of C and copies "
-                   "C into C_local first, outside every thread loop; reverse_compute_at "
-                   "then refuses (m + 7) // 8 * 8 elements as not covering m")
 def test_local_write_cache_over_symbolic_sizes_builds() -> None:
+    # cache_write copied C into C_local outside the thread loops until d75a71f (cache.py)
     f = mlc.build(_symbolic_local_output().mod, target="cuda-sim")
     a = rng.standard_normal((13, 5)).astype("float32")
     b = rng.standard_normal((5, 7)).astype("float32")
