@@ -520,7 +520,8 @@ assert q8.tolist() == [2, -2, 127, 127, -128, 0, 127]
 # %% [markdown]
 # ### How fast, here?
 # int8 `512 x 512 x 512` with 8-bit and with 7-bit activations against numpy's float32 GEMM
-# (OpenBLAS), in alternating rounds with a short pause before each, medians of the rounds.
+# (OpenBLAS), in alternating rounds with a short pause and one untimed call before each,
+# medians of the rounds.
 # Counting multiply-adds per instruction: on a VNNI CPU both int8 kinds are `vpdpbusd`, up
 # to 4x float32; without VNNI the exact 8-bit fallback does about half as many as float32
 # FMAs and the 7-bit `vpmaddubsw` path about 1.33x (`benchmarks/int8.py` measures 1024^3).
@@ -534,6 +535,7 @@ def interleaved(contenders: dict, rounds: int = 5, number: int = 3) -> dict:
     for _ in range(rounds):
         for k, fn in contenders.items():
             time.sleep(0.2)  # let other programs' (and BLAS's) threads settle
+            fn()  # then wake this contender's own threads: a cold first call is not its speed
             t0 = time.perf_counter()
             for _ in range(number):
                 fn()
