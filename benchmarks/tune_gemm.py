@@ -92,13 +92,16 @@ def trials_to_reach(curve: list[float], target: float) -> int | None:
 def interleaved_rounds(fns: list[Any], rounds: int, number: int, settle_s: float = 0.2,
                        clock: Any = time.perf_counter) -> list[list[float]]:
     """Seconds per call of each of ``fns`` in every round (each round times each once,
-    after a pause of ``settle_s``) on ``clock`` (``time.thread_time`` with ``--clock cpu``)."""
+    after a pause of ``settle_s`` and one untimed call that wakes its own sleeping threads:
+    a cold first call is the wake-up, not the kernel) on ``clock`` (``time.thread_time``
+    with ``--clock cpu``)."""
     times: list[list[float]] = [[] for _ in fns]
     for fn in fns:
         fn()
     for _ in range(rounds):
         for fn, ts in zip(fns, times):
             time.sleep(settle_s)
+            fn()
             t0 = clock()
             for _ in range(number):
                 fn()
