@@ -12,6 +12,9 @@ loop handles, so ``s[C].op.axis`` keeps naming the right loops after ``cache_wri
     s[C].vectorize(ji)
     print(s.to_prim_func([A, B, C]))      # the same program as s.sch.mod, params in this order
     print(s.sch.trace)                    # the TensorIR primitives it became
+
+Each ``s[C]`` is a :class:`mlc.te.stage.Stage`; this module holds the schedule of all of them
+(stages, attachments, the axis-to-loop table, ``cache_read``/``cache_write``/``rfactor``).
 """
 
 from __future__ import annotations
@@ -20,9 +23,9 @@ from collections.abc import Sequence
 from typing import Any, cast
 
 from mlc.errors import ScheduleError
-from mlc.te.external import describe
 from mlc.te.operation import ComputeOp, ExternOp, Operation, PlaceholderOp, ScanOp, Tensor
 from mlc.te.prim_func import check_free_vars, prim_func_of, split_arguments
+from mlc.te.stage import Stage, StageOp, refuse_extern
 from mlc.tir.expr import IterKind, IterVar, Range, Var
 from mlc.tir.schedule import state
 from mlc.tir.schedule.schedule import Schedule as TirSchedule
@@ -71,194 +74,6 @@ class CacheOp(Operation):
     @property
     def input_tensors(self) -> list[Tensor]:
         return [self._source]
-
-
-class StageOp:
-    """``s[C].op``: the stage's operation, with the axes that name its *current* loops."""
-
-    def __init__(self, stage: Stage) -> None:
-        self._stage = stage
-
-    @property
-    def axis(self) -> tuple[IterVar, ...]:
-        self._stage._s._flush(self._stage)
-        return tuple(self._stage.axis)
-
-    @property
-    def reduce_axis(self) -> tuple[IterVar, ...]:
-        self._stage._s._flush(self._stage)
-        return tuple(self._stage.reduce_axis)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._stage.origin, name)
-
-    def __repr__(self) -> str:
-        return f"StageOp({self._stage.name!r})"
-
-
-class Stage:
-    """The schedule of one operation (one block of the loop program): ``s[C]``."""
-
-    def __init__(
-        self,
-        sch: Schedule,
-        origin: Operation,
-        block_name: str,
-        axis: Sequence[IterVar],
-        reduce_axis: Sequence[IterVar],
-    ) -> None:
-        self._s = sch
-        self.origin = origin
-        self.block_name = block_name
-        self.axis = list(axis)
-        self.reduce_axis = list(reduce_axis)
-
-    @property
-    def name(self) -> str:
-        return self.origin.name
-
-    @property
-    def op(self) -> StageOp:
-        return StageOp(self)
-
-    def _loop(self, axis: Any, stage: Stage | None = None) -> LoopRV:
-        """The loop handle of ``axis``, after placing this stage (and ``stage``) where a
-        pending compute_at/compute_inline puts them."""
-        self._s._flush(self)
-        if stage is not None and stage is not self:
-            self._s._flush(stage)
-        return self._s._loop(axis, stage or self)
-
-    @property
-    def block(self) -> BlockRV:
-        return self._s._tir.get_block(self.block_name)
-
-    def __repr__(self) -> str:
-        return f"stage({self.name!r}, block={self.block_name!r})"
-
-    # -- loops ----------------------------------------------------------------------------
-    def split(
-        self, parent: IterVar, factor: int | None = None, nparts: int | None = None
-    ) -> tuple[IterVar, IterVar]:
-        """Split ``parent`` into ``(outer, inner)``: ``factor`` is the inner extent, or
-        ``nparts`` the outer one (give exactly one). ``tir``: ``sch.split(l, [None, factor])``."""
-        if (factor is None) == (nparts is None):
-            raise ScheduleError(
-                f"s[{self.name}].split({parent.var.name}): give exactly one of factor= "
-                f"(inner extent) or nparts= (outer extent)"
-            )
-        loop = self._loop(parent)
-        factors = [None, factor] if factor is not None else [nparts, None]
-        outer, inner = self._s._tir.split(loop, factors=factors)
-        return self._s._axis_for(outer, parent.kind), self._s._axis_for(inner, parent.kind)
-
-    def tile(self, *args: Any) -> tuple[IterVar, ...]:
-        """Split axes and put the outer parts first: ``tile(x, y, fx, fy)`` returns
-        ``(x_outer, y_outer, x_inner, y_inner)`` (TVM's); ``tile(x, y, z, fx, fy, fz)``, the
-        lecture notes' three-axis form, returns ``(xo, yo, zo, xi, yi, zi)``."""
-        if len(args) not in (4, 6):
-            raise ScheduleError(
-                f"s[{self.name}].tile takes two axes and two factors, or three and three; "
-                f"got {len(args)} arguments"
-            )
-        half = len(args) // 2
-        pairs = [self.split(ax, factor=f) for ax, f in zip(args[:half], args[half:])]
-        outer, inner = [p[0] for p in pairs], [p[1] for p in pairs]
-        self.reorder(*outer, *inner)
-        return (*outer, *inner)
-
-    def fuse(self, *args: IterVar) -> IterVar:
-        """Fuse directly nested axes (outermost first) into one."""
-        if len(args) == 1 and isinstance(args[0], (list, tuple)):
-            args = tuple(args[0])
-        loops = [self._loop(a) for a in args]
-        kind = IterKind.REDUCE if any(a.kind == IterKind.REDUCE for a in args) else IterKind.SPATIAL
-        return self._s._axis_for(self._s._tir.fuse(*loops), kind)
-
-    def reorder(self, *args: IterVar) -> None:
-        """Put the given axes in this order (outermost first)."""
-        self._s._tir.reorder(*[self._loop(a) for a in args])
-
-    def vectorize(self, var: IterVar) -> None:
-        self._s._tir.vectorize(self._loop(var))
-
-    def unroll(self, var: IterVar) -> None:
-        self._s._tir.unroll(self._loop(var))
-
-    def parallel(self, var: IterVar) -> None:
-        self._s._tir.parallel(self._loop(var))
-
-    def tensorize(self, var: IterVar, tensor_intrin: Any) -> None:
-        """Replace the tile under ``var`` by a tensor intrinsic (``te.decl_tensor_intrin`` or
-        a registered name); the stage then names the tensorized block. ``tir``:
-        ``sch.tensorize(loop, intrin)``."""
-        blk = self._s._tir.tensorize(self._loop(var), tensor_intrin)
-        self.block_name = self._s._tir._block_name(blk)
-        self._s._refresh(self)
-
-    def bind(self, ivar: IterVar, thread_ivar: Any) -> None:
-        """Bind an axis to a GPU thread axis: ``s[C].bind(bx, te.thread_axis("blockIdx.x"))``."""
-        tag = getattr(thread_ivar, "thread_tag", thread_ivar)
-        self._s._tir.bind(self._loop(ivar), tag)
-
-    def pragma(self, var: IterVar, pragma_type: str, pragma_value: Any = 1) -> None:
-        """Annotate a loop with ``pragma_<type>`` (e.g. ``"auto_unroll_max_step"``)."""
-        self._s._tir.annotate(self._loop(var), "pragma_" + pragma_type, pragma_value)
-
-    # -- where the stage is computed -----------------------------------------------------------
-    # As in TVM, these three are declarative: they say where the stage is computed, the last
-    # call wins, and the order of the calls across stages does not matter. They take effect
-    # when the schedule is lowered or built, or earlier when the stage's loops are used (a
-    # split of s[B] after s[B].compute_at(...) splits the loops under the attach point).
-
-    def compute_at(self, parent: Stage, scope: IterVar) -> None:
-        """Compute this stage inside loop ``scope`` of stage ``parent`` (only the part that
-        one iteration of ``scope`` needs). ``tir``: ``sch.compute_at(block, loop)``.
-
-        A chain of stages may be attached in any order: with ``Y`` reading ``sm`` reading
-        ``e`` reading ``mx``, ``s[mx].compute_at(s[Y], i)`` may come first although ``mx``
-        is only needed under ``i`` once ``e`` is there."""
-        if not isinstance(parent, Stage):
-            raise ScheduleError(
-                f"s[{self.name}].compute_at(parent, axis): parent must be a stage, s[T]"
-            )
-        _refuse_extern(self, "cannot be moved into another stage's loop")
-        if parent is self:
-            raise ScheduleError(
-                f"s[{self.name}].compute_at(s[{self.name}], ...): a stage cannot be computed "
-                "inside its own loops; pass a consumer's stage and one of its axes, e.g. "
-                f"s[{self.name}].compute_at(s[C], C.op.axis[0])"
-            )
-        self._s._loop(scope, parent)  # a typo in the axis is reported here, not at build
-        self._s._attach(self, ("at", parent, scope))
-
-    def compute_inline(self) -> None:
-        """Substitute this stage's expression into its consumers (no buffer, no loops)."""
-        _refuse_extern(self, "has no expression to substitute into its consumers")
-        self._s._attach(self, ("inline",))
-
-    def compute_root(self) -> None:
-        """Compute the stage at the root of the program (where it starts out): undoes a
-        compute_at or compute_inline given earlier for this stage."""
-        self._s._attach(self, ("root",))
-
-    def set_scope(self, scope: str) -> None:
-        """Keep this stage's output in memory ``scope``: ``"shared"`` (one copy per GPU thread
-        block, filled cooperatively, with barriers), ``"local"`` (per thread), ``"global"``."""
-        self._s._flush(self)
-        self._s._tir.set_scope(self.block, 0, scope)
-
-    def storage_align(self, axis: IterVar, factor: int, offset: int) -> None:
-        """Pad the stride of the buffer dimension of ``axis`` to ``k * factor + offset``
-        elements (avoids shared-memory bank conflicts)."""
-        self._s._flush(self)
-        dims = [k for k, a in enumerate(self.axis) if a is axis]
-        if not dims:
-            raise ScheduleError(
-                f"s[{self.name}].storage_align: {axis.var.name} is not one of the stage's "
-                f"original axes {[a.var.name for a in self.axis]}"
-            )
-        self._s._tir.storage_align(self.block, 0, dims[0], factor, offset)
 
 
 class Schedule:
@@ -438,7 +253,7 @@ class Schedule:
 
     # -- axes <-> loops -----------------------------------------------------------------------
     def _loop(self, axis: Any, stage: Stage) -> LoopRV:
-        _refuse_extern(stage, "has no loops to schedule")
+        refuse_extern(stage, "has no loops to schedule")
         if isinstance(axis, LoopRV):
             return axis
         if not isinstance(axis, IterVar) or id(axis) not in self._loops:
@@ -587,16 +402,6 @@ class Schedule:
 
     def __repr__(self) -> str:
         return repr(self.sch.mod)
-
-
-def _refuse_extern(stage: Stage, why: str) -> None:
-    """A te.extern stage is one opaque call: no loops, no expression."""
-    op = stage.origin
-    if isinstance(op, ExternOp):
-        raise ScheduleError(
-            f"s[{stage.name}] is opaque (an extern call: {describe(op)}) and {why}. "
-            "Schedule the compute stages around it; the call itself runs as it is"
-        )
 
 
 def _intermediate_as_param(func: PrimFunc, buf: Any) -> PrimFunc:
