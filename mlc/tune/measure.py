@@ -129,14 +129,16 @@ def measure_option(
     return MeasureOption(number, repeat, min_repeat_ms, timeout, n_parallel, check, 1e-3, runner)
 
 
-def whole_number(what: str, value: object, least: int = 1) -> int:
-    """``value`` if it is a whole number of at least ``least``, else a TuneError naming it."""
+def whole_number(what: str, value: object, least: int = 1,
+                 error: type[Exception] = TuneError) -> int:
+    """``value`` if it is a whole number of at least ``least``, else ``error`` (a TuneError
+    unless the caller names another class) naming it."""
     try:
         n = operator.index(value)  # type: ignore[arg-type]  # int, numpy ints; not floats
     except TypeError:
         n = least - 1
     if isinstance(value, bool) or n < least:
-        raise TuneError(f"{what}={value!r} must be a whole number, at least {least}")
+        raise error(f"{what}={value!r} must be a whole number, at least {least}")
     return n
 
 

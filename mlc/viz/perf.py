@@ -17,14 +17,13 @@ from typing import Any
 import numpy as np
 
 from mlc.errors import MLCTypeError
+from mlc.tune.measure import whole_number
 from mlc.viz.iteration import _figure
 
 
 def _count(what: str, value: object) -> int:
     """A whole number of at least 1, else an MLCTypeError naming it."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise MLCTypeError(f"{what}={value!r} must be a whole number, at least 1")
-    return int(value)
+    return whole_number(what, value, error=MLCTypeError)
 
 
 def _positive(what: str, value: object) -> float:
