@@ -17,7 +17,13 @@ import numpy as np
 
 import mlc
 from mlc import te, tir, viz
-from mlc.errors import IndexOutOfBoundsError, IntegerDivisionError, LoweringError, ScheduleError
+from mlc.errors import (
+    AllocationError,
+    IndexOutOfBoundsError,
+    IntegerDivisionError,
+    LoweringError,
+    ScheduleError,
+)
 from mlc.testing.exercises import exercise, expect
 from mlc.tir.functor import IRMutator, IRVisitor
 
@@ -189,6 +195,29 @@ try:
     f_div(np.array([7, 8, 9, 10], "int32"), np.array([2, 0, 3, 5], "int32"), np.zeros(4, "int32"))
 except IntegerDivisionError as err:
     print(err)
+
+# %% [markdown]
+# Memory is the third thing compiled code checks while it runs. Every intermediate stage
+# gets a buffer of its own, and `big` below is 1,000,000 x 1,000,000 floats: 4 TB, which no
+# machine gives. The allocation fails, the code that would use it does not run, and the call
+# raises `AllocationError` naming the buffer (writing through the missing memory would kill
+# the notebook). `compute_at` puts the producer inside the consumer's row loop, so only one
+# row of `big` lives at a time (4 MB), and the same program runs:
+
+# %%
+A1 = te.placeholder((4,), name="A1")
+big = te.compute((1_000_000, 1_000_000), lambda i, j: A1[i % 4] * 2.0, name="big")
+kk = te.reduce_axis((0, 1_000_000), "kk")
+rows = te.compute((4,), lambda i: te.sum(big[i, kk], axis=kk), name="rows")
+s_big = te.create_schedule(rows.op)
+out_rows = np.zeros(4, "float32")
+try:
+    mlc.build(s_big, [A1, rows])(np.ones(4, "float32"), out_rows)
+except AllocationError as err:
+    print(err)
+s_big[big].compute_at(s_big[rows], rows.op.axis[0])
+mlc.build(s_big, [A1, rows])(np.ones(4, "float32"), out_rows)
+print(out_rows)
 
 # %%
 doubled = te.compute((15,), lambda i: X[i + 1] * 2.0, name="doubled")
