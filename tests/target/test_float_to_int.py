@@ -17,7 +17,7 @@ import pytest
 import mlc
 from mlc import te
 from mlc.target.cuda import nvrtc as cuda_nvrtc
-from mlc.testing.interpreter import _cast as interpreter_cast
+from mlc.testing.interpreter_runtime import cast as interpreter_cast
 from mlc.testing.reference import _cast as reference_cast
 from mlc.tir import const
 from mlc.tir.arith import Analyzer
