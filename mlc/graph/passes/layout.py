@@ -7,11 +7,22 @@ stride of ``in_features``. With a constant weight we pay once, at compile time, 
 
     %y = nn.dense(%x, %w)                       %wp = layout.pack_weight(%w, bn=16)   (folded)
                                    ->           %y = nn.dense_pack(%x, %wp)
+
+``nn.matmul(%x, %w)`` with a constant ``w`` of shape (in, units) -- ONNX ``MatMul`` + ``Add``,
+as many exporters write a linear layer -- is the same product with the weight transposed.
+Its kernel read ``w[k, j]``: for one output tile the reduction walked ``w`` with a stride of a
+whole row (``units`` floats), a new cache line and often a new page for each ``k``. The weight
+is transposed at compile time (a constant ``w.T``, then packed as above), so both spellings
+build the same kernel::
+
+    %y = nn.matmul(%x, %w)      ->      %y = nn.dense_pack(%x, pack_weight(const(w.T)))
 """
 
 from __future__ import annotations
 
-from mlc.graph.ir import Call, Constant, Graph, Node, call, rewrite
+import numpy as np
+
+from mlc.graph.ir import Call, Constant, Graph, Node, call, const, rewrite
 
 
 def pick_block(units: int) -> int:
@@ -24,15 +35,19 @@ def pick_block(units: int) -> int:
 
 
 def alter_op_layout(g: Graph) -> Graph:
-    """Replace each dense with a constant 2-d weight by ``dense_pack`` on the packed weight.
+    """Replace each dense (and matmul) with a constant 2-d weight by ``dense_pack`` on the
+    packed weight.
     Run :func:`fold_constant` afterwards to pack the weight at compile time."""
     def fn(n: Call, args: tuple[Node, ...]) -> Node | None:
-        if n.op.name != "nn.dense" or not isinstance(args[1], Constant):
+        if n.op.name not in ("nn.dense", "nn.matmul") or not isinstance(args[1], Constant):
             return None
-        bn = pick_block(args[1].shape[0])
+        w = args[1]
+        if n.op.name == "nn.matmul":  # (in, units) -> (units, in), once, at compile time
+            w = const(np.ascontiguousarray(w.value.T), name=(w.name or "w") + "_t")
+        bn = pick_block(w.shape[0])
         if bn == 0:
-            return None
-        packed = call("layout.pack_weight", args[1], bn=bn)
+            return None if n.op.name == "nn.dense" else call("nn.dense", args[0], w)
+        packed = call("layout.pack_weight", w, bn=bn)
         return call("nn.dense_pack", args[0], packed)
 
     return rewrite(g, fn)
