@@ -2,12 +2,15 @@
 
     .venv/bin/python notebooks/build.py                 # all of them
     .venv/bin/python notebooks/build.py 02 04           # the ones whose names start so
-    .venv/bin/python notebooks/build.py --no-execute 01 # write the .ipynb only
+    .venv/bin/python notebooks/build.py --no-execute 01 # the student notebook only (the
+                                                        # solved one is kept, not run)
 
 Each source gives the executed notebook: ``notebooks/NN_name.ipynb``, executed, with the exercises
 solved (what nbval runs and GitHub shows), and ``notebooks/student/NN_name.ipynb``, without
 outputs, where every region between ``### BEGIN SOLUTION`` and ``### END SOLUTION`` is
-replaced by ``raise NotImplementedError()`` (what ``make lab`` opens). See
+replaced by ``raise NotImplementedError()`` (what ``make lab`` opens); the student notebook
+keeps the outputs of every cell before ``## Exercises`` whose source is the solved one's, so
+GitHub and nbviewer show its pictures before anything runs. See
 ``notebooks/README.md`` for how to write an exercise.
 
 A source is a Python file in "percent" format: ``# %% [markdown]`` starts a markdown cell
@@ -106,13 +109,37 @@ def failed_checks(nb: nbformat.NotebookNode) -> list[str]:
             if line.startswith("✗ ")]
 
 
+def exercises_start(nb: nbformat.NotebookNode) -> int:
+    """The index of the ``## Exercises`` markdown cell (the number of cells if none)."""
+    return next((k for k, c in enumerate(nb.cells) if c.cell_type == "markdown"
+                 and c.source.lstrip().startswith("## Exercises")), len(nb.cells))
+
+
+def carry_outputs(student: nbformat.NotebookNode, solved: nbformat.NotebookNode) -> None:
+    """Give the student notebook the solved one's outputs for the cells before the
+    exercises whose source is the same (the lecture's cells; exercises stay blank)."""
+    for k in range(min(exercises_start(student), exercises_start(solved))):
+        mine, theirs = student.cells[k], solved.cells[k]
+        if mine.cell_type == theirs.cell_type == "code" and mine.source == theirs.source:
+            mine.outputs = theirs.get("outputs", [])
+            mine.execution_count = theirs.get("execution_count")
+
+
+def write_student(text: str, out: Path) -> None:
+    """The student notebook of a source, with the lecture outputs of ``out`` if it exists."""
+    STUDENT.mkdir(exist_ok=True)
+    nb = student_notebook(text)
+    if out.exists():
+        carry_outputs(nb, nbformat.read(out, as_version=4))
+    nbformat.write(nb, STUDENT / out.name)
+
+
 def build(src: Path, execute: bool = True) -> Path:
     text = src.read_text()
     out = HERE / (src.stem + ".ipynb")
-    nbformat.write(parse(text), out)
-    if has_exercises(text):
-        STUDENT.mkdir(exist_ok=True)
-        nbformat.write(student_notebook(text), STUDENT / out.name)
+    if execute or not out.exists():
+        nbformat.write(parse(text), out)
+    write_student(text, out)
     if execute:
         jupyter = Path(sys.executable).parent / "jupyter"
         subprocess.run(
@@ -123,6 +150,7 @@ def build(src: Path, execute: bool = True) -> Path:
         failed = failed_checks(nbformat.read(out, as_version=4))
         if failed:
             raise SystemExit(f"{out.name}: a solution fails its check:\n" + "\n".join(failed))
+        write_student(text, out)
     return out
 
 
