@@ -181,3 +181,9 @@ class ShuffleDivergenceError(BarrierDivergenceError):
 class ClusterError(MLCError, RuntimeError):
     """A Dask cluster that cannot be used: the scheduler does not answer, no worker can take
     the work, or ``dask.distributed`` is not installed. The message says what to check."""
+
+
+class ExportError(MLCError, RuntimeError):
+    """A compiled module that cannot be written as a library or read back: no C compiler or
+    linker (the message says which package to install), a module that calls Python
+    (packed functions), a file that is not an mlc library."""
