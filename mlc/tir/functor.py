@@ -19,12 +19,18 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from mlc.tir.expr import CommReducer, IterVar, PrimExpr, Range, Var
-from mlc.tir.stmt import Buffer, BufferRegion, PrimFunc, Stmt
+from mlc.tir.stmt import Allocate, Block, Buffer, BufferRegion, KernelLaunch, PrimFunc, Stmt
 
 # Fields that refer to a definition elsewhere rather than own a subtree: a BufferLoad's
 # buffer is not re-visited as a node of its own unless a visitor asks (visit_Buffer).
 _NODE_TYPES = (PrimExpr, Stmt, Range, IterVar, BufferRegion, Buffer, PrimFunc)
 
+
+# Where a buffer is *defined*: its shape and strides are expressions of the program (code
+# generation emits an Allocate's shape as run-time code), walked there, once, before the other
+# fields. Everywhere else (a BufferLoad's buffer) the buffer is only referred to.
+_DEFINES: dict[type, str] = {Allocate: "buffer", Block: "alloc_buffers",
+                             KernelLaunch: "shared", PrimFunc: "params"}
 
 _FIELD_NAMES: dict[type, tuple[str, ...]] = {}
 
@@ -73,8 +79,23 @@ class _Dispatch:
         return method
 
 
+def defined_buffers(node: Any) -> tuple[Buffer, ...]:
+    """The buffers ``node`` defines (an Allocate's buffer, a block's ``alloc_buffers``, a
+    kernel's shared buffers, a function's parameters); () for every other node."""
+    name = _DEFINES.get(type(node))
+    if name is None:
+        return ()
+    value = getattr(node, name)
+    return value if isinstance(value, tuple) else (value,)
+
+
 class IRVisitor(_Dispatch):
-    """Calls ``visit_<ClassName>(node)`` when defined, else walks the node's fields."""
+    """Calls ``visit_<ClassName>(node)`` when defined, else walks the node's fields.
+
+    Where a node defines buffers (:func:`defined_buffers`), the walk first visits each one's
+    shape and strides (:meth:`visit_buffer_definition`): they are run-time code too. A buffer
+    that is only referred to (a load's, a store's) is not walked again (``visit_Buffer``).
+    """
 
     def visit(self, node: Any) -> None:
         node_cls = type(node)
@@ -90,6 +111,8 @@ class IRVisitor(_Dispatch):
     def generic_visit(self, node: Any) -> None:
         if isinstance(node, CommReducer):
             return  # the reducer's own variables are not part of the program
+        for buf in defined_buffers(node):
+            self.visit_buffer_definition(buf)
         for name in _field_names(type(node)):
             value = getattr(node, name)
             kind = _value_kind(type(value))
@@ -105,7 +128,14 @@ class IRVisitor(_Dispatch):
             for v in value:
                 self._visit_value(v)
 
-    # Buffers are definitions: a visitor sees their shape only when it asks for it.
+    def visit_buffer_definition(self, buf: Buffer) -> None:
+        """Visit the expressions of a buffer where it is defined: its shape and strides."""
+        for expr in (*buf.shape, *buf.strides):
+            if isinstance(expr, _NODE_TYPES):
+                self.visit(expr)
+
+    # A buffer referred to (by a load, a store, a region): its definition was walked where
+    # it is defined; a visitor that wants every reference defines visit_Buffer.
     def visit_Buffer(self, node: Buffer) -> None:
         pass
 
@@ -185,8 +215,9 @@ class _Substitute(IRMutator):
 
 
 def substitute(node: Any, mapping: Mapping[Var, PrimExpr]) -> Any:
-    """Replace variables by expressions everywhere under ``node`` (buffers' shapes included
-    only where they appear as loads/stores, not in the buffer definitions)."""
+    """Replace variables by expressions everywhere under ``node`` except in buffer
+    definitions (a mutator keeps buffers, which loads and stores share by identity: a
+    visitor sees their shapes, a mutator leaves them as they are)."""
     if not mapping:
         return node
     return _Substitute(mapping).visit(node)
@@ -221,7 +252,8 @@ class _Search(IRVisitor):
 
 def contains(node: Any, pred: Callable[[Any], bool]) -> bool:
     """True when some expression or statement under ``node`` (``node`` included) satisfies
-    ``pred``; stops at the first one. Buffers' definitions are not searched."""
+    ``pred``; stops at the first one. The shapes and strides of the buffers defined under
+    ``node`` are searched too."""
     try:
         _Search(pred).visit(node)
     except _Found:
