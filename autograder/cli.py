@@ -202,6 +202,13 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--size", type=int, default=None,
                        help="problem size for schedule cases (e.g. 256 for a quick run)")
     grade.add_argument("--quiet", action="store_true")
+    grade.add_argument("--reference", metavar="NOTEBOOK",
+                       help="the reference solution graded before the class (default: "
+                       "reference.ipynb in the tests folder, else instructor/NAME/NAME.ipynb)")
+    grade.add_argument("--skip-reference-check", action="store_true",
+                       help="do not grade the reference solution first (the gradebook says so)")
+    grade.add_argument("--max-size-mb", type=float, default=20.0,
+                       help="a larger submission is not parsed: status 'too large' (default 20)")
     grade.add_argument("--insecure", action="store_true",
                        help="grade even without namespaces (resource limits only; the "
                        "students' code can read and change your files)")

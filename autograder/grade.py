@@ -402,6 +402,7 @@ def grade_submission(path: Path, config: GradingConfig, workroot: Path | None = 
         for sub in ("home", "tmp", "exchange/exports"):
             (box / sub).mkdir(parents=True, exist_ok=True)
         trusted_dir.mkdir(mode=0o700)
+        grader_copy = stage_checks(config.tests_dir, trusted_dir / "check")
         all_cases = [grader.case(c) for t in spec["tests"] for c in t["case_ids"]]
         _write_inputs(box / "exchange", all_cases)
         nbformat.write(nb, str(box / "submission.ipynb"))
@@ -440,7 +441,7 @@ def grade_submission(path: Path, config: GradingConfig, workroot: Path | None = 
         exports.mkdir()
         refused = collect_exports(box, exports, job_owner(uid), names=export_names(all_cases))
         tests = [
-            _decide(test, cells, public_cell, export_cell, grader, grader_path, exports,
+            _decide(test, cells, public_cell, export_cell, grader, grader_copy, exports,
                     trusted_dir, result, config, refused)
             for test in spec["tests"]
         ]
@@ -451,6 +452,27 @@ def grade_submission(path: Path, config: GradingConfig, workroot: Path | None = 
         release_uid(uid)
         if not keep:
             remove_tree(run_root)
+
+
+def stage_checks(tests_dir: Path, dest: Path) -> Path:
+    """Copy the assignment's trusted checks (``grader.py`` and the helper modules beside it,
+    nothing else: never ``tests.json`` or a notebook) into ``dest``, the grader's private
+    folder of this job; return the copy of ``grader.py``.
+
+    A trusted step (a trace replay, a program run) sees only its own folder, a private
+    ``/tmp`` and the interpreter: a tests folder under ``/tmp``, ``/var/tmp``, ``/dev/shm`` or
+    ``/run`` (as on every Dask worker, which unpacks the tests into ``/tmp``) was invisible
+    to it, so every replay failed and the whole class scored 0, the reference solution too.
+    What a step needs travels with the step instead.
+    """
+    dest.mkdir(mode=0o700)
+    for path in sorted(tests_dir.iterdir()):
+        if path.suffix == ".py" and path.is_file():
+            (dest / path.name).write_bytes(path.read_bytes())
+    grader = dest / "grader.py"
+    if not grader.is_file():
+        raise FileNotFoundError(f"{tests_dir} has no grader.py (the assignment's checks)")
+    return grader
 
 
 def _unreadable(student: str, config: GradingConfig, spec: dict[str, Any],
