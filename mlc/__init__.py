@@ -17,14 +17,16 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from mlc import driver, te, tir, transform, tune
+from mlc import driver, te, tir, transform
 from mlc.driver import build, lower
 
 __all__ = ["build", "lower", "te", "tir", "transform", "tune", "graph", "topi", "testing", "viz",
            "driver", "register_func", "get_global_func", "list_global_func_names"]
 
-# Heavier parts load on first use: ``mlc.graph.var(...)`` works after ``import mlc``.
-_LAZY = {"graph", "topi", "testing", "viz", "examples", "target", "runtime", "script", "vdla"}
+# Heavier parts load on first use: ``mlc.graph.var(...)`` and ``mlc.tune.tune_tir(...)`` work
+# after ``import mlc``; ``import mlc`` itself loads no tuner, no graph and no back end.
+_LAZY = {"graph", "topi", "testing", "viz", "examples", "target", "runtime", "script", "vdla",
+         "tune"}
 
 
 # Packed functions (TVM's ``tvm.register_func``): the registry loads on first use too.

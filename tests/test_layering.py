@@ -115,3 +115,26 @@ def test_line_budget_counts_every_folder() -> None:
 
 if __name__ == "__main__":
     print(line_table())
+
+
+# ---------------------------------------------------------------------------------------------
+# `import mlc` loads what every program needs (the IR, te, the passes, the driver) and nothing a
+# program may not use: no tuner (xgboost), no graph level, no back end until a build picks one.
+
+
+def test_import_mlc_loads_no_tuner_graph_or_back_end() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, mlc; print(' '.join(sorted(m for m in sys.modules "
+            "if m.startswith(('mlc.tune', 'mlc.graph', 'mlc.target.', 'mlc.viz', "
+            "'mlc.topi', 'xgboost', 'dask', 'torch', 'onnx')))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=ROOT.parent).stdout.split()
+    # mlc.target.target is the registry of kinds (names and strings), not a back end
+    assert [m for m in out if m != "mlc.target.target"] == []
+    lazily = ("import mlc; mlc.tune.tune_tir; mlc.graph.var; from mlc import tune, graph; "
+              "print(tune.__name__, graph.__name__)")
+    out2 = subprocess.run([sys.executable, "-c", lazily], capture_output=True, text=True,
+                          check=True, cwd=ROOT.parent).stdout
+    assert out2.split() == ["mlc.tune", "mlc.graph"]
