@@ -1,0 +1,64 @@
+"""The dense kernels' register tile (issue 30): rows x nv vectors of accumulators, so the FMA
+chains are independent. Shapes that do not divide the tile still compute what numpy computes."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import mlc
+from mlc import te, topi
+from mlc.topi.schedule import register_tile
+
+RNG = np.random.default_rng(30)
+
+
+@pytest.mark.parametrize("nrows,ncols,vec,expect", [
+    (1, 256, 16, (1, 8)),    # batch 1: one row, eight vectors
+    (64, 256, 16, (4, 4)),   # batch 64: 4 rows x 4 vectors
+    (64, 48, 16, (4, 3)),    # three vectors of columns in all
+    (1, 10, 10, (1, 1)),     # one short vector
+    (3, 40, 8, (1, 5)),      # fewer than 4 rows: one row, five vectors of 8
+    (64, 33, 16, (4, 1)),    # columns with a tail: one vector per row
+])
+def test_register_tile_choice(nrows: int, ncols: int, vec: int,
+                              expect: tuple[int, int]) -> None:
+    assert register_tile("dense_pack", nrows, ncols, vec) == expect
+
+
+def test_conv_keeps_one_vector_per_row() -> None:
+    assert register_tile("conv2d", 1, 32, 16) == (1, 1)
+
+
+@pytest.mark.parametrize("m,k,n", [(1, 784, 256), (64, 784, 256), (5, 17, 48), (3, 9, 40),
+                                   (64, 128, 10), (9, 33, 33), (1, 1, 1), (4, 3, 64)])
+def test_dense_pack_tiles_compute_numpy(m: int, k: int, n: int) -> None:
+    bn = next((b for b in range(16, 1, -1) if n % b == 0), 1)
+    x = te.placeholder((m, k), name="x")
+    wp = te.placeholder((n // bn, k, bn), name="wp")
+    b = te.placeholder((n,), name="b")
+    y = topi.nn.relu(topi.nn.bias_add(topi.nn.dense_pack(x, wp), b))
+    xa = RNG.standard_normal((m, k)).astype("float32")
+    wa = RNG.standard_normal((n, k)).astype("float32")
+    ba = RNG.standard_normal(n).astype("float32")
+    wpa = np.ascontiguousarray(wa.reshape(n // bn, bn, k).transpose(0, 2, 1))
+    sch = topi.default_schedule([x, wp, b, y])
+    out = np.zeros((m, n), "float32")
+    mlc.build(sch.mod, target="llvm")(xa, wpa, ba, out)
+    np.testing.assert_allclose(out, np.maximum(xa @ wa.T + ba, 0), rtol=1e-4, atol=1e-4)
+
+
+def test_batch_one_keeps_eight_accumulators_in_the_reduction() -> None:
+    """x (1, 784) times a packed (256, 784) weight: the k loop updates 8 distinct vectors
+    of the accumulator (one before the change: a single chain of 784 dependent FMAs)."""
+    x = te.placeholder((1, 784), name="x")
+    wp = te.placeholder((16, 784, 16), name="wp")
+    y = topi.nn.dense_pack(x, wp)
+    b = te.placeholder((256,), name="b")
+    z = topi.nn.relu(topi.nn.bias_add(y, b))
+    text = str(mlc.lower(topi.default_schedule([x, wp, b, z]).mod))
+    k_loop = text[text.index("for k in"):]
+    stores = set(re.findall(r"dense_pack\[ramp\((\d+), 1, 16\)\] =", k_loop))
+    assert len(stores) == 8
