@@ -188,6 +188,30 @@ class Module:
             self._asm = jit.assembly(self._compiled.optimized_ir, self.target)
         return self._asm
 
+    # -- leaving the process (mlc.runtime.export) --------------------------------------------
+    def exportable(self) -> Any:
+        """What export needs: the program's signature, its LLVM IR and its target."""
+        from mlc.runtime.export import ExportError, Exportable
+
+        if not self._ir:
+            raise ExportError(f"{self.entry_name} was loaded from a library and has no IR to "
+                              "export again; copy the library file instead")
+        return Exportable(self.func, self.entry_name, self._ir, self.target, self.check_sites)
+
+    def save(self, path: Any, fmt: str = "") -> None:
+        """TVM's ``lib.save("myfunc.o")``: an object file (``.o``), assembly (``.s``), LLVM
+        IR (``.ll``) or a shared library (``.so``) of this module, for its target triple."""
+        from mlc.runtime import export
+
+        export.save(self.exportable(), path, fmt)
+
+    def export_library(self, path: Any, cc: str | None = None) -> None:
+        """Write a shared library that :func:`mlc.runtime.load_module` reads back and a C
+        program links (``include/mlc_runtime.h``); linked by the system's ``cc``."""
+        from mlc.runtime import export
+
+        export.export_library(self.exportable(), path, cc)
+
     def signature(self) -> str:
         return self._checker.signature()
 
