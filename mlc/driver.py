@@ -22,7 +22,7 @@ from dataclasses import replace
 from typing import Any
 
 from mlc import config
-from mlc.errors import MLCTypeError
+from mlc.errors import CodegenError, MLCTypeError
 from mlc.target import Target, parse_target
 from mlc.target import build as target_build
 from mlc.target import lower as target_lower
@@ -77,6 +77,7 @@ def build(
     target: str | dict[str, Any] | Target | None = None,
     name: str | None = None,
     bounds_check: bool | None = None,
+    allow_calls: bool = True,
 ) -> Any:
     """Lower and compile; returns a Module (:class:`mlc.runtime.Module` for the CPU) that you
     call with numpy arrays.
@@ -93,10 +94,22 @@ def build(
     checked before the run (read from data, over symbolic sizes, under conditions) are checked
     while it runs (:class:`~mlc.errors.IndexOutOfBoundsError`). ``bounds_check=False`` (or
     ``MLC_BOUNDS_CHECK=0``) leaves the index checks out, for experts timing a kernel.
+
+    ``allow_calls=False`` refuses a program that calls out of itself (``call_extern`` of a
+    C function, ``call_packed``): the compiled module may then call only the math functions
+    of the intrinsic table and mlc's runtime, else :class:`~mlc.errors.ForbiddenCallError`
+    names the symbol (the autograder builds a student's exported program so; see
+    :mod:`mlc.target.llvm.extern`). It is checked by the CPU back end (``"llvm"``, ``"c"``).
     """
+    from mlc.target.llvm.extern import calls_allowed
+
+    if not allow_calls and parse_target(target).kind not in ("llvm", "c"):
+        raise CodegenError(f"allow_calls=False is checked by the CPU back end (llvm, c) only; "
+                           f"the target is {parse_target(target).kind}")
     if hasattr(getattr(obj, "mod", None), "__mlc_build__"):  # tir.Schedule(MyModule)
         obj = obj.mod
-    if hasattr(obj, "__mlc_build__"):  # an IRModule (mlc.script): ["main"], ["mm_relu"]...
-        return obj.__mlc_build__(parse_target(target))
-    with config.bounds_checks(bounds_check):
-        return target_build(to_prim_func(obj, args, name), target)
+    with calls_allowed(False if not allow_calls else None):
+        if hasattr(obj, "__mlc_build__"):  # an IRModule (mlc.script): ["main"], ["mm_relu"]
+            return obj.__mlc_build__(parse_target(target))
+        with config.bounds_checks(bounds_check):
+            return target_build(to_prim_func(obj, args, name), target)

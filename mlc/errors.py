@@ -36,6 +36,13 @@ class CodegenError(MLCError):
     """The backend cannot emit code for this program."""
 
 
+class ForbiddenCallError(CodegenError):
+    """The compiled program would call a function it may not: built with
+    ``allow_calls=False`` (what the autograder does with a student's exported program), only
+    the math functions of the intrinsic table and mlc's own runtime helpers may be called.
+    The message names the symbol."""
+
+
 class RuntimeCheckError(MLCError, RuntimeError):
     """Compiled code found, while running, something that has no answer: an integer
     division by zero, an index outside an array. The message names the expression and the

@@ -15,6 +15,7 @@ from mlc.runtime.module import Module
 from mlc.target.llvm.codegen import codegen_llvm
 from mlc.target.llvm.cpu import cannot_run_here
 from mlc.target.llvm.dot import cpu_features
+from mlc.target.llvm.extern import check_calls, may_call_out
 from mlc.target.target import Target, parse_target
 from mlc.tir.functor import contains
 from mlc.tir.stmt import For, ForKind, PrimFunc
@@ -47,6 +48,8 @@ def compile_lowered(
         bounds_check=config.bounds_check(),
         cpu_features=cpu_features(tgt),
     )
+    if not may_call_out():  # mlc.build(..., allow_calls=False): what is compiled, checked
+        check_calls(src.ir, src.extern_symbols)
     missing = jit.missing_symbols(src.extern_symbols)
     if missing:
         raise CodegenError(

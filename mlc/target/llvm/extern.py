@@ -14,15 +14,29 @@ module is built, and the function must take that many arguments.
 lane at a time for vectors; the symbol must exist in the process (libm is loaded), which
 :func:`mlc.target.llvm.build.compile_lowered` checks before the JIT links the module: an
 unresolved symbol inside MCJIT would abort the process.
+
+**Builds that may not call out.** ``mlc.build(func, allow_calls=False)`` (what the autograder
+does with a student's exported program) checks the module *as compiled*: every function it
+declares (not defined in it) must be a math function of the intrinsic table (``expf``,
+``tanh``...), an LLVM intrinsic the code generator chose, or one of mlc's runtime helpers
+(:data:`RUNTIME_SYMBOLS`: ``aligned_alloc``/``free`` for buffers, libgomp for ``parallel``);
+a name the program asked for itself (``call_extern``) must be a math function. Anything else
+(``system``, ``open``, a packed function) is a :class:`~mlc.errors.ForbiddenCallError`
+naming the symbol, raised before the JIT links anything. Checking the compiled module rather
+than the program's Calls means a call no pass or visitor saw (hidden in a buffer's shape,
+made by a pass) is caught too. A student's own notebook keeps ``allow_calls=True``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
 from llvmlite import ir
 
-from mlc.errors import CodegenError
+from mlc.errors import CodegenError, ForbiddenCallError
 from mlc.runtime import registry
 from mlc.target.llvm import types as ty
 from mlc.tir import dtype as dt
@@ -150,3 +164,74 @@ def _check_libm(e: Call, name: str) -> None:
             f"and returns {want}; cast the arguments (x.astype({want!r})) and use dtype "
             f"{want!r}"
         )
+
+
+# mlc's own runtime helpers the code generator declares (never a name the program chose)
+RUNTIME_SYMBOLS = frozenset({
+    "aligned_alloc", "free",  # heap buffers and kept workspace blocks
+    "GOMP_parallel", "omp_get_thread_num", "omp_get_num_threads",  # parallel loops
+    "memset", "memcpy", "memmove",  # what LLVM may turn a fill or a copy loop into
+})
+
+_ALLOW_CALLS: ContextVar[bool] = ContextVar("mlc_allow_calls", default=True)
+
+
+@contextmanager
+def calls_allowed(allow: bool | None) -> Iterator[None]:
+    """Builds for the CPU inside the block may call out (``call_extern``, ``call_packed``)
+    only when ``allow`` is true; None keeps what the enclosing block decided."""
+    if allow is None:
+        yield
+        return
+    token = _ALLOW_CALLS.set(bool(allow))
+    try:
+        yield
+    finally:
+        _ALLOW_CALLS.reset(token)
+
+
+def may_call_out() -> bool:
+    """Whether builds here may call out (see :func:`calls_allowed`)."""
+    return _ALLOW_CALLS.get()
+
+
+def forbidden_symbols(ir_text: str, requested: Iterable[str]) -> list[str]:
+    """The symbols the module ``ir_text`` would call and may not, when calls are refused.
+
+    ``requested``: the names the program itself asked for (``call_extern`` /
+    ``call_pure_extern``); each must be a math function. Every function the module declares
+    must be a math function, an ``llvm.*`` intrinsic that the code generator chose, or a
+    runtime helper; a global variable from outside the module (``environ``) is refused too.
+    """
+    from mlc.runtime import jit
+
+    math = set(_libm_types())
+    requested = set(requested)
+    found = sorted(name for name in requested if name not in math)
+    mod = jit.parse(ir_text)
+    for fn in mod.functions:
+        name = fn.name
+        if not fn.is_declaration or name in found:
+            continue
+        if name in math or (name in RUNTIME_SYMBOLS or name.startswith("llvm.")) \
+                and name not in requested:
+            continue
+        found.append(name)
+    found += [g.name for g in mod.global_variables if g.is_declaration and g.name not in found]
+    return found
+
+
+def check_calls(ir_text: str, requested: Iterable[str]) -> None:
+    """Raise :class:`~mlc.errors.ForbiddenCallError` naming what ``ir_text`` may not call
+    (:func:`forbidden_symbols`); nothing when every call is allowed."""
+    found = forbidden_symbols(ir_text, requested)
+    if not found:
+        return
+    names = ", ".join(
+        "a packed function (call_packed)" if n == registry.SYMBOL else repr(n) for n in found)
+    raise ForbiddenCallError(
+        f"the compiled program calls {names}, which a build with allow_calls=False refuses "
+        "(the autograder builds exported programs so): such a program may call only the math "
+        "functions of the intrinsic table (te.exp, te.tanh...; expf, tanhf) and mlc's "
+        "runtime; compute the answer with the program's own loops"
+    )

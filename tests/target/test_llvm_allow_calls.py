@@ -1,0 +1,115 @@
+"""``mlc.build(..., allow_calls=False)``: the compiled module may call only math and mlc's runtime.
+
+The check reads the LLVM module that is compiled (its declared functions), so a call that
+no visitor saw is refused too; a student's own build (the default) keeps calling out.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import mlc
+from mlc import te
+from mlc.errors import CodegenError, ForbiddenCallError
+from mlc.script import from_source
+from mlc.target.llvm.extern import RUNTIME_SYMBOLS, forbidden_symbols
+
+HEAD = '''@T.prim_func
+def main(A: T.Buffer((2, 9), "float32"), B: T.Buffer((2, 9), "float32")):
+'''
+COPY = '''    for i, j in T.grid(2, 9):
+        B[i, j] = A[i, j]
+'''
+
+
+def program(*lines: str) -> str:
+    return HEAD + "".join(f"    {line}\n" for line in lines) + COPY
+
+
+ATTACKS = {
+    "shape": program('tmp = T.alloc_buffer((T.call_extern("int32", "getpid") * 0 + 2,), '
+                     '"float32")'),
+    "strides": program('tmp = T.alloc_buffer((2, 9), "float32", strides=('
+                       'T.call_extern("int32", "getpid") * 0 + 9, 1))',
+                       'tmp[0, 0] = A[0, 0]', 'B[0, 0] = tmp[0, 0]'),
+    "statement": program('T.evaluate(T.call_extern("int32", "getpid"))'),
+    "value": HEAD + '''    for i, j in T.grid(2, 9):
+        B[i, j] = A[i, j] + T.cast(T.call_extern("int32", "getpid") * 0, "float32")
+''',
+    "runtime helper by name": program('T.evaluate(T.call_extern("int32", "free", 0))'),
+    "llvm intrinsic by name": program(
+        'T.evaluate(T.call_extern("int64", "llvm.readcyclecounter"))'),
+}
+
+
+@pytest.mark.parametrize("where", sorted(ATTACKS))
+def test_a_call_out_is_refused_naming_the_symbol(where):
+    func = from_source(ATTACKS[where])
+    with pytest.raises(ForbiddenCallError) as info:
+        mlc.build(func, target="llvm", allow_calls=False)
+    name = {"runtime helper by name": "free", "llvm intrinsic by name": "llvm.readcyclecounter"}
+    assert f"'{name.get(where, 'getpid')}'" in str(info.value)
+    assert "allow_calls=False" in str(info.value)
+    assert isinstance(info.value, CodegenError)
+
+
+def test_the_same_programs_build_and_run_by_default():
+    """Chapter 01 calls C functions from a program: the default build keeps allowing it."""
+    module = mlc.build(from_source(ATTACKS["shape"]), target="llvm")
+    a = np.arange(18, dtype="float32").reshape(2, 9)
+    b = np.zeros_like(a)
+    module(a, b)
+    np.testing.assert_array_equal(b, a)
+
+
+def test_a_packed_call_is_refused():
+    from mlc.runtime import registry
+
+    @registry.register_func("test_allow_calls.touch", override=True)
+    def touch(x):
+        return 0
+
+    text = program('T.evaluate(T.call_packed("test_allow_calls.touch", 1))')
+    with pytest.raises(ForbiddenCallError, match=r"a packed function \(call_packed\)"):
+        mlc.build(from_source(text), target="llvm", allow_calls=False)
+
+
+def test_math_parallel_heap_buffers_and_libm_by_name_are_allowed():
+    """What a graded program needs: math (intrinsics and libm), parallel loops (libgomp),
+    a heap intermediate (aligned_alloc/free), and libm named by call_pure_extern."""
+    n = 4096
+    A = te.placeholder((n,), name="A")
+    T1 = te.compute((n,), lambda i: te.tanh(A[i]) + te.exp(A[i]) + te.erf(A[i]), name="T1")
+    C = te.compute((n,), lambda i: T1[(i + 1) % n] * 2.0, name="C")
+    s = te.create_schedule(C.op)
+    s[C].parallel(C.op.axis[0])
+    f = mlc.build(s, [A, C], target="llvm", allow_calls=False)
+    a = np.random.default_rng(0).uniform(-1, 1, n).astype("float32")
+    c = np.zeros_like(a)
+    f(a, c)
+    from math import erf
+
+    t = np.tanh(a) + np.exp(a) + np.array([erf(x) for x in a], "float32")
+    np.testing.assert_allclose(c, np.roll(t, -1) * 2, rtol=1e-5, atol=1e-5)
+    text = HEAD + '''    for i, j in T.grid(2, 9):
+        B[i, j] = T.call_pure_extern("float32", "expf", A[i, j])
+'''
+    g = mlc.build(from_source(text), target="llvm", allow_calls=False)
+    x = np.ones((2, 9), "float32")
+    y = np.zeros_like(x)
+    g(x, y)
+    np.testing.assert_allclose(y, np.exp(x), rtol=1e-6)
+
+
+def test_the_allowlist_holds_no_way_out():
+    assert not RUNTIME_SYMBOLS & {"system", "execve", "open", "dlopen", "fork", "syscall"}
+    ir = 'declare i32 @system(i8*)\n@environ = external global i8**\n'
+    assert forbidden_symbols(ir, []) == ["system", "environ"]
+    assert forbidden_symbols('declare float @expf(float)\n', []) == []
+
+
+def test_a_gpu_target_cannot_promise_it():
+    func = from_source(ATTACKS["statement"])
+    with pytest.raises(CodegenError, match="CPU back end"):
+        mlc.build(func, target="cuda-sim", allow_calls=False)
