@@ -149,9 +149,11 @@ def _flatten(result: Any) -> list[Any]:
 # checking a trace before replay
 #
 # A trace may come from a file, a student's notebook or a tuning log, so it is checked as
-# data before anything runs. The argument kinds of the primitives are listed here; a public
-# Schedule method missing from the table is still replayable, with its argument names taken
-# from its signature and its values checked as plain JSON.
+# data before anything runs. A primitive declares the kinds of its arguments where it is
+# defined, by its type annotations (``loop: LoopRV``, ``factors: Sequence[int | PrimExpr |
+# None]``): :func:`arg_kinds` reads them, and replay checks each value against its kind. An
+# annotation a trace cannot record is an error the first time the primitive is replayed (a
+# test replays them all), never a handle passed on as a string.
 
 MAX_INSTRUCTIONS = 100_000
 MAX_LIST = 256  # longest list argument (factors, loops, candidates...)
@@ -160,40 +162,49 @@ MAX_INT = 2**63 - 1
 # argument kinds: "block", "loop", "block_or_loop" (handles), "blocks", "loops" (lists of
 # handles), "int", "bool", "str", "factors" (ints, null or "$v" sampled values), "ints",
 # "floats", "decision" (null, an int or a list of ints), "json" (any plain JSON value)
-_ARG_KINDS: dict[str, dict[str, str]] = {
-    "get_block": {"name": "str", "func_name": "str_or_null"},
-    "get_loops": {"block": "block"},
-    "get_child_blocks": {"block_or_loop": "block_or_loop"},
-    "get_producers": {"block": "block"},
-    "get_consumers": {"block": "block"},
-    "split": {"loop": "loop", "factors": "factors", "preserve_unit_iters": "bool"},
-    "fuse": {"loops": "loops", "preserve_unit_iters": "bool"},
-    "reorder": {"ordered_loops": "loops"},
-    "parallel": {"loop": "loop"},
-    "vectorize": {"loop": "loop"},
-    "unroll": {"loop": "loop"},
-    "bind": {"loop": "loop", "thread_axis": "str"},
-    "annotate": {"block_or_loop": "block_or_loop", "ann_key": "str", "ann_val": "json"},
-    "unannotate": {"block_or_loop": "block_or_loop", "ann_key": "str"},
-    "compute_at": {"block": "block", "loop": "loop", "preserve_unit_loops": "bool"},
-    "reverse_compute_at": {"block": "block", "loop": "loop", "preserve_unit_loops": "bool"},
-    "compute_inline": {"block": "block"},
-    "reverse_compute_inline": {"block": "block"},
-    "cache_read": {"block": "block", "read_buffer_index": "int", "storage_scope": "str",
-                   "consumer_blocks": "blocks"},
-    "cache_write": {"block": "block", "write_buffer_index": "int", "storage_scope": "str"},
-    "set_scope": {"block": "block", "buffer_index": "int", "storage_scope": "str"},
-    "storage_align": {"block": "block", "buffer_index": "int", "axis": "int", "factor": "int",
-                      "offset": "int"},
-    "transform_layout": {"block": "block", "buffer": "str", "index_map": "str"},
-    "decompose_reduction": {"block": "block", "loop": "loop"},
-    "rfactor": {"loop": "loop", "factor_axis": "int"},
-    "blockize": {"loop": "loop"},
-    "tensorize": {"block_or_loop": "block_or_loop", "tensor_intrin": "str"},
-    "sample_perfect_tile": {"loop": "loop", "n": "int", "max_innermost_factor": "int",
-                            "decision": "decision"},
-    "sample_categorical": {"candidates": "ints", "probs": "floats", "decision": "decision"},
-}  # fmt: skip
+_KIND_OF_ANNOTATION: dict[str, str] = {
+    "str": "str",
+    "str | None": "str_or_null",
+    "str | IndexMap": "str",           # recorded as the index map's text
+    "str | TensorIntrin": "str",       # recorded as the intrinsic's registered name
+    "int": "int",
+    "bool": "bool",
+    "Any": "json",
+    "BlockRV": "block",
+    "LoopRV": "loop",
+    "BlockRV | LoopRV": "block_or_loop",
+    "Sequence[BlockRV] | None": "blocks",
+    "Sequence[int | PrimExpr | None]": "factors",
+    "Sequence[int]": "ints",
+    "Sequence[float]": "floats",
+}
+# a sampling instruction's recorded decision, whatever its Python type
+_DECISION = {"decision": "decision"}
+
+
+def arg_kinds(method: Any) -> dict[str, str]:
+    """The trace argument kinds of one primitive, read from its signature: ``fuse(*loops:
+    LoopRV)`` records ``loops`` as a list of loop handles. Raises :class:`TypeError` for an
+    annotation a trace cannot record (a new primitive's author meets it in the tests)."""
+    kinds: dict[str, str] = {}
+    for p in inspect.signature(method).parameters.values():
+        if p.name == "self" or p.kind is inspect.Parameter.VAR_KEYWORD:
+            continue
+        ann = p.annotation if isinstance(p.annotation, str) else getattr(
+            p.annotation, "__name__", repr(p.annotation))
+        if p.name in _DECISION:
+            kinds[p.name] = _DECISION[p.name]
+        elif p.kind is inspect.Parameter.VAR_POSITIONAL and ann == "LoopRV":
+            kinds[p.name] = "loops"
+        elif ann in _KIND_OF_ANNOTATION:
+            kinds[p.name] = _KIND_OF_ANNOTATION[ann]
+        else:
+            raise TypeError(
+                f"Schedule.{method.__name__}: parameter {p.name!r} is annotated {ann!r}, which "
+                f"a trace cannot record; annotate it with one of {sorted(_KIND_OF_ANNOTATION)} "
+                "(mlc/tir/schedule/trace.py)")
+    return kinds
+
 
 # Public Schedule members that are not instructions of a trace.
 _NOT_INSTRUCTIONS = {"copy", "show", "get", "mod", "func", "trace", "seed"}
@@ -260,22 +271,18 @@ def _arg_kinds(sch: Schedule, k: int, kind: str) -> tuple[dict[str, str], set[st
     if kind in _NOT_INSTRUCTIONS or not callable(method) or isinstance(method, property):
         raise _bad(k, kind, f"unknown instruction kind {kind!r}: not a schedule primitive")
     params = [p for p in inspect.signature(method).parameters.values() if p.name != "self"]
-    known = _ARG_KINDS.get(kind)
+    try:
+        known = arg_kinds(method)
+    except TypeError as err:
+        raise _bad(k, kind, str(err)) from None
     required = {
         p.name
         for p in params
         if p.default is inspect.Parameter.empty
         and p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
     }
-    if known is not None:
-        # fuse(*loops) and reorder(*ordered_loops) record their loops as one list argument
-        return known, {n for n in known if n in required or n in ("loops", "ordered_loops")}
-    names = {
-        p.name: "json"
-        for p in params
-        if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    }
-    return names, required
+    # fuse(*loops) and reorder(*ordered_loops) record their loops as one list argument
+    return known, {n for n in known if n in required or known[n] == "loops"}
 
 
 def _plain_json(value: Any, depth: int = 0) -> bool:
