@@ -278,6 +278,46 @@ class GraphModule:
             times.append((time.perf_counter() - t0) / number)
         return float(np.median(times))
 
+    # -- leaving the process (mlc.runtime.export) ---------------------------------------------
+    def exportable(self) -> Any:
+        """The one native function with the weights bound into it, for export."""
+        if self.module is None or self.linked is None:
+            raise GraphError(
+                "this graph runs group by group (an op without a te computation, or "
+                "target='numpy'), so there is no one native function to export; build it "
+                "with target='llvm' from ops that all compile")
+        linked = self.linked
+        missing = [o for o in self.graph.outputs if o not in linked.outputs]
+        if missing:
+            raise GraphError(f"output {missing[0]!r} is an input or a constant of the graph, "
+                             "not computed by it: a library cannot return it; drop it from "
+                             "the outputs")
+        ex = self.module.exportable()
+        first = len(linked.inputs)
+        ex.bound = {first + j: c.value for j, c in enumerate(linked.constants)}
+        ex.graph = {
+            "inputs": [{"name": v.name, "shape": list(v.shape), "dtype": str(v.dtype)}
+                       for v in linked.inputs],
+            "outputs": [{"shape": list(o.shape), "dtype": str(o.dtype)}
+                        for o in linked.outputs],
+            "order": [linked.outputs.index(o) for o in self.graph.outputs],
+        }
+        return ex
+
+    def export_library(self, path: Any, cc: str | None = None) -> None:
+        """A shared library holding the whole graph and its weights: ``mlc_run(args, NULL)``
+        with the inputs then the outputs (include/mlc_runtime.h), or
+        ``mlc.runtime.load_module(path)`` for the same ``set_input``/``run``/``get_output``."""
+        from mlc.runtime import export
+
+        export.export_library(self.exportable(), path, cc)
+
+    def save(self, path: Any, fmt: str = "") -> None:
+        """``.o`` object code (weights included), ``.so``, ``.s`` or ``.ll``."""
+        from mlc.runtime import export
+
+        export.save(self.exportable(), path, fmt)
+
     def summary(self) -> str:
         how = ("one native call" if self.module is not None
                else f"{max(len(self.kernels), 1)} calls, group by group")

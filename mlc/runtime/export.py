@@ -428,8 +428,8 @@ def _check_machine(path: str) -> None:
     here = arch_of(host_triple())
     if machine is not None and machine != here:
         raise TargetError(
-            f"{path} holds code for {machine}, and this machine is {here}: it needs a "
-            f"{machine} machine to run. Run it there (mlc.rpc.connect to a worker on that "
+            f"{path} holds code for {machine}, and this machine is {here}: it needs "
+            f"{'an' if machine[0] in 'aeiou' else 'a'} {machine} machine to run. Run it there (mlc.rpc.connect to a worker on that "
             "machine, remote.upload, remote.load_module), or build for target='llvm' to run "
             "here")
 
@@ -506,6 +506,7 @@ class LoadedGraphModule:
         self.input_names = [str(i["name"]) for i in info["inputs"]]
         self._inputs = {str(i["name"]): np.zeros(i["shape"], i["dtype"]) for i in info["inputs"]}
         self._outputs = [np.empty(o["shape"], o["dtype"]) for o in info["outputs"]]
+        self._order = [int(k) for k in info.get("order", range(len(self._outputs)))]
         self._run = module.bind(*self._inputs.values(), *self._outputs)
 
     def set_input(self, name: str | None = None, value: Any = None, /, **kwargs: Any) -> None:
@@ -528,18 +529,18 @@ class LoadedGraphModule:
         self._run()
 
     def get_output(self, i: int) -> np.ndarray:
-        if not 0 <= i < len(self._outputs):
+        if not 0 <= i < len(self._order):
             raise ExportError(f"output {i} does not exist; the graph has "
                               f"{len(self._outputs)} output(s)")
-        return self._outputs[i]
+        return self._outputs[self._order[i]]
 
     @property
     def num_outputs(self) -> int:
-        return len(self._outputs)
+        return len(self._order)
 
     def __call__(self, **inputs: Any) -> list[np.ndarray]:
         self.run(**inputs)
-        return list(self._outputs)
+        return [self._outputs[k] for k in self._order]
 
     def __repr__(self) -> str:
         return f"LoadedGraphModule(inputs={self.input_names}, outputs={len(self._outputs)})"

@@ -7,6 +7,9 @@ the options mlc understands are accepted, so a typo is an error rather than a si
 ``-mcpu``      the CPU to tune and select instructions for (default: this host)
 ``-mattr``     LLVM feature string, e.g. ``+avx2,-avx512f`` (default: host's)
 ``-arch``      GPU architecture for ``"cuda"``, e.g. ``sm_80`` (default: the GPU's)
+``-mtriple``   the machine to compile for, e.g. ``aarch64-linux-gnu`` (default: this one);
+               ``-target=`` is the same (the notes' ``-target=armv7l-none-linux-gnueabihf``).
+               Code for another machine is saved (``lib.save("x.o")``), not run here
 =============  ==============================================================
 
 ``"cuda"`` prints CUDA C (and compiles it with NVRTC, runs it on a GPU when there is one);
@@ -27,7 +30,8 @@ from mlc.errors import TargetError
 if TYPE_CHECKING:
     from mlc.tir.stmt import PrimFunc
 
-_OPTIONS = ("mcpu", "mattr", "arch")
+_OPTIONS = ("mcpu", "mattr", "arch", "mtriple")
+_ALIASES = {"target": "mtriple"}  # the notes' "llvm -target=armv7l-none-linux-gnueabihf"
 
 
 class TargetKind(str, enum.Enum):
@@ -113,6 +117,7 @@ class Target:
     mcpu: str | None = None
     mattr: str | None = None
     arch: str | None = None
+    mtriple: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kind", _kind(self.kind))
@@ -147,6 +152,8 @@ class Target:
             text += f" -mattr={self.mattr}"
         if self.arch:
             text += f" -arch={self.arch}"
+        if self.mtriple:
+            text += f" -mtriple={self.mtriple}"
         return text
 
 
@@ -161,7 +168,7 @@ def parse_target(target: str | dict[str, Any] | Target | None) -> Target:
     if isinstance(target, Target):
         return target
     if isinstance(target, dict):
-        options = dict(target)
+        options = {_ALIASES.get(k, k): v for k, v in target.items()}
         kind = str(options.pop("kind", "llvm"))
     elif isinstance(target, str):
         words = target.split()
@@ -174,6 +181,10 @@ def parse_target(target: str | dict[str, Any] | Target | None) -> Target:
                     f"cannot read {word!r} in target {target!r}; options look like -mcpu=native"
                 )
             key, value = word.lstrip("-").split("=", 1)
+            key = _ALIASES.get(key, key)
+            if key in options and options[key] != value:
+                raise TargetError(f"target {target!r} gives -{key} twice ({options[key]!r} "
+                                  f"and {value!r}); give it once")
             options[key] = value
     else:
         raise TargetError(f"a target is a string like \"llvm\", got {type(target).__name__}")
@@ -186,4 +197,17 @@ def parse_target(target: str | dict[str, Any] | Target | None) -> Target:
     mcpu = options.get("mcpu")
     if mcpu == "native":
         mcpu = None
-    return Target(kind, mcpu or None, options.get("mattr") or None, options.get("arch") or None)
+    return Target(kind, mcpu or None, options.get("mattr") or None, options.get("arch") or None,
+                  _triple(options.get("mtriple")))
+
+
+def _triple(text: str | None) -> str | None:
+    """A target triple as written (``aarch64-linux-gnu``), checked for its shape."""
+    if not text:
+        return None
+    parts = text.split("-")
+    if len(parts) < 2 or not all(p and p.replace("_", "").replace(".", "").isalnum()
+                                 for p in parts):
+        raise TargetError(f"-mtriple={text!r} is not a target triple; triples look like "
+                          "aarch64-linux-gnu, armv7l-none-linux-gnueabihf, x86_64-linux-gnu")
+    return text

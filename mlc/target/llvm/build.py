@@ -11,6 +11,8 @@ from typing import Any
 from mlc import config
 from mlc.errors import CodegenError
 from mlc.runtime import jit, parallel
+from mlc.runtime.cross import CrossModule
+from mlc.runtime.export import is_cross, target_machine
 from mlc.runtime.module import Module
 from mlc.target.llvm.codegen import codegen_llvm
 from mlc.target.llvm.cpu import cannot_run_here
@@ -36,6 +38,8 @@ def compile_lowered(
     for the CPU; with ``keep_c_source`` (target ``"c"``) the Module also has
     the program as C (``get_source("c")``)."""
     tgt = parse_target(target)
+    if is_cross(tgt.mtriple):  # another machine's code: to save, not to run (no JIT)
+        return _compile_cross(func, tgt, name)
     use_threads = has_parallel(func) and parallel.available()
     tm = jit.machine_for(tgt)
     src = codegen_llvm(
@@ -67,3 +71,23 @@ def compile_lowered(
     threads = config.num_threads() if pin else 0  # the team to pin (0: none)
     return Module(func, src.entry, tgt, src.ir, compiled, c_source, src.check_sites, threads,
                   cannot_run=cannot_run_here(tgt))
+
+
+def _compile_cross(func: PrimFunc, tgt: Target, name: str | None) -> CrossModule:
+    """LLVM IR for ``tgt.mtriple`` (its features only what ``-mattr`` names, never this
+    host's), kept in a :class:`CrossModule` for ``save``/``export_library``."""
+    import dataclasses
+
+    tm = target_machine(tgt.mtriple, tgt.mcpu, tgt.mattr)
+    threads = has_parallel(func)
+    src = codegen_llvm(
+        func,
+        name,
+        parallel_runtime=threads,
+        num_threads=config.num_threads() if threads else 0,
+        triple=tm.triple,
+        data_layout=str(tm.target_data),
+        bounds_check=config.bounds_check(),
+        cpu_features=cpu_features(dataclasses.replace(tgt, mcpu=tgt.mcpu or "generic")),
+    )
+    return CrossModule(func, src.entry, tgt, src.ir, src.check_sites)
