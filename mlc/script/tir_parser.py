@@ -43,10 +43,12 @@ from mlc.tir.expr import (
     Var,
     const,
 )
+from mlc.tir.schedule.parallel_check import parallel_conflict
 from mlc.tir.stmt import (
     Block,
     BlockRealize,
     Buffer,
+    ForKind,
     PrimFunc,
     Stmt,
 )
@@ -103,7 +105,30 @@ class TIRParser(_BlockParser):
                                                        alloc_buffers=tuple(root_allocs)))
         buffers = tuple(a for a in arguments if isinstance(a, Buffer))
         scalars = tuple((k, a) for k, a in enumerate(arguments) if isinstance(a, Var))
+        self._check_parallel_loops({b.data for b in buffers})
         return PrimFunc(buffers, body, fdef.name, tuple(self.f.attrs), scalars)
+
+    def _check_parallel_loops(self, params: set[Var]) -> None:
+        """Every ``T.parallel``/``T.vectorized``/``T.thread_binding`` loop meets the check
+        ``sch.parallel`` makes (:func:`mlc.tir.schedule.parallel_check.parallel_conflict`): a
+        script cannot run iterations at once that a schedule would refuse to."""
+        for loop, node in self.f.parallel_loops:
+            word = {ForKind.PARALLEL: "T.parallel", ForKind.VECTORIZED: "T.vectorized"}.get(
+                loop.kind, f"T.thread_binding({loop.thread_binding!r})")
+            what = f"loop {loop.loop_var.name!r} ({word})"
+            found = parallel_conflict(loop, what, params,
+                                      str(loop.thread_binding).startswith("threadIdx."))
+            if found is None:
+                continue
+            if found.bare:
+                fix = (f"What would work: T.serial(...) for loop {loop.loop_var.name!r}; for a "
+                       "sum into one element, a block with a reduce variable "
+                       "(`with T.block(...)`, `vk = T.axis.reduce(...)`, `T.init()`), which "
+                       "a schedule can then split with rfactor and parallelize")
+            else:
+                fix = ("What would work: T.serial(...) for the loop, or blocks whose "
+                       "T.axis.spatial variables each write their own elements")
+            raise self.error(node, f"{found.message}. {fix}")
 
     def _params(self, fdef: ast.FunctionDef) -> list[Buffer | str | Var]:
         args = fdef.args

@@ -237,4 +237,6 @@ class _StmtParser(_BufferParser):
         for v, (lo, ext), kind, thread, ann in reversed(
                 list(zip(loop_vars, ranges, kinds, threads, annotations))):
             body = For(v, lo, ext, kind, body, thread, ann)
+            if kind in (ForKind.PARALLEL, ForKind.VECTORIZED, ForKind.THREAD_BINDING):
+                self.f.parallel_loops.append((body, s))
         return body

@@ -91,6 +91,7 @@ class _Func:
         self.attrs: list[tuple[str, Any]] = []
         self.handles: dict[str, Buffer | None] = {}
         self.block_names: set[str] = set()  # a schedule finds blocks by name
+        self.parallel_loops: list[tuple[Any, Any]] = []  # (For, its ast.For), checked at the end
 
     def lookup(self, name: str) -> Any:
         for scope in reversed(self.scopes):

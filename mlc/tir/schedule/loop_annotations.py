@@ -12,20 +12,13 @@ import dataclasses
 from typing import Any
 
 from mlc.tir.expr import (
-    IterKind,
     as_int,
 )
-from mlc.tir.functor import uses_var
 from mlc.tir.schedule import state
 from mlc.tir.schedule.base import ScheduleBase
-from mlc.tir.schedule.dependence import (
-    conflict_between_blocks,
-    conflicting_access,
-    describe,
-    describe_between,
-)
+from mlc.tir.schedule.parallel_check import parallel_conflict
 from mlc.tir.schedule.trace import BlockRV, LoopRV
-from mlc.tir.stmt import Block, BlockRealize, For, ForKind
+from mlc.tir.stmt import Block, For, ForKind
 from mlc.tir.thread_tag import BINDABLE
 
 THREAD_AXES = BINDABLE  # the tags bind accepts (mlc/tir/thread_tag.py)
@@ -167,75 +160,16 @@ class LoopAnnotationPrimitives(ScheduleBase):
         self._update(state.replace(self._func, for_, new))
 
     def _check_data_parallel(self, for_: For, what: str, across_threads: bool = False) -> None:
-        """Refuse when the loop variable feeds a reduce/ordered block variable, or when a
-        reduction block under the loop does not depend on it (every iteration would update
-        the same values at once). With ``across_threads`` (a bind to threadIdx) a reduce
-        variable of a ``C = C op value`` block is fine: the threads combine their parts in a
-        tree reduction in shared memory (``lower_cross_thread_reduction``)."""
-        var, name = for_.loop_var, for_.loop_var.name
-        # only the outermost blocks: a blockized block speaks for the blocks inside it
-        body = for_.body
-        outer = [body] if isinstance(body, BlockRealize) else state.child_block_realizes(body)
-        for br in outer:
-            block = br.block
-            depends = False
-            combined = False  # a reduce variable whose parts the threads combine
-            spatial_too = False
-            for iv, value in zip(block.iter_vars, br.iter_values):
-                if not uses_var(value, lambda v: v is var):
-                    continue
-                depends = True
-                if iv.kind is IterKind.REDUCE and across_threads and block.init is not None:
-                    combined = True
-                    continue
-                spatial_too = spatial_too or iv.kind is IterKind.SPATIAL
-                if iv.kind in (IterKind.REDUCE, IterKind.ORDERED):
-                    kind = "reduce" if iv.kind == IterKind.REDUCE else "ordered (scan)"
-                    raise self._error(
-                        f"{what}: the loop {name!r} is bound to the {kind} variable "
-                        f"{iv.var.name} of block {block.name!r}; "
-                        + (
-                            f"a reduction cannot run its steps at once ({what}): they update "
-                            "the same element. "
-                            + (
-                                "Bind it to threadIdx.x instead (the threads of a block then "
-                                "combine their parts)"
-                                if what.startswith("bind") and block.init is not None
-                                else "Use rfactor to make it spatial first"
-                            )
-                            + ", or choose a loop bound to a spatial variable"
-                            if iv.kind == IterKind.REDUCE
-                            else "its steps must run one after another. Choose a loop bound "
-                            "to a spatial variable"
-                        ),
-                        {for_: what, br: f"{iv.var.name} is {kind}"},
-                    )
-            # the reduction's own update (C = C op value) is what a cross-thread reduction
-            # combines: only a loop that also moves a spatial variable is checked
-            checked = depends and (spatial_too or not combined)
-            conflict = conflicting_access(for_, br) if checked else None
-            if conflict is not None:
-                raise self._error(
-                    f"{what}: {describe(block, *conflict)}; one iteration of {name!r} may "
-                    "read an element another writes, so the iterations must run one after "
-                    "another. Write the result to a new buffer, or choose a loop whose "
-                    "iterations touch separate elements",
-                    {for_: what, br: "reads what another iteration writes"},
-                )
-            reduces = any(iv.kind != IterKind.SPATIAL for iv in block.iter_vars)
-            if reduces and not depends:
-                raise self._error(
-                    f"{what}: block {block.name!r} under loop {name!r} is a reduction that does "
-                    f"not depend on {name!r}, so every iteration would update the same "
-                    "elements at once",
-                    {for_: what, br: "does not use the loop"},
-                )
+        """Refuse a loop whose iterations may not run at once: the one check every way a
+        loop becomes parallel shares (:func:`mlc.tir.schedule.parallel_check.parallel_conflict`;
+        a parsed script's ``T.parallel`` loops meet it too). With ``across_threads`` (a bind to
+        threadIdx) a reduce variable of a ``C = C op value`` block is fine: the threads
+        combine their parts in a tree reduction in shared memory."""
         params = {p.data for p in self._func.params}
-        between = conflict_between_blocks(for_, outer, params) if len(outer) > 1 else None
-        if between is not None:
-            raise self._error(
-                f"{what}: {describe_between(*between)}; one iteration of {name!r} may read "
-                "an element another writes, so the iterations must run one after another. "
-                "Choose a loop whose iterations touch separate elements",
-                {for_: what},
-            )
+        found = parallel_conflict(for_, what, params, across_threads)
+        if found is not None:
+            message = found.message
+            if found.bare:
+                message += (". Keep the loop serial, or write the update as a block with a "
+                            "reduce variable and rfactor it")
+            raise self._error(message, found.marks)

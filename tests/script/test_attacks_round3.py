@@ -1,0 +1,115 @@
+"""Third round of hostile scripts (issue 26): loops a script makes parallel meet the check
+``sch.parallel`` makes; mistakes that were accepted or misdiagnosed. Each test failed on
+the code before its fix."""
+
+from __future__ import annotations
+
+import textwrap
+
+import numpy as np
+import pytest
+
+import mlc
+from mlc import te, tir
+from mlc.errors import ScheduleError, ScriptError
+from mlc.script import from_source
+
+PARAMS = ('A: T.Buffer((64,), "int8"), B: T.Buffer((64,), "int32"), '
+          'I: T.Buffer((64,), "int32")')
+
+
+def _script(body: str, params: str = PARAMS) -> str:
+    return ("@T.prim_func\ndef f(" + params + "):\n"
+            + textwrap.indent(textwrap.dedent(body), "    "))
+
+
+# -- item 1: one legality check for every way a loop becomes parallel --------------------------
+
+def test_script_parallel_sum_into_one_element_is_refused_naming_loop_and_fix() -> None:
+    # returned about half the sum, different on every call
+    text = _script("""
+        for i in T.parallel(64):
+            B[0] = B[0] + T.Cast("int32", A[i])
+    """)
+    with pytest.raises(ScriptError) as info:
+        from_source(text)
+    msg = str(info.value)
+    assert info.value.lineno == 4  # the header is lines 1-2, the body starts with a blank line
+    assert "loop 'i' (T.parallel)" in msg and "B[0]" in msg and "race" in msg
+    assert "T.serial" in msg and "T.axis.reduce" in msg and "rfactor" in msg
+
+
+@pytest.mark.parametrize("body, access", [
+    ("for i in T.parallel(63):\n    B[i] = B[i + 1]", "B[i + 1]"),
+    ("for i in T.vectorized(8):\n    B[7 - i] = B[i]", "B[i]"),
+    ("for i in T.parallel(64):\n    B[I[i]] = 1", "read from data"),
+    ("for j in T.parallel(8):\n    for i in range(8):\n        B[i] = I[j * 8 + i]", "B[i]"),
+    ("for ij in T.parallel(64):\n    B[ij // 2] = I[ij]", "B[ij // 2]"),
+])
+def test_script_racing_loops_are_refused(body: str, access: str) -> None:
+    with pytest.raises(ScriptError, match="race") as info:
+        from_source(_script(body))
+    assert access in str(info.value)
+
+
+@pytest.mark.parametrize("body", [
+    "for i in T.parallel(64):\n    B[i] = T.Cast('int32', A[i]) * 2",
+    "for i in T.parallel(32):\n    B[2 * i] = B[2 * i + 1]",
+    "for i in T.parallel(64):\n    B[i] = I[I[i] % 64]",
+    "for j in T.parallel(8):\n    for i in range(8):\n        B[i * 8 + j] = I[j * 8 + i]",
+    "for ij in T.parallel(64):\n    B[ij // 8 * 8 + ij % 8] = I[ij]",
+    "for i in T.parallel(64):\n    if i == 0:\n        B[0] = 7",
+    "for i in T.parallel(8):\n    L = T.alloc_buffer((8,), 'int32')\n"
+    "    for j in range(8):\n        L[j] = I[i * 8 + j]\n"
+    "    for j in range(8):\n        B[i * 8 + j] = L[7 - j]",
+    "for i in T.parallel(8):\n    for k in range(8):\n        B[i] = B[i] + I[i * 8 + k]",
+])
+def test_script_independent_parallel_loops_are_accepted(body: str) -> None:
+    from_source(_script(body))
+
+
+def test_script_parallel_loop_that_is_independent_runs_like_numpy() -> None:
+    func = from_source(_script("""
+        for j in T.parallel(8):
+            for i in range(8):
+                B[i * 8 + j] = I[j * 8 + i] + T.Cast("int32", A[i * 8 + j])
+    """))
+    a = np.arange(64, dtype="int8")
+    idx = np.arange(64, dtype="int32") * 3
+    b = np.zeros(64, "int32")
+    mlc.build(func, target="llvm")(a, b, idx)
+    np.testing.assert_array_equal(b, idx.reshape(8, 8).T.reshape(-1) + a)
+
+
+def test_script_block_reversal_under_vectorized_is_refused_as_schedule_would() -> None:
+    # a block that reverses B in place: sch.vectorize refused it, the script ran it
+    text = _script("""
+        for j in T.vectorized(8):
+            with T.block("R"):
+                vj = T.axis.spatial(8, j)
+                B[vj] = B[7 - vj]
+    """)
+    with pytest.raises(ScriptError, match=r"block 'R' writes B\[vj\] and reads B\[7 - vj\]"):
+        from_source(text)
+
+
+def test_schedule_and_script_give_the_same_verdict() -> None:
+    serial = from_source(_script("""
+        for j in T.serial(8):
+            with T.block("R"):
+                vj = T.axis.spatial(8, j)
+                B[vj] = B[7 - vj]
+    """))
+    sch = tir.Schedule(serial)
+    (loop,) = sch.get_loops(sch.get_block("R"))
+    with pytest.raises(ScheduleError, match=r"block 'R' writes B\[vj\] and reads B\[7 - vj\]"):
+        sch.vectorize(loop)
+
+
+def test_te_parallel_of_a_reduction_axis_is_still_refused() -> None:
+    A = te.placeholder((64,), "float32", name="A")
+    k = te.reduce_axis((0, 64), name="k")
+    S = te.compute((1,), lambda i: te.sum(A[k], axis=k), name="S")
+    s = te.create_schedule(S.op)
+    with pytest.raises(ScheduleError, match="reduce variable"):
+        s[S].parallel(k)
