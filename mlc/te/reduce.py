@@ -37,7 +37,6 @@ from mlc.tir.expr import (
     IterVar,
     Max,
     Min,
-    Mul,
     PrimExpr,
     Reduce,
     SizeVar,
@@ -47,6 +46,7 @@ from mlc.tir.expr import (
     const,
     convert,
 )
+from mlc.tir.reduce_identity import highest, lowest, reduction_identity  # noqa: F401
 
 Reducer = Callable[..., PrimExpr]
 
@@ -157,32 +157,12 @@ def comm_reducer(
 
 def _identity_min(dtype: str) -> PrimExpr:
     """Where te.max starts: -inf for floats, the dtype's minimum for integers."""
-    if dt.is_float(dtype):
-        return const(float("-inf"), dtype)
-    from mlc.te.intrin import min_value
-
-    return min_value(dtype)
+    return lowest(dt.check(dtype))
 
 
 def _identity_max(dtype: str) -> PrimExpr:
     """Where te.min starts: +inf for floats, the dtype's maximum for integers."""
-    if dt.is_float(dtype):
-        return const(float("inf"), dtype)
-    from mlc.te.intrin import max_value
-
-    return max_value(dtype)
-
-
-def reduction_identity(op: type, dtype: str) -> PrimExpr:
-    """The value a reduction with combiner ``op`` (Add, Mul, Max or Min) starts from: 0, 1,
-    and for max/min the identities of ``te.max``/``te.min`` (-inf/+inf for floats, so a row
-    of -inf has the maximum -inf as in numpy). Lowering passes that split a reduction (a
-    thread with no part, an inactive lane) start from the same value."""
-    if op is Max:
-        return _identity_min(dtype)
-    if op is Min:
-        return _identity_max(dtype)
-    return const(1 if op is Mul else 0, dtype)
+    return highest(dt.check(dtype))
 
 
 def _max2(x: PrimExpr, y: PrimExpr) -> PrimExpr:

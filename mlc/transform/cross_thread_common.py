@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from mlc.errors import LoweringError
-from mlc.te.reduce import reduction_identity
 from mlc.tir.expr import (
     Add,
     BufferLoad,
@@ -22,6 +21,7 @@ from mlc.tir.expr import (
     const,
 )
 from mlc.tir.functor import uses_var
+from mlc.tir.reduce_identity import reduction_identity
 from mlc.tir.stmt import (
     Block,
     BlockRealize,

@@ -4,13 +4,14 @@
 from __future__ import annotations
 
 from mlc.runtime.module import Module
+from mlc.target.c.codegen import codegen_c
 from mlc.target.llvm.build import compile_lowered
 from mlc.target.target import Backend, Target, TargetKind
 from mlc.tir.stmt import PrimFunc
 
 
 def _build(func: PrimFunc, target: Target) -> Module:
-    return compile_lowered(func, target, func.name, keep_c_source=True)
+    return compile_lowered(func, target, func.name, render_c=codegen_c)
 
 
 BACKEND = Backend(

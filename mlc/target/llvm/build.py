@@ -6,6 +6,7 @@ without libgomp they run serially and mlc warns once.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from mlc import config
@@ -32,11 +33,12 @@ def compile_lowered(
     func: PrimFunc,
     target: str | dict[str, Any] | Target | None = "llvm",
     name: str | None = None,
-    keep_c_source: bool = False,
+    render_c: Callable[[PrimFunc, str], str] | None = None,
 ) -> Module:
     """Compile an already lowered PrimFunc (the input contract of :mod:`mlc.target.llvm.codegen`)
-    for the CPU; with ``keep_c_source`` (target ``"c"``) the Module also has
-    the program as C (``get_source("c")``)."""
+    for the CPU. ``render_c(func, entry)`` is another back end's renderer of the same program
+    as C (the ``"c"`` target passes its own): the Module keeps its text for
+    ``get_source("c")``, and this back end never imports that one."""
     tgt = parse_target(target)
     if is_cross(tgt.mtriple):  # another machine's code: to save, not to run (no JIT)
         return _compile_cross(func, tgt, name)
@@ -61,11 +63,7 @@ def compile_lowered(
             f"{', '.join(missing)} (call_extern/call_pure_extern), which this process does "
             "not have; check the spelling (libm's float functions end in f: expf, erff)"
         )
-    c_source = None
-    if keep_c_source:
-        from mlc.target.c.codegen import codegen_c
-
-        c_source = codegen_c(func, src.entry)
+    c_source = None if render_c is None else render_c(func, src.entry)
     compiled = jit.compile_ir(src.ir, src.entry, tgt)
     pin = src.uses_parallel_runtime and config.pin_threads()
     threads = config.num_threads() if pin else 0  # the team to pin (0: none)
