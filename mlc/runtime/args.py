@@ -29,6 +29,7 @@ from mlc.tir.expr import (
     SizeVar,
     Var,
 )
+from mlc.tir.float_int import int_range
 from mlc.tir.functor import IRVisitor
 from mlc.tir.stmt import Buffer, BufferStore, PrimFunc
 
@@ -344,7 +345,7 @@ class Scalar:
         self.var = var
         self.dtype = var.dtype
         self.what = f"{func_name}: the scalar parameter {var.name!r} ({var.dtype})"
-        self.lo, self.hi = _int_range(self.dtype) if dt.is_int(self.dtype) else (0, 0)
+        self.lo, self.hi = int_range(self.dtype) if dt.is_int(self.dtype) else (0, 0)
         if isinstance(var, SizeVar):
             self.lo = max(self.lo, 0)
 
@@ -411,13 +412,8 @@ def _size_max(var: Var) -> int | None:
     """The largest length a size variable of a narrow dtype can hold (None for int64)."""
     if not dt.is_int(var.dtype):
         return None
-    most = _int_range(var.dtype)[1]
+    most = int_range(var.dtype)[1]
     return most if most < 2**63 - 1 else None
-
-
-def _int_range(dtype: str) -> tuple[int, int]:
-    info = np.iinfo(np.dtype(dtype))
-    return int(info.min), int(info.max)
 
 
 def _show(value: Any) -> str:
@@ -460,5 +456,4 @@ def _expr_text(e: PrimExpr | int) -> str:
 
 
 def _np_dtype(buf: Buffer) -> np.dtype:
-    e = dt.element(buf.dtype)
-    return np.dtype(bool) if e == "bool" else np.dtype(e)
+    return dt.to_numpy(buf.dtype)

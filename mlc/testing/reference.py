@@ -30,9 +30,7 @@ from mlc.tir import expr as E
 from mlc.tir import intrin
 from mlc.tir.float_int import float_array_to_int
 
-
-def _np_dtype(dtype: str) -> np.dtype:
-    return np.dtype(dt.element(dtype))
+_np_dtype = dt.to_numpy
 
 
 def _cast(value: Any, dtype: str) -> np.ndarray:

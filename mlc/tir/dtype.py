@@ -9,6 +9,8 @@ from __future__ import annotations
 import functools
 import re
 
+import numpy as np
+
 from mlc.errors import MLCTypeError
 
 SCALAR_DTYPES = (
@@ -123,3 +125,9 @@ def promote(a: str, b: str) -> str:
     else:
         scalar = ea if bits(ea) >= bits(eb) else eb
     return with_lanes(scalar, n)
+
+
+def to_numpy(dtype: str) -> np.dtype:
+    """The numpy dtype of one element of ``dtype`` (``"float32x8"`` -> ``float32``): the one
+    table every back end, the argument checker and the reference evaluator use."""
+    return np.dtype(element(dtype))
