@@ -10,9 +10,14 @@
 
 ``grade`` first starts one job exactly as grading will (``doctor`` does the same and prints
 it): if the job user cannot start the interpreter or a protection is missing, the run stops
-before anyone is graded, with the reason (exit status 3). A submission whose grading fails
-for a reason that is not the student's gets a ``grader-error`` row; the others are graded
-(exit status 1).
+before anyone is graded, with the reason (exit status 3). Then it grades the reference
+solution through the same path (:mod:`autograder.reference`) and stops unless it gets full
+marks (exit status 4, naming the tests that failed and their feedback);
+``--skip-reference-check`` skips that, and ``grades.csv`` says so. A submission whose
+grading fails for a reason that is not the student's gets a ``grader-error`` row; the others
+are graded (exit status 1). A submission over ``--max-size-mb`` (20) is not parsed: status
+``too large``. A name whose feedback folder would be the grader's own output
+(``grades.csv.ipynb``) stops the run before anyone is graded (exit status 2).
 
 The jobs run on one executor (``mlc.tune.executor``, as tuning's measurements do): ``--jobs N``
 threads here by default, or the workers of a Dask cluster, each of which first runs the same
@@ -69,7 +74,14 @@ def _cmd_grade(args: argparse.Namespace) -> int:
         grade_shipped,
         load_spec,
     )
-    from autograder.report import write_gradebook, write_student
+    from autograder.reference import (
+        SKIPPED,
+        ReferenceCheckFailed,
+        check_reference,
+        find_reference,
+        passed_note,
+    )
+    from autograder.report import REFERENCE_FOLDER, reserved_name, write_gradebook, write_student
     from autograder.sandbox import explain, preflight
     from mlc.errors import ClusterError
     from mlc.tune.executor import DaskExecutor
@@ -84,6 +96,7 @@ def _cmd_grade(args: argparse.Namespace) -> int:
         size=args.size,
         hide=[str(out)],
         insecure=args.insecure,
+        max_bytes=int(args.max_size_mb * 1e6) if args.max_size_mb else None,
     )
     load_spec(config)  # a missing assignment stops here, with its own message
     paths = [Path(p).resolve() for p in args.submissions]
@@ -97,6 +110,20 @@ def _cmd_grade(args: argparse.Namespace) -> int:
         print(f"a submission's name cannot name its feedback folder: {unusable} (rename it)",
               file=sys.stderr)
         return 2
+    taken = sorted(f"{p} (would be {out / reserved_name(p.stem)})" for p in paths
+                   if reserved_name(p.stem))
+    if taken:  # grades.csv.ipynb made out/grades.csv/ and no gradebook could be written
+        print(f"a submission's feedback folder would take the place of the grader's own "
+              f"output: {taken}; rename it", file=sys.stderr)
+        return 2
+    reference = None
+    if not args.skip_reference_check:
+        try:
+            reference = find_reference(config, args.reference)
+        except ReferenceCheckFailed as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 4
+        _hide_reference(config, reference)
     try:
         executor = _open_executor(args)
     except ClusterError as err:
@@ -122,6 +149,20 @@ def _cmd_grade(args: argparse.Namespace) -> int:
             if not report.ok:
                 print(explain(report), file=sys.stderr)
                 return 3
+        reference_note = SKIPPED
+        if reference is not None:
+            where = (executor.describe() if remote else
+                     f"local jobs, --jobs {args.jobs}, tests {config.tests_dir}")
+            if not args.quiet:
+                print(f"grading the reference solution {reference} first ({where})")
+            try:
+                checked = check_reference(executor, config, reference, remote, where)
+            except ReferenceCheckFailed as err:
+                print(err, file=sys.stderr)
+                return 4
+            reference_note = passed_note(checked)
+            checked.student = REFERENCE_FOLDER
+            write_student(out, checked)
         futures = {
             (executor.submit(grade_shipped, ShippedSubmission.pack(p, config)) if remote
              else executor.submit(grade_or_error, p, config)): p
@@ -136,7 +177,7 @@ def _cmd_grade(args: argparse.Namespace) -> int:
                 result = error_result(futures[future].stem, config, err)
             write_student(out, result)
             results.append(result)
-    book = write_gradebook(out, results)
+    book = write_gradebook(out, results, reference_note)
     if not args.quiet:
         for r in sorted(results, key=lambda r: r.student):
             print(f"{r.student}: {r.score:g} / {r.max_score:g} ({r.status})")
@@ -145,6 +186,17 @@ def _cmd_grade(args: argparse.Namespace) -> int:
     for r in errors:
         print(f"grader-error for {r.student}: {r.reason} (re-grade it)", file=sys.stderr)
     return 1 if errors else 0
+
+
+def _hide_reference(config: Any, reference: Path) -> None:
+    """A reference given with --reference, outside the folders every job has hidden: its
+    folder is hidden too, unless the repository or the interpreter lives under it."""
+    from autograder.grade import REPO_ROOT
+
+    folder = reference.parent
+    needed = [REPO_ROOT, Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()]
+    if not any(p == folder or folder in p.parents for p in needed):
+        config.hide.append(str(folder))
 
 
 def _cmd_doctor(args: argparse.Namespace) -> int:
@@ -162,11 +214,48 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
     if probe:
         print(f"  a job sees {probe.get('processes_seen')} process(es) in /proc; imports: "
               f"{probe.get('imports')}")
-    if report.ok:
-        print("grading works on this machine")
+    if not report.ok:
+        print(explain(report), file=sys.stderr)
+        return 3
+    if args.skip_reference_check:
+        print("grading works on this machine (the sandbox; no reference solution was graded: "
+              "--skip-reference-check)")
         return 0
-    print(explain(report), file=sys.stderr)
-    return 3
+    print("the sandbox works on this machine; grading each assignment's reference solution")
+    return _doctor_references(args)
+
+
+def _doctor_references(args: argparse.Namespace) -> int:
+    """Grade each assignment's reference solution as ``grade`` would before a class."""
+    from autograder.grade import DEFAULT_TESTS, GradingConfig
+    from autograder.reference import ReferenceCheckFailed, check_reference, find_reference
+    from mlc.tune.executor import LocalExecutor
+
+    root = Path(args.tests).resolve() if args.tests else DEFAULT_TESTS
+    names = args.assignment or sorted(p.name for p in root.iterdir()
+                                      if (p / "tests.json").is_file())
+    failed = 0
+    for name in names:
+        config = GradingConfig(assignment=name, tests_root=root, cell_timeout=args.timeout,
+                               memory_bytes=int(args.memory_mb) << 20, size=args.size,
+                               insecure=args.insecure)
+        try:
+            reference = find_reference(config)
+            with LocalExecutor(1) as executor:
+                result = check_reference(executor, config, reference, False,
+                                         f"a local job, tests {config.tests_dir}")
+        except (ReferenceCheckFailed, FileNotFoundError) as err:
+            print(f"{name}: FAILED\n{err}", file=sys.stderr)
+            failed += 1
+            continue
+        print(f"{name}: the reference solution gets full marks "
+              f"({result.score:g} / {result.max_score:g})")
+    if failed:
+        print(f"{failed} of {len(names)} assignments cannot be graded right on this machine",
+              file=sys.stderr)
+        return 4
+    print("grading works on this machine")
+    return 0
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
@@ -223,6 +312,15 @@ def build_parser() -> argparse.ArgumentParser:
     doctor = sub.add_parser("doctor", help="can this machine grade? which protections hold?")
     doctor.add_argument("--insecure", action="store_true",
                         help="report as `grade --insecure` would decide")
+    doctor.add_argument("--assignment", action="append",
+                        help="grade this assignment's reference solution (repeatable; "
+                        "default: every assignment in the tests folder)")
+    doctor.add_argument("--tests", help="the tests folder (default: autograder/tests)")
+    doctor.add_argument("--timeout", type=float, default=120.0, help="seconds per cell")
+    doctor.add_argument("--memory-mb", type=int, default=4096, help="address-space limit")
+    doctor.add_argument("--size", type=int, default=None, help="problem size (as grade)")
+    doctor.add_argument("--skip-reference-check", action="store_true",
+                        help="check the sandbox only, grade no reference solution")
     doctor.set_defaults(func=_cmd_doctor)
     return parser
 

@@ -76,7 +76,7 @@ class SubmissionResult:
     student: str
     assignment: str
     tests: list[TestResult]
-    status: str = "ok"  # ok, timeout, unreadable or grader-error
+    status: str = "ok"  # ok, timeout, unreadable, too large, needs review or grader-error
     reason: str = ""  # for grader-error: what went wrong (the instructor re-grades)
 
     @property
@@ -97,6 +97,7 @@ class GradingConfig:
     size: int | None = None
     hide: list[str] = field(default_factory=list)
     insecure: bool = False  # grade even when the namespaces are refused (limits only)
+    max_bytes: int | None = 20 << 20  # a larger submission is refused before parsing
 
     @property
     def tests_dir(self) -> Path:
@@ -344,12 +345,16 @@ class ShippedSubmission:
     notebook: bytes
     tests: dict[str, bytes]  # path inside the assignment's test folder -> contents
     config: GradingConfig
+    size: int = -1  # the notebook's size, when it is too large to ship (notebook is b"")
 
     @classmethod
     def pack(cls, path: Path, config: GradingConfig) -> ShippedSubmission:
         root = config.tests_dir
         tests = {str(p.relative_to(root)): p.read_bytes()
                  for p in sorted(root.rglob("*")) if p.is_file() and "__pycache__" not in p.parts}
+        size = path.stat().st_size
+        if _too_large(size, config):  # never read into memory, never shipped
+            return cls(path.stem, b"", tests, config, size)
         return cls(path.stem, path.read_bytes(), tests, config)
 
 
@@ -358,6 +363,9 @@ def grade_shipped(job: ShippedSubmission) -> SubmissionResult:
     (hidden from the student's code like the grader's own test folder), grade it there with
     the same sandbox, and leave nothing behind. Safe to run twice (Dask re-runs the task of a
     worker that died): it writes nothing outside that folder."""
+    why = _too_large(max(job.size, len(job.notebook)), job.config)
+    if why:
+        return too_large_result(job.student, job.config, _spec_of(job), why)
     with tempfile.TemporaryDirectory(prefix="ag-shipped-") as tmp:
         root = Path(tmp)
         tests_root = root / "tests"
@@ -374,6 +382,11 @@ def grade_shipped(job: ShippedSubmission) -> SubmissionResult:
     return result
 
 
+def _spec_of(job: ShippedSubmission) -> dict[str, Any]:
+    spec: dict[str, Any] = json.loads(job.tests["tests.json"])
+    return spec
+
+
 def grade_submission(path: Path, config: GradingConfig, workroot: Path | None = None,
                      keep: bool = False) -> SubmissionResult:
     """Grade one notebook; never raises for what is in the notebook.
@@ -386,6 +399,9 @@ def grade_submission(path: Path, config: GradingConfig, workroot: Path | None = 
     grader_path = config.tests_dir / "grader.py"
     grader = load_grader(grader_path)
     student = path.stem
+    too_large = _too_large(path.stat().st_size, config)
+    if too_large:
+        return too_large_result(student, config, spec, too_large)
     try:
         submission = nbformat.read(str(path), as_version=4)
     except Exception as err:  # noqa: BLE001 - any unreadable file is the student's problem
@@ -473,6 +489,22 @@ def stage_checks(tests_dir: Path, dest: Path) -> Path:
     if not grader.is_file():
         raise FileNotFoundError(f"{tests_dir} has no grader.py (the assignment's checks)")
     return grader
+
+
+def _too_large(size: int, config: GradingConfig) -> str:
+    if config.max_bytes is None or size <= config.max_bytes:
+        return ""
+    return (f"the notebook is {size / 1e6:.1f} MB, more than the {config.max_bytes / 1e6:g} MB "
+            "a submission may have (clear large outputs: Kernel > Restart & Clear Output)")
+
+
+def too_large_result(student: str, config: GradingConfig, spec: dict[str, Any],
+                     why: str) -> SubmissionResult:
+    """A submission over ``config.max_bytes`` is not parsed (a 100 MB notebook took 392 MB of
+    the grader's memory before anything looked at it): every test 0, status ``too large``."""
+    tests = [TestResult(t["id"], t["points"], 0.0, False, f"not graded: {why}")
+             for t in spec["tests"]]
+    return SubmissionResult(student, config.assignment, tests, "too large", why)
 
 
 def _unreadable(student: str, config: GradingConfig, spec: dict[str, Any],

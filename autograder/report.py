@@ -46,20 +46,41 @@ def write_student(out: Path, result: SubmissionResult) -> None:
     (folder / "results.json").write_text(json.dumps(gradescope, indent=1) + "\n")
 
 
-def write_gradebook(out: Path, results: list[SubmissionResult]) -> Path:
+GRADEBOOK = "grades.csv"
+REFERENCE_FOLDER = "reference-check"
+RESERVED = (GRADEBOOK, REFERENCE_FOLDER)
+"""Names in the output folder that are the grader's own: a student's folder is the stem of
+the submission, and ``grades.csv.ipynb`` made ``out/grades.csv/``, so writing the gradebook
+failed with IsADirectoryError after everyone had been graded."""
+
+
+def reserved_name(student: str) -> str:
+    """The grader's own output that ``student``'s folder would collide with ("" if none;
+    case-insensitively, for file systems that fold case)."""
+    for name in RESERVED:
+        if student.casefold() == name.casefold():
+            return name
+    return ""
+
+
+def write_gradebook(out: Path, results: list[SubmissionResult],
+                    reference_check: str = "") -> Path:
+    """``grades.csv``: one row per student; ``reference_check`` says how the reference
+    solution fared before the class was graded (or that the check was skipped)."""
     out.mkdir(parents=True, exist_ok=True)
     test_ids: list[str] = []
     for r in results:
         for t in r.tests:
             if t.id not in test_ids:
                 test_ids.append(t.id)
-    path = out / "grades.csv"
+    path = out / GRADEBOOK
     with path.open("w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(["student", "assignment", "score", "max_score", "status", *test_ids,
-                         "reason"])
+                         "reason", "reference_check"])
         for r in sorted(results, key=lambda r: r.student):
             per_test = {t.id: t.score for t in r.tests}
             writer.writerow([r.student, r.assignment, _fmt(r.score), _fmt(r.max_score), r.status,
-                             *[_fmt(per_test.get(i, 0.0)) for i in test_ids], r.reason])
+                             *[_fmt(per_test.get(i, 0.0)) for i in test_ids], r.reason,
+                             reference_check])
     return path

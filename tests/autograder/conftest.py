@@ -18,6 +18,9 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Generate the demo assignment into a temporary tree; return its paths."""
     root = tmp_path_factory.mktemp("demo")
     generate("demo_numpy", FIXTURES / "instructor", root / "assignments", root / "tests")
+    # the reference solution `grade` grades before the class (autograder.reference)
+    shutil.copyfile(FIXTURES / "instructor" / "demo_numpy" / "demo_numpy.ipynb",
+                    root / "tests" / "demo_numpy" / "reference.ipynb")
     return {
         "root": root,
         "tests": root / "tests",

@@ -41,3 +41,76 @@ def test_a_tests_folder_in_a_scratch_folder_grades_the_solution_in_full(scratch,
             (out / "solution" / "feedback.md").read_text())
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _demo_subs(demo, tmp_path: Path, **named: Path) -> list[Path]:
+    subs = tmp_path / "subs"
+    subs.mkdir(exist_ok=True)
+    return [Path(shutil.copyfile(src, subs / name)) for name, src in named.items()]
+
+
+def _grade_demo(demo, out: Path, subs: list[Path], *extra: str) -> int:
+    return main(["grade", "--assignment", "demo_numpy", "--tests", str(demo["tests"]),
+                 "--out", str(out), "--timeout", "10", "--quiet", *extra, *map(str, subs)])
+
+
+@pytest.mark.parametrize("name", ["grades.csv.ipynb", "GRADES.CSV.ipynb",
+                                  "reference-check.ipynb"])
+def test_a_name_that_is_the_graders_own_output_stops_the_run_before_grading(demo, tmp_path,
+                                                                            name, capsys):
+    """``grades.csv.ipynb`` made ``out/grades.csv/``; after everyone was graded, writing the
+    gradebook raised IsADirectoryError: no gradebook for anyone."""
+    subs = _demo_subs(demo, tmp_path, **{name: demo["solution"],
+                                         "other.ipynb": demo["solution"]})
+    out = tmp_path / "out"
+    assert _grade_demo(demo, out, subs, "--skip-reference-check") == 2
+    err = capsys.readouterr().err
+    assert name in err and "rename it" in err
+    assert not (out / "grades.csv").exists() and not (out / "other").exists()
+
+
+def _big_notebook(src: Path, dest: Path, megabytes: float) -> Path:
+    import nbformat
+
+    nb = nbformat.read(str(src), as_version=4)
+    nb.cells.append(nbformat.v4.new_markdown_cell("x" * int(megabytes * 1e6)))
+    nbformat.write(nb, str(dest))
+    return dest
+
+
+def test_a_submission_over_the_size_cap_is_refused_before_parsing(demo, tmp_path, monkeypatch):
+    """A 100 MB notebook took the unsandboxed grader to 392 MB before anything looked at it;
+    now one over --max-size-mb (20 MB by default) is not read: status ``too large``."""
+    import nbformat
+
+    subs = _demo_subs(demo, tmp_path, **{"solution.ipynb": demo["solution"]})
+    subs.append(_big_notebook(demo["solution"], tmp_path / "subs" / "huge.ipynb", 21))
+    subs.append(_big_notebook(demo["solution"], tmp_path / "subs" / "small.ipynb", 0.5))
+    parsed = []
+    real_read = nbformat.read
+    monkeypatch.setattr(nbformat, "read", lambda f, *a, **k: parsed.append(str(f)) or
+                        real_read(f, *a, **k))
+    out = tmp_path / "out"
+    assert _grade_demo(demo, out, subs, "--skip-reference-check") == 0
+    rows = _rows(out)
+    assert rows["huge"]["status"] == "too large" and rows["huge"]["score"] == "0"
+    assert "21.0 MB, more than the 20 MB" in rows["huge"]["reason"]
+    assert "too large" in (out / "huge" / "feedback.md").read_text()
+    assert not any("huge" in p for p in parsed)
+    assert rows["small"]["status"] == "ok" and rows["small"]["score"] == "5"
+    assert rows["solution"]["score"] == "5"
+    out2 = tmp_path / "out2"  # the cap is the instructor's: 0.1 MB refuses the 0.5 MB one
+    assert _grade_demo(demo, out2, subs[2:], "--skip-reference-check",
+                       "--max-size-mb", "0.1") == 0
+    assert _rows(out2)["small"]["status"] == "too large"
+
+
+def test_a_shipped_job_over_the_cap_is_neither_read_nor_sent(demo, tmp_path):
+    from autograder.grade import GradingConfig, ShippedSubmission, grade_shipped
+
+    big = _big_notebook(demo["solution"], tmp_path / "huge.ipynb", 2)
+    config = GradingConfig("demo_numpy", tests_root=demo["tests"], max_bytes=1_000_000)
+    job = ShippedSubmission.pack(big, config)
+    assert job.notebook == b"" and job.size > 2_000_000
+    result = grade_shipped(job)
+    assert result.status == "too large" and result.score == 0 and result.student == "huge"
