@@ -162,7 +162,7 @@ class HeteroMLP:
                                                   self.qm.shift):
             out = np.zeros((self.padded_batch, units), np.int32 if shift is None else np.int8)
             stats = f(h, wp, bp, out)
-            if self.accel == "vdla":
+            if stats is not None:  # an accelerator's module returns its run's statistics
                 self.stats.append(stats)
             h = out
         return h[: self.batch, : self.qm.wq[-1].shape[0]]
@@ -170,6 +170,23 @@ class HeteroMLP:
     def __call__(self, x: np.ndarray) -> np.ndarray:
         """Class probabilities of ``x`` (``batch`` rows)."""
         return self.tail(logits=self.logits(x))[0]
+
+
+def _runs_on_accelerator(accel: str) -> bool:
+    """Does ``accel`` name the accelerator (its dense layers need the accelerator's schedule)
+    or a CPU target (the default schedule)? Read from the target's features, not its name."""
+    from mlc.target import TargetError, parse_target
+
+    try:
+        tgt = parse_target(accel)
+    except TargetError:
+        tgt = None
+    if tgt is not None and tgt.has_feature("accelerator"):
+        return True
+    if tgt is not None and tgt.has_feature("cpu"):
+        return False
+    raise GraphError(f"accel must be the accelerator ('vdla') or a CPU target ('llvm'), "
+                     f"got {accel!r}")
 
 
 def build_hetero_mlp(qm: VDLAQuantizedMLP, batch: int, threads: int = 1, block: int = 8,
@@ -183,8 +200,7 @@ def build_hetero_mlp(qm: VDLAQuantizedMLP, batch: int, threads: int = 1, block: 
     from mlc.driver import build as build_kernel
     from mlc.vdla.schedules import dense_compute, dense_schedule
 
-    if accel not in ("vdla", "llvm"):
-        raise GraphError(f"accel must be 'vdla' or 'llvm', got {accel!r}")
+    on_accelerator = _runs_on_accelerator(accel)
     rows = block * threads
     padded = -(-batch // rows) * rows
     dims = [(_pad8(w.shape[1]), _pad8(w.shape[0])) for w in qm.wq]
@@ -197,7 +213,7 @@ def build_hetero_mlp(qm: VDLAQuantizedMLP, batch: int, threads: int = 1, block: 
         bp[:, : bq.shape[0]] = bq
         weights.append((wp, bp))
         relu = shift is not None
-        if accel == "vdla":
+        if on_accelerator:
             s, args = dense_schedule(padded, n, k, shift=shift, relu=relu, block=block,
                                      threads=threads)
         else:

@@ -96,7 +96,7 @@ def test_a_pass_that_breaks_the_program_is_named() -> None:
 
 
 KIND_BRANCH = re.compile(
-    r"""(kind|target)\s*(==|!=|in)\s*[\(\[]?\s*["'](llvm|c|cuda|cuda-sim)["']"""
+    r"""(kind|target|accel|device)\s*(==|!=|in)\s*[\(\[]?\s*["'](llvm|c|cuda|cuda-sim|vdla)["']"""
 )
 
 
