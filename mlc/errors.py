@@ -194,3 +194,9 @@ class ExportError(MLCError, RuntimeError):
     """A compiled module that cannot be written as a library or read back: no C compiler or
     linker (the message says which package to install), a module that calls Python
     (packed functions), a file that is not an mlc library."""
+
+
+class PrecisionWarning(UserWarning):
+    """A computation that may lose precision without an error: a float16 reduction long
+    enough that its float16 accumulator stops counting (2048 + 1 is 2048 in float16). The
+    message names the block and the fix (accumulate in float32 with ``.astype``)."""

@@ -41,11 +41,15 @@ from mlc.tir.expr import (
 )
 from mlc.tir.functor import IRVisitor
 from mlc.tir.stmt import Block, BlockRealize, BufferStore, For, IfThenElse, PrimFunc
+from mlc.transform.precision import warn_lossy_reductions
 
 
 def check_bounds(func: PrimFunc) -> PrimFunc:
-    """Raise LoweringError for an access outside its buffer; return ``func`` unchanged."""
+    """Raise LoweringError for an access outside its buffer; return ``func`` unchanged.
+    Also warns for a float16 sum too long for its accumulator (``warn_lossy_reductions``):
+    the first pass every build runs is where a program is judged before it changes."""
     _Checker(func).visit(func.body)
+    warn_lossy_reductions(func)
     return func
 
 
