@@ -45,8 +45,10 @@ from mlc.tir.expr import as_int
 
 #: kernels with fewer multiply-adds than this run on one thread: waking the other threads
 #: costs microseconds on an idle machine and far more on a busy one, so only kernels of
-#: about 100 us of serial work or more go parallel (the digits MLP at batch 64 stays serial)
-PARALLEL_MIN_WORK = 1 << 20
+#: about 50 us of serial work or more go parallel. With the register-tiled kernels 8M
+#: multiply-adds take 50-70 us on one core (at 1M, the old threshold, a conv of 10 us paid
+#: 50-250 us to wake the team on a shared machine: the small CNN ran 8x slower on 2 threads)
+PARALLEL_MIN_WORK = 1 << 23
 
 ANCHOR_TAGS = ("dense", "dense_pack", "conv2d")
 
@@ -94,11 +96,12 @@ def register_tile(tag: str, nrows: int, ncols: int, vec: int) -> tuple[int, int]
     kernel ran at a quarter of its peak. With rows x nv = 16 independent accumulators (4 x 4
     at batch 64; 1 x 8 at batch 1, where only one row exists) the FMA units stay busy, and
     each weight vector loaded is used ``rows`` times, each broadcast of x ``nv`` times.
-    Convolutions keep one vector per row (their columns are output pixels)."""
-    if tag == "conv2d":
-        return 1, 1
+    A convolution's tile is rows x vectors of output pixels (one image row each), all
+    multiplied by the same broadcast weight."""
     nvec = ncols // vec if ncols % vec == 0 else 1
     rows = 4 if nrows >= 4 else 1
+    if tag == "conv2d" and nvec == 1 and nrows % 8 == 0:
+        rows = 8  # a conv's rows are output rows: 8 of one vector each
     want = 4 if rows > 1 else 8
     nv = max((d for d in range(1, want + 1) if nvec % d == 0), default=1)
     return rows, nv
@@ -134,6 +137,11 @@ class _Recipe:
         # 1. inline elementwise / injective stages (not reductions, not the output)
         for t in order:
             if t is self.output or getattr(t.op, "reduce_axis", None):
+                continue
+            if t.op.name == "pad_data" and self.anchor is not None \
+                    and self.anchor.op.tag == "conv2d":
+                # a conv's padded input stays one small copy: inlined, every multiply-add
+                # of the conv tests whether it reads the border, and nothing vectorizes
                 continue
             if not self.step():
                 return
