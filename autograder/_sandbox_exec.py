@@ -19,7 +19,9 @@ Run by :mod:`autograder.sandbox` (never by hand). In order:
 
 3. in the new PID namespace the first child becomes PID 1, mounts its own ``/proc`` (the job
    sees only its own processes) and, when it exits, takes every process of the job with it;
-4. resource limits; as root, the switch to the job's own unprivileged user id;
+4. resource limits; every capability dropped (the bounding and ambient sets first, while
+   that is allowed; then, as root, the switch to the job's own unprivileged user id, which
+   empties the rest; in a user namespace an explicit ``capset`` to nothing);
 5. a seccomp filter: the job cannot make Unix-domain sockets (a daemon's socket anywhere it
    can see would otherwise be reachable: a read-only mount does not stop a connect());
 6. a JSON line on the status pipe saying which protections are active, then exec.
@@ -305,6 +307,57 @@ def _no_unix_sockets(libc: ctypes.CDLL | None) -> bool:
     return bool(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) == 0)
 
 
+SYS_CAPSET = {"x86_64": 126, "aarch64": 91}
+PR_CAPBSET_DROP = 24
+PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
+_CAP_VERSION_3 = 0x20080522
+
+
+def _drop_bounding_set(libc: ctypes.CDLL | None) -> None:
+    """Empty the capability bounding and ambient sets (needs CAP_SETPCAP: before the uid
+    switch). No later exec can then give this process or its children a capability back."""
+    if libc is None:
+        return
+    for cap in range(64):
+        if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() == 22:
+            break  # EINVAL: past the kernel's last capability
+    libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+
+
+def _clear_capabilities(libc: ctypes.CDLL | None) -> None:
+    """``capset`` to nothing (effective, permitted, inheritable): what a user namespace's
+    first process still holds after the uid switch (root's switch empties them itself)."""
+    import platform
+
+    nr = SYS_CAPSET.get(platform.machine())
+    if libc is None or nr is None:
+        return
+    header = (ctypes.c_uint32 * 2)(_CAP_VERSION_3, 0)
+    data = (ctypes.c_uint32 * 6)()
+    libc.syscall(nr, header, data)
+
+
+def capabilities() -> dict[str, int]:
+    """This process's capability sets and flags as ``/proc/self/status`` shows them
+    (``CapEff``, ``CapPrm``, ``CapBnd``, ``CapAmb``, ``CapInh`` as numbers)."""
+    found: dict[str, int] = {}
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.startswith("Cap"):
+                    found[key] = int(value.strip(), 16)
+    except (OSError, ValueError):
+        pass
+    return found
+
+
+def _no_capabilities() -> bool:
+    caps = capabilities()
+    return bool(caps) and not any(caps.get(k, 1) for k in ("CapEff", "CapPrm", "CapBnd",
+                                                            "CapAmb", "CapInh"))
+
+
 def _join_job_memory(procs_file: str | None) -> bool:
     """Put this process, first of the job, in the job's memory cgroup: every process the
     job starts is in it too (see autograder/job_memory.py). False where there is none."""
@@ -378,11 +431,19 @@ def main(argv: list[str]) -> int:
             status["error"] = f"cannot mount a private /proc: {err}"
     _limits(config)
     uid = config.get("uid")
+    # the job keeps no capability; only the trusted runner as root without a job uid (it
+    # starts jobs of its own) keeps them
+    drop = uid is not None or not status["root"]
+    if drop:
+        _drop_bounding_set(libc)
     if status["root"] and uid is not None:
         os.setgroups([])
         os.setgid(uid)
         os.setuid(uid)
         status["uid"] = uid
+    if drop:
+        _clear_capabilities(libc)
+    status["no_capabilities"] = drop and _no_capabilities()
     try:
         os.chdir(config["cwd"])
     except OSError as err:

@@ -1,16 +1,26 @@
 """Run a student's exported loop program on fresh inputs and compare it with the reference.
 
-Run by the grader in its own process (``python -m autograder.program GRADER CASE PROGRAM
-OUT``), with resource limits and no network, for a :class:`~autograder.cases.TECase`. The
-program is TVMScript text that ``grading.check_te`` exported from the student's kernel; it is
-parsed by ``mlc.script`` (which reads the text's syntax tree and never executes it), its
-parameters are checked against the case's inputs and output, and it is built for the CPU
-and run on inputs drawn with a seed the kernel never saw. The report (JSON) says whether it
-is correct and, if not, why in words a student can act on.
+The grader runs ``python -m autograder.program GRADER CASE PROGRAM OUT`` for a
+:class:`~autograder.cases.TECase`. The program is TVMScript text that ``grading.check_te``
+exported from the student's kernel. Two processes, one on each side of the wall:
+
+* this one, the *trusted* side, loads ``grader.py``, draws inputs with a seed the kernel never
+  saw and computes the reference's answer (:func:`judge_program`);
+* a *judged* step (``python -m autograder.program --judge in out``, started by
+  :func:`autograder.sandbox.run_judged`: its own unprivileged user, no capability, seccomp,
+  a file system with only the program text and the inputs) parses the text with
+  ``mlc.script`` (which reads its syntax tree and never executes it), checks its parameters,
+  builds it with ``allow_calls=False`` (the compiled module may call only math functions)
+  and runs it (:func:`run_program`). It never sees the tests folder, ``grader.py`` or the
+  expected answer: it writes the output array, and this side compares.
+
+The report (JSON) says whether the program is correct and, if not, why in words a student
+can act on. :func:`check_program` does both halves in one process (tests, local checks).
 """
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import sys
@@ -23,6 +33,7 @@ import numpy as np
 from autograder.cases import TECase, compare, load_grader, parse_json, random_inputs
 
 MAX_PROGRAM_BYTES = 4 << 20  # a te program of the course prints in a few KiB
+MAX_MESSAGE = 2000  # characters of a judged step's message that reach the report
 
 
 def fresh_seed() -> int:
@@ -30,56 +41,118 @@ def fresh_seed() -> int:
     return int.from_bytes(os.urandom(4), "little")
 
 
-def check_program(case: TECase, text: str, seed: int | None = None) -> tuple[bool, str]:
-    """Parse, check, build and run ``text`` for ``case``; (correct, message)."""
-    import mlc
-    from mlc.errors import MLCError
-    from mlc.script import from_source
-    from mlc.tir.stmt import PrimFunc
-
-    if len(text.encode()) > MAX_PROGRAM_BYTES:
-        return False, (f"the exported program is {len(text.encode()) >> 20} MiB; a te "
-                       "computation prints in a few KiB (are constants baked into it?)")
-    try:
-        func = from_source(text)
-    except MLCError as err:
-        return False, f"the exported program cannot be read: {err}"
-    if not isinstance(func, PrimFunc):
-        return False, "the export is not one loop program (a @T.prim_func)"
-    from mlc.tir import Call, post_order_visit
-
-    calls: list[str] = []
-    post_order_visit(func, lambda n: calls.append(n.op) if isinstance(n, Call) and n.op in
-                     ("call_packed", "call_extern", "call_pure_extern") else None)
-    if calls:  # a library (or any C function) would compute the answer: not graded code
-        return False, (f"the program calls code outside it ({calls[0]}); a graded program "
-                       "computes its answer with its own loops")
-    if func.scalars:  # the case has arrays to give, no numbers: refuse rather than guess
-        names = ", ".join(f"{v.name}: {v.dtype}" for _, v in func.scalars)
-        return False, (f"the program takes scalar parameter(s) ({names}); this test passes "
-                       f"only arrays ({len(case.inputs)} inputs and one output), so write "
-                       "the value into the computation (a Python number in te.compute) "
-                       "instead of passing a te.var")
+def case_arrays(case: TECase, seed: int | None) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Fresh inputs for ``case`` and the reference's answer on them (trusted side)."""
     seed = fresh_seed() if seed is None else seed
     arrays = random_inputs(case.inputs, seed ^ zlib.crc32(case.id.encode()))
     expected = np.asarray(case.reference(*arrays.values(), **case.params))
+    return arrays, expected
+
+
+def run_program(text: str, arrays: dict[str, np.ndarray], out_shape: tuple[int, ...],
+                out_dtype: str) -> tuple[np.ndarray | None, str]:
+    """Parse, check, build (no calls out) and run ``text`` on ``arrays``: (output, "") or
+    (None, why not). What the judged step does; it never sees the expected values."""
+    import mlc
+    from mlc.errors import MLCError
+    from mlc.script import from_source
+    from mlc.tir import Call, post_order_visit
+    from mlc.tir.stmt import PrimFunc
+
+    if len(text.encode()) > MAX_PROGRAM_BYTES:
+        return None, (f"the exported program is {len(text.encode()) >> 20} MiB; a te "
+                      "computation prints in a few KiB (are constants baked into it?)")
+    try:
+        func = from_source(text)
+    except MLCError as err:
+        return None, f"the exported program cannot be read: {err}"
+    if not isinstance(func, PrimFunc):
+        return None, "the export is not one loop program (a @T.prim_func)"
+    calls: list[str] = []  # the whole function: buffer shapes and strides are code too
+    post_order_visit(func, lambda n: calls.append(n.op) if isinstance(n, Call) and n.op in
+                     ("call_packed", "call_extern", "call_pure_extern") else None)
+    if calls:  # a library (or any C function) would compute the answer: not graded code
+        return None, (f"the program calls code outside it ({calls[0]}); a graded program "
+                      "computes its answer with its own loops")
+    if func.scalars:  # the case has arrays to give, no numbers: refuse rather than guess
+        names = ", ".join(f"{v.name}: {v.dtype}" for _, v in func.scalars)
+        return None, (f"the program takes scalar parameter(s) ({names}); this test passes "
+                      f"only arrays ({len(arrays)} inputs and one output), so write "
+                      "the value into the computation (a Python number in te.compute) "
+                      "instead of passing a te.var")
     if len(func.params) != len(arrays) + 1:
-        return False, (f"the program takes {len(func.params)} arrays; this test passes "
-                       f"{len(arrays)} inputs and one output")
-    for buf, (name, arr) in zip(func.params, [*arrays.items(), ("output", expected)]):
+        return None, (f"the program takes {len(func.params)} arrays; this test passes "
+                      f"{len(arrays)} inputs and one output")
+    wanted = [(name, tuple(a.shape), str(a.dtype)) for name, a in arrays.items()]
+    wanted.append(("output", tuple(out_shape), str(np.dtype(out_dtype))))
+    for buf, (name, shape_w, dtype_w) in zip(func.params, wanted):
         shape = tuple(_const(d) for d in buf.shape)
-        if shape != arr.shape or buf.dtype != str(arr.dtype):
-            return False, (f"the program's parameter {buf.name!r} is {buf.dtype}{list(shape)};"
-                           f" the test's {name} is {arr.dtype}{list(arr.shape)}")
+        if shape != shape_w or buf.dtype != dtype_w:
+            return None, (f"the program's parameter {buf.name!r} is {buf.dtype}{list(shape)};"
+                          f" the test's {name} is {dtype_w}{list(shape_w)}")
     try:
         module = mlc.build(func, target="llvm", allow_calls=False)
-        out = np.full(expected.shape, np.nan if expected.dtype.kind == "f" else 0,
-                      expected.dtype)
+        dtype = np.dtype(out_dtype)
+        out = np.full(out_shape, np.nan if dtype.kind == "f" else 0, dtype)
         module(*arrays.values(), out)
     except MLCError as err:
-        return False, f"the program does not run: {type(err).__name__}: {err}"
+        return None, f"the program does not run: {type(err).__name__}: {err}"
+    return out, ""
+
+
+def check_program(case: TECase, text: str, seed: int | None = None) -> tuple[bool, str]:
+    """Both halves in this process: (correct, message). For tests and local checks; the
+    grader uses :func:`judge_program`, which keeps the halves apart."""
+    arrays, expected = case_arrays(case, seed)
+    out, why = run_program(text, arrays, expected.shape, str(expected.dtype))
+    if out is None:
+        return False, why
+    return _verdict(case, expected, out)
+
+
+def _verdict(case: TECase, expected: np.ndarray, out: np.ndarray) -> tuple[bool, str]:
     ok, message = compare(expected, out, case.rtol, case.atol)
     return ok, ("correct on fresh inputs" if ok else f"on fresh inputs: {message}")
+
+
+class JudgeFailed(RuntimeError):
+    """The judged step could not check the program (the sandbox, a limit, a crash)."""
+
+
+def judge_program(case: TECase, text: str, workdir: Path, seed: int | None = None,
+                  hide: list[str] | None = None,
+                  probe: dict[str, Any] | None = None) -> tuple[bool, str, dict[str, Any]]:
+    """Check ``text`` for ``case`` with the program run on the judged side of the wall
+    (:func:`autograder.sandbox.run_judged`); the reference stays here. (correct, message,
+    the judged step's report). ``probe`` (tests only) asks the judged step to report its
+    user, capabilities and what it could read and write (:func:`_probe`).
+    Raises :class:`JudgeFailed` when the step could not judge (never a grade)."""
+    from autograder.sandbox import run_judged
+
+    arrays, expected = case_arrays(case, seed)
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    spec = {"names": list(arrays), "out_shape": list(expected.shape),
+            "out_dtype": str(expected.dtype), "probe": probe}
+    judged = run_judged("autograder.program", workdir,
+                        {"program.txt": text.encode(), "inputs.npz": buffer.getvalue(),
+                         "spec.json": json.dumps(spec).encode()},
+                        outputs=("out.npy",), hide=hide,
+                        cap=max(1 << 20, 2 * expected.nbytes + 4096))
+    report = judged.result or {}
+    if judged.problem:
+        raise JudgeFailed(judged.problem)
+    message = str(report.get("message", ""))[:MAX_MESSAGE]
+    if not report.get("ran"):
+        return False, message or "the program did not run", report
+    try:
+        out = np.load(io.BytesIO(judged.files["out.npy"]), allow_pickle=False)
+    except (KeyError, ValueError, OSError) as err:
+        return False, f"the program's output cannot be read: {err}", report
+    if out.shape != expected.shape or out.dtype != expected.dtype:
+        return False, f"the output is {out.dtype}{list(out.shape)}", report
+    ok, message = _verdict(case, expected, out)
+    return ok, message, report
 
 
 def _const(d: Any) -> int | str:
@@ -90,7 +163,57 @@ def _const(d: Any) -> int | str:
     return int(value) if value is not None else str(d)
 
 
+def _probe(probe: dict[str, Any]) -> dict[str, Any]:
+    """What the judged process is (tests only): its user, capabilities, ``no_new_privs``,
+    seccomp, and which of ``probe["read"]`` it could read and ``probe["write"]`` write."""
+    from autograder._sandbox_exec import capabilities
+
+    status = {}
+    with open("/proc/self/status") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            if key in ("Uid", "NoNewPrivs", "Seccomp"):
+                status[key] = value.split()[0]
+    found: dict[str, Any] = {"status": status, "caps": capabilities(), "read": {},
+                             "write": {}}
+    for path in probe.get("read", []):
+        try:
+            with open(path, "rb") as f:
+                f.read(1)
+            found["read"][path] = "read"
+        except OSError as err:
+            found["read"][path] = err.strerror
+    for path in probe.get("write", []):
+        try:
+            with open(path, "w") as f:
+                f.write("x")
+            found["write"][path] = "written"
+        except OSError as err:
+            found["write"][path] = err.strerror
+    return found
+
+
+def judge_main(in_dir: Path, out_dir: Path) -> int:
+    """The judged step: read the program and inputs, run it, write ``out.npy`` and
+    ``result.json`` (``{"ran": bool, "message": str}``)."""
+    spec = json.loads((in_dir / "spec.json").read_text())
+    with np.load(in_dir / "inputs.npz", allow_pickle=False) as data:
+        arrays = {name: np.array(data[name]) for name in spec["names"]}
+    report: dict[str, Any] = {}
+    if spec.get("probe") is not None:
+        report["probe"] = _probe(spec["probe"])
+    text = (in_dir / "program.txt").read_bytes().decode("utf-8", "replace")
+    out, why = run_program(text, arrays, tuple(spec["out_shape"]), spec["out_dtype"])
+    if out is not None:
+        np.save(out_dir / "out.npy", out, allow_pickle=False)
+    report.update({"ran": out is not None, "message": why})
+    (out_dir / "result.json").write_text(json.dumps(report))
+    return 0
+
+
 def main(argv: list[str]) -> int:
+    if argv and argv[0] == "--judge":
+        return judge_main(Path(argv[1]), Path(argv[2]))
     grader_path, case_id, program_path, out_path = argv
     case = load_grader(grader_path).case(case_id)
     if not isinstance(case, TECase):
@@ -102,7 +225,13 @@ def main(argv: list[str]) -> int:
     except (ValueError, KeyError, TypeError) as err:
         ok, message = False, f"the exported program cannot be read: {err}"
     else:
-        ok, message = check_program(case, text)
+        tests = Path(grader_path).resolve().parent
+        try:
+            ok, message, _ = judge_program(case, text, Path(out_path).resolve().parent,
+                                           hide=[str(tests), str(tests.parent)])
+        except JudgeFailed as err:
+            print(f"GRADER-ERROR: {err}", file=sys.stderr)
+            return 3
     Path(out_path).write_text(json.dumps({"correct": ok, "message": message}))
     return 0
 

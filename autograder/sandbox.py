@@ -330,9 +330,11 @@ PROTECTIONS = {
     "private_proc": "own /proc: the job sees only its own processes",
     "net_ns": "no network (loopback only)",
     "user_ns": "user namespace (how an ordinary user gets the walls above)",
+    "no_capabilities": "no capability at all (effective, permitted, bounding, ambient): the "
+                       "job cannot undo the walls (umount, nsenter) even as root",
 }
 REQUIRED = ("mount_ns", "readonly_root", "private_tmp", "private_run", "pid_ns", "ipc_ns",
-            "private_proc", "net_ns", "no_unix_sockets")
+            "private_proc", "net_ns", "no_unix_sockets", "no_capabilities")
 
 _PROBE = """
 import json, os, sys
@@ -431,6 +433,164 @@ def explain(report: Preflight) -> str:
         "`python -m autograder doctor` shows what is active.",
     ]
     return "\n".join(lines)
+
+
+# Never visible to a step that judges a student's export: the instructor's solutions and
+# the tests shipped with the grader (each step adds the assignment's own tests folder).
+JUDGE_HIDE = (str(Path(__file__).resolve().parent.parent / "instructor"),
+              str(Path(__file__).resolve().parent / "tests"))
+JUDGE_RESULT = "result.json"
+
+
+@dataclass
+class Judged:
+    """What a judged step (:func:`run_judged`) left: ``result`` is the JSON object it wrote
+    (None if it wrote none), ``files`` the other outputs asked for; ``problem`` says why the
+    step could not judge (the sandbox lacked a wall, a limit stopped it, it crashed): an
+    infrastructure failure or the export's, never silently a grade."""
+
+    result: dict[str, Any] | None
+    files: dict[str, bytes]
+    status: dict[str, Any]
+    output: str
+    problem: str = ""
+
+
+def judge_uid() -> int | None:
+    """A fresh unprivileged user id for one judged step (root only; None otherwise).
+
+    Drawn at random among 2**30 ids rather than from the process id (:func:`acquire_uid`):
+    a judged step is started from inside the trusted runner's PID namespace, where every
+    job's runner has the same small process ids."""
+    if not is_root():
+        return None
+    import secrets
+
+    with _uid_lock:
+        while True:
+            uid = (1 << 30) + secrets.randbelow(1 << 30)
+            if uid not in _uids_in_use:
+                _uids_in_use.add(uid)
+                return uid
+
+
+def run_judged(module: str, workdir: Path, inputs: dict[str, bytes], *,
+               outputs: tuple[str, ...] = (), hide: list[str] | None = None,
+               wall_s: float = 120.0, memory_bytes: int | None = None,
+               cap: int = 64 << 20) -> Judged:
+    """Run ``python -m MODULE --judge in out`` on the student's side of the wall.
+
+    Every step that parses, compiles, runs or times what a submission exported (a program,
+    a trace, a graph) runs here, never in a process that can see the reference: its own
+    unprivileged user id (root), no capability, ``no_new_privs`` and the seccomp filter,
+    private /tmp, /proc and network, the memory cgroup of the job it belongs to (inherited),
+    and a file system that is read-only but for its own ``out`` folder, holding only
+    ``inputs`` (copied into ``in/``, read-only to it) and the interpreter and repository
+    (read-only); ``workdir`` (the grader's private folder), ``hide`` (the assignment's
+    tests) and :data:`JUDGE_HIDE` are covered. The caller keeps the reference and compares:
+    it reads ``out/result.json`` (a JSON object) and ``outputs`` (each at most ``cap``
+    bytes), opened without following links and only if the step's own user wrote them.
+    """
+    import shutil
+
+    folder = Path(tempfile.mkdtemp(prefix="judge-", dir=workdir))
+    os.chmod(folder, 0o755)
+    uid = judge_uid()
+    try:
+        (folder / "in").mkdir()
+        for name, data in inputs.items():
+            path = folder / "in" / name
+            path.write_bytes(data)
+            os.chmod(path, 0o444)
+        os.chmod(folder / "in", 0o555)
+        (folder / "out").mkdir()
+        prepare_dir(folder / "out", uid)
+        env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
+               "PYTHONPATH": str(Path(__file__).resolve().parent.parent),
+               "HOME": str(folder / "out"), "TMPDIR": "/tmp", "PYTHONDONTWRITEBYTECODE": "1",
+               "LANG": "C.UTF-8", "OPENBLAS_NUM_THREADS": "1",
+               "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "2")}
+        for name in ("MLC_NUM_THREADS", "AUTOGRADER_SIZE"):
+            if name in os.environ:
+                env[name] = os.environ[name]
+        needed = [p for p, _ in keep_paths()]  # a hide above these would hide Python
+        hidden = [h for h in [*(hide or []), *JUDGE_HIDE]
+                  if not any(p == h or p.startswith(h.rstrip("/") + "/") for p in needed)]
+        limits = Limits(wall_s=wall_s, cpu_s=int(wall_s) + 10, memory_bytes=memory_bytes,
+                        nproc=64 if uid is not None else 256, hide=hidden)
+        cmd = [sys.executable, "-P", "-s", "-m", module, "--judge", "in", "out"]
+        result = run_sandboxed(cmd, folder, env, limits, uid, cover=[str(workdir)])
+        problem = _judge_problem(result)
+        found: dict[str, bytes] = {}
+        owner = job_owner(uid)
+        for name in (JUDGE_RESULT, *outputs):
+            data = read_job_file(folder / "out", name, owner, cap)
+            if isinstance(data, bytes):
+                found[name] = data
+            elif data != "missing" and not problem:
+                problem = f"the check's output {name} was refused ({data})"
+        parsed: dict[str, Any] | None = None
+        if JUDGE_RESULT in found:
+            try:
+                value = json.loads(found.pop(JUDGE_RESULT)[:1 << 20])
+                parsed = value if isinstance(value, dict) else None
+            except ValueError:
+                parsed = None
+        if parsed is None and not problem:
+            tail = " / ".join(result.output.strip().splitlines()[-2:]) or "no output"
+            problem = f"the check wrote no result ({tail})"
+        return Judged(parsed, found, result.status, result.output, problem)
+    finally:
+        release_uid(uid)
+        remove_tree(folder)
+        if os.path.lexists(folder):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _judge_problem(result: SandboxResult) -> str:
+    if not result.status or result.status.get("error"):
+        return ("the sandbox for checking the export did not start: "
+                f"{result.status.get('error') or result.output.strip()[-300:]}")
+    missing = missing_protections(result.status)
+    if missing:
+        return ("the sandbox for checking the export lacks: "
+                + "; ".join(PROTECTIONS[m] for m in missing))
+    if result.timed_out:
+        return "checking the export ran out of time"
+    if result.over_memory:
+        return result.over_memory
+    return ""
+
+
+def read_job_file(folder: Path, name: str, owner: int, cap: int) -> bytes | str:
+    """The bytes of ``folder/name`` if it is a regular file that user ``owner`` wrote, with
+    one link and at most ``cap`` bytes, opened without following a link; else why not
+    (``"missing"`` when there is none)."""
+    import stat
+
+    try:
+        dir_fd = os.open(folder, os.O_RDONLY | os.O_NOFOLLOW | os.O_DIRECTORY)
+    except OSError as err:
+        return f"its folder cannot be opened ({err.strerror})"
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
+    except FileNotFoundError:
+        return "missing"
+    except OSError as err:
+        return f"cannot be opened without following a link ({err.strerror})"
+    finally:
+        os.close(dir_fd)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != owner or st.st_nlink != 1:
+            return "not a regular file of its own"
+        chunks, size = [], 0
+        while size <= cap and (chunk := os.read(fd, 1 << 20)):
+            chunks.append(chunk)
+            size += len(chunk)
+        return f"larger than {cap} bytes" if size > cap else b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def _grader_env() -> dict[str, str]:
