@@ -39,7 +39,6 @@ from mlc.tir.expr import IntImm, PrimExpr
 from mlc.tir.stmt import Allocate, For, KernelLaunch, LetStmt, PrimFunc, SeqStmt, Stmt
 
 SOURCE_FORMATS = ("cuda", "ptx", "ll", "ll-unopt", "asm")
-CHECK_BLOCKS = 16  # blocks per kernel that cuda-sim checks before its first call
 
 
 class CUDAModule(Module):
@@ -58,10 +57,55 @@ class CUDAModule(Module):
         self._gpu_functions: dict[str, Any] | None = None
         self._symbolic_grid = any(not isinstance(e, IntImm) for k in source.kernels
                                   for _, e in k.grid_extents)
-        self.check_on_first_call = sim is not None and bool(source.kernels)
-        """cuda-sim: run :meth:`check` (on copies, at most ``CHECK_BLOCKS`` blocks per kernel)
-        before the first call, so a race or a bad index is an error, not wrong numbers. Set
-        it to ``False`` to skip."""
+        self._calls: Any = None
+        if sim is not None and source.kernels:
+            from mlc.target.cuda_sim.call_checks import CallChecks
+
+            self._calls = CallChecks(func)
+
+    # cuda-sim checks its calls (mlc.target.cuda_sim.call_checks): which ones, how long each
+    # may take, and what the latest one ran
+    @property
+    def check_calls(self) -> str:
+        """cuda-sim: which calls are checked (on copies of the arrays) before they run, so
+        that a race or a bad index is an error, not wrong numbers: ``"auto"`` (the first
+        call, and any call whose verdict could differ: other shapes, other data where data
+        decides addresses), ``"every"``, ``"first"`` or ``"never"``."""
+        return self._calls.mode if self._calls is not None else "never"
+
+    @check_calls.setter
+    def check_calls(self, mode: str) -> None:
+        if self._calls is not None:
+            self._calls.mode = mode
+
+    @property
+    def check_budget(self) -> float:
+        """cuda-sim: seconds a call's check may take; a check of every block that does not
+        fit runs a sample of the blocks and warns naming them."""
+        return self._calls.budget if self._calls is not None else 0.0
+
+    @check_budget.setter
+    def check_budget(self, seconds: float) -> None:
+        if self._calls is not None:
+            self._calls.budget = seconds
+
+    @property
+    def last_check(self) -> Any:
+        """cuda-sim: the report of the latest call's check (None before any): the blocks it
+        ran per kernel, ``complete``, ``sampled``, ``seconds``."""
+        return self._calls.last if self._calls is not None else None
+
+    @property
+    def check_on_first_call(self) -> bool:
+        """True while the first call's check is still to come; ``False`` turns the checks
+        of calls off (``check_calls = "never"``)."""
+        return self._calls is not None and self._calls.mode != "never" and \
+            self._calls.count == 0
+
+    @check_on_first_call.setter
+    def check_on_first_call(self, value: bool) -> None:
+        if self._calls is not None:
+            self._calls.mode = "auto" if value else "never"
 
     @property
     def kernels(self) -> tuple[KernelLaunch, ...]:
@@ -77,11 +121,9 @@ class CUDAModule(Module):
                                                 *self.func.scalar_args)), values))
                 for k in self.kernels:
                     check_grid(k, env)
-            if self.check_on_first_call:
+            if self._calls is not None and self._calls.mode != "never":
                 self._checker.native_args(args)  # a wrong call is an ArgumentError first
-                self.check_on_first_call = False
-                copies = [np.array(a) if isinstance(a, np.ndarray) else a for a in args]
-                self.check(*copies, blocks=CHECK_BLOCKS)
+                self._calls.before_call(args)
             self._sim(*args)
         else:
             self._run_gpu(args)

@@ -36,7 +36,14 @@ from typing import Any
 import numpy as np
 
 from mlc.errors import GPUCheckError, GPUIndexError, RaceError, UninitializedReadError
-from mlc.target.cuda_sim.interp import Access, Interpreter, Observer, gpu_program, stmt_line
+from mlc.target.cuda_sim.interp import (
+    Access,
+    Interpreter,
+    Observer,
+    OutOfTime,
+    gpu_program,
+    stmt_line,
+)
 from mlc.tir import stmt as S
 from mlc.tir.printer import to_str
 
@@ -74,11 +81,45 @@ class CheckReport:
     blocks: dict[str, tuple[int, int]]   # kernel -> (blocks checked, blocks in the grid)
     accesses: int
     barriers: int
+    # kernel -> blockIdx (x[, y[, z]]) of each block run, when not every block ran
+    sampled: dict[str, list[tuple[int, ...]]] = field(default_factory=dict)
+    stopped: str | None = None   # where the time ran out (what ran before it was checked)
+    same_value_writes: int = 0   # accesses that raced but wrote the value already there
+    seconds: float = 0.0
+
+    @property
+    def complete(self) -> bool:
+        """Did every block of every kernel run to its end?"""
+        return self.stopped is None and all(c == n for c, n in self.blocks.values())
+
+    def _parts(self) -> list[str]:
+        parts = []
+        for k, (c, n) in self.blocks.items():
+            part = f"{k}: {c} of {n} blocks"
+            if k in self.sampled and c < n:
+                part += " (blockIdx " + ", ".join(
+                    "(" + ", ".join(map(str, b)) + ")" for b in self.sampled[k]) + ")"
+            parts.append(part)
+        return parts
+
+    def summary(self) -> str:
+        """One sentence: what ran (for the warning of a check that did not run everything)."""
+        ran = "; ".join(
+            f"checked {c} of the {n} blocks of {k}" + (
+                " (blockIdx " + ", ".join("(" + ", ".join(map(str, b)) + ")"
+                                          for b in self.sampled.get(k, [])) + ")"
+                if c < n else "")
+            for k, (c, n) in self.blocks.items())
+        if self.stopped is not None:
+            ran += f"; the time ran out at {self.stopped}: the accesses after it were not checked"
+        return ran + ". No problem was found in what ran; the blocks that did not run may race"
 
     def __repr__(self) -> str:
-        parts = [f"{k}: {c} of {n} blocks" for k, (c, n) in self.blocks.items()]
-        return (f"no races, no uninitialised shared reads, all indices in range, barriers "
-                f"reached by whole blocks ({'; '.join(parts)}; {self.accesses} accesses, "
+        head = ("no races, no uninitialised shared reads, all indices in range, barriers "
+                "reached by whole blocks")
+        if self.stopped is not None:
+            head = f"stopped at {self.stopped} (out of time); until then {head}"
+        return (f"{head} ({'; '.join(self._parts())}; {self.accesses} accesses, "
                 f"{self.barriers} barriers)")
 
 
@@ -116,13 +157,22 @@ class Checker(Observer):
         self.accesses = 0
         self.barriers = 0
         self.blocks: dict[str, tuple[int, int]] = {}
+        self.sampled: dict[str, list[tuple[int, ...]]] = {}
+        self.same_value_writes = 0
 
     def begin_kernel(self, interp: Interpreter, kernel: S.KernelLaunch) -> None:
         self.state: dict[int, _State] = {}
         self._locals: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self.stmts: list[S.Stmt] = []
         self.stmt_ids: dict[int, int] = {}
-        self.blocks[kernel.name] = (interp.lanes.n_blocks, interp.n_blocks_total)
+        lanes = interp.lanes
+        self.blocks[kernel.name] = (lanes.n_blocks, interp.n_blocks_total)
+        firsts = np.arange(lanes.n_blocks) * lanes.threads_per_block
+        axes = [lanes.axis[t][firsts] for t in ("blockIdx.x", "blockIdx.y", "blockIdx.z")
+                if t in lanes.axis]
+        if lanes.n_blocks < interp.n_blocks_total:
+            self.sampled[kernel.name] = [tuple(int(a[b]) for a in axes)
+                                         for b in range(lanes.n_blocks)]
 
     def barrier(self, interp: Interpreter, stmt: S.Stmt) -> None:
         self.barriers += 1
@@ -173,18 +223,24 @@ class Checker(Observer):
             changes = ~_same(old, vals)
             order = np.argsort(keys, kind="stable")
             ks, ls, vs = keys[order], me[order], vals[order]
-            dup = (ks[1:] == ks[:-1]) & (ls[1:] != ls[:-1]) & ~_same(vs[1:], vs[:-1])
+            pair = (ks[1:] == ks[:-1]) & (ls[1:] != ls[:-1])
+            dup = pair & ~_same(vs[1:], vs[:-1])
+            self.same_value_writes += int(pair.sum() - dup.sum())
             if dup.any():
                 self._add(interp, a, "write-write race", sid, ks[1:][dup], ls[1:][dup],
                           ls[:-1][dup], sid)
             w = st.w_lane[keys]
-            bad = ordered(w, st.w_epoch[keys]) & changes
+            unordered = ordered(w, st.w_epoch[keys])
+            bad = unordered & changes
+            self.same_value_writes += int((unordered & ~changes).sum())
             if bad.any():
                 self._add_from(interp, a, "write-write race", keys, me, w, st.w_stmt, bad)
             r = st.r_lane[keys]
             r_epoch = st.r_epoch[keys]
             other = np.where(r == me, st.r_lane2[keys], r)
-            bad = ordered(other, r_epoch) & changes
+            unordered = ordered(other, r_epoch)
+            bad = unordered & changes
+            self.same_value_writes += int((unordered & ~changes).sum())
             if bad.any():
                 self._add_from(interp, a, "read-write race", keys, me, other, st.r_stmt, bad)
             st.w_lane[keys] = me
@@ -384,10 +440,24 @@ def check(f: Any, *arrays: np.ndarray, blocks: int | None = None) -> CheckReport
 
     ``blocks=n`` checks only ``n`` blocks of each kernel (spread over the grid, the first and
     last included, each with its neighbours in x and y, so that neighbouring blocks that
-    touch the same elements are seen), for big grids; only their outputs are written then."""
-    func = gpu_program(f)
+    touch the same elements are seen), for big grids; only their outputs are written then.
+    (A cuda-sim module checks its calls itself: :mod:`mlc.target.cuda_sim.call_checks`.)"""
+    return check_program(gpu_program(f), list(arrays), blocks=blocks)
+
+
+def check_program(func: S.PrimFunc, arrays: list[Any], blocks: int | None = None,
+                  deadline: float | None = None) -> CheckReport:
+    """:func:`check` of a GPU program; with ``deadline`` (a ``time.perf_counter()`` value) it
+    stops once that time has passed and returns a report whose ``stopped`` says where (a
+    problem found before then is raised as usual)."""
     checker = Checker()
-    Interpreter(func, [checker], blocks=blocks, neighbours=True).run(*arrays)
+    stopped = None
+    try:
+        Interpreter(func, [checker], blocks=blocks, neighbours=True,
+                    deadline=deadline).run(*arrays)
+    except OutOfTime as out:
+        stopped = out.where
     if checker.findings:
         raise error_for(func, checker.findings)
-    return CheckReport(list(checker.blocks), checker.blocks, checker.accesses, checker.barriers)
+    return CheckReport(list(checker.blocks), checker.blocks, checker.accesses, checker.barriers,
+                       checker.sampled, stopped, checker.same_value_writes)

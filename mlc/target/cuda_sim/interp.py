@@ -19,6 +19,7 @@ shape ``(lanes, width)``) or numpy scalars when every thread agrees.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -75,14 +76,25 @@ class _Stop(Exception):
     pass
 
 
+class OutOfTime(Exception):
+    """The interpreter's ``deadline`` passed (raised between two statements, caught by the
+    check that set it): ``where`` says what ran last."""
+
+    def __init__(self, where: str) -> None:
+        super().__init__(where)
+        self.where = where
+
+
 class Interpreter(_Evaluator):
     """Runs the kernels of a GPU program (a PrimFunc whose body launches kernels) on numpy
     arrays, all threads of the chosen blocks as lanes, telling ``observers`` everything."""
 
     def __init__(self, func: S.PrimFunc, observers: Sequence[Observer] = (),
                  blocks: int | None = None, loops: int | None = None,
-                 neighbours: bool = False) -> None:
+                 neighbours: bool = False, deadline: float | None = None) -> None:
         self.func = func
+        # ``deadline`` (a time.perf_counter() value): stop with OutOfTime once it has passed
+        self.deadline = deadline
         self.observers = list(observers)
         self.block_limit = _count_or_none("blocks", blocks)
         # ``neighbours``: of a grid larger than ``blocks``, run each picked block with the
@@ -100,6 +112,7 @@ class Interpreter(_Evaluator):
         self.epoch = 0
         self.stmt: S.Stmt = func.body
         self._count_flops = any(type(o).flops is not Observer.flops for o in self.observers)
+        self._loops: list[tuple[S.For, int, int]] = []  # the serial loops running, outer first
 
     # -- entry ----------------------------------------------------------------------------
     def run(self, *args: Any) -> None:
@@ -236,6 +249,8 @@ class Interpreter(_Evaluator):
                 self._stmt(c, mask)
             return
         self.stmt = s
+        if self.deadline is not None and time.perf_counter() > self.deadline:
+            raise OutOfTime(self._position())
         if isinstance(s, S.BufferStore):
             value = self._eval(s.value, mask)
             self._store(s.buffer, s.indices, value, mask)
@@ -293,7 +308,9 @@ class Interpreter(_Evaluator):
                 self.weight = weight * int(ext) / len(values)
             for v in values:
                 self.env[var] = np.int64(v)
+                self._loops.append((s, v, len(values)))
                 self._stmt(s.body, mask)
+                self._loops.pop()
             self.weight = weight
         else:
             lo_a = np.broadcast_to(np.asarray(lo, np.int64), (self.n_lanes, 1))
@@ -311,6 +328,16 @@ class Interpreter(_Evaluator):
             self.env.pop(var, None)
         else:
             self.env[var] = old
+
+    def _position(self) -> str:
+        """Where the run is: the kernel, the statement's line, the loops' iterations."""
+        if self._running_kernel is None:
+            return "before the first kernel"
+        line, _ = stmt_line(self.func, self.stmt)
+        where = f"kernel {self.kernel.name}, line {line}"
+        for loop, value, count in self._loops:
+            where += f", iteration {value} of loop {loop.loop_var.name} ({count} in all)"
+        return where
 
     def _barrier_inside(self, s: S.For) -> bool:
         key = id(s)
