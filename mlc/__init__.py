@@ -26,7 +26,9 @@ __all__ = ["build", "lower", "te", "tir", "transform", "tune", "graph", "topi", 
 # Heavier parts load on first use: ``mlc.graph.var(...)`` and ``mlc.tune.tune_tir(...)`` work
 # after ``import mlc``; ``import mlc`` itself loads no tuner, no graph and no back end.
 _LAZY = {"graph", "topi", "testing", "viz", "examples", "target", "runtime", "script", "vdla",
-         "tune"}
+         "tune", "rpc"}
+# TVM's names for arrays and devices: mlc.nd.array(x, mlc.cpu(0)) (mlc.runtime.ndarray)
+_ALIASES = {"nd": ("mlc.runtime.ndarray", None), "cpu": ("mlc.runtime.ndarray", "cpu")}
 
 
 # Packed functions (TVM's ``tvm.register_func``): the registry loads on first use too.
@@ -36,6 +38,10 @@ _REGISTRY_NAMES = {"register_func", "get_global_func", "list_global_func_names"}
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
         return importlib.import_module(f"mlc.{name}")
+    if name in _ALIASES:
+        where, attr = _ALIASES[name]
+        found = importlib.import_module(where)
+        return found if attr is None else getattr(found, attr)
     if name in _REGISTRY_NAMES:
         return getattr(importlib.import_module("mlc.runtime.registry"), name)
     raise AttributeError(f"module 'mlc' has no attribute {name!r}")

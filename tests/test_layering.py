@@ -29,6 +29,7 @@ RANK = {
     "testing": 6,
     "topi": 7,
     "tune": 8,
+    "rpc": 8.5,  # remote devices: sessions on a Dask worker (tune.executor) loading libraries
     "graph": 9,
     "viz": 10,
     "examples": 11,
