@@ -3,7 +3,8 @@
 onnx is optional; without it ``from_onnx`` raises an ImportError that says so. Supported ops:
 Gemm, MatMul, Add, Sub, Mul, Div, Relu, Sigmoid, Tanh, Conv, MaxPool, AveragePool,
 GlobalAveragePool, BatchNormalization, Flatten, Reshape, Transpose, Concat, Softmax,
-LogSoftmax, Identity.
+LogSoftmax, Identity; and from :mod:`mlc.graph.frontend.onnx_nn` MatMul of any rank,
+LayerNormalization, Gelu, Sqrt, Exp, Neg.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import numpy as np
 
 from mlc.errors import GraphError
 from mlc.graph import ir
+from mlc.graph.frontend.onnx_nn import SUPPORTED_NN, convert_nn
 from mlc.graph.ops import nn as gnn
 from mlc.graph.ops import tensor as gt
 
@@ -22,7 +24,7 @@ _UNSUPPORTED = object()  # what _convert returns for an op it does not know
 
 SUPPORTED = ("Gemm, MatMul, Add, Sub, Mul, Div, Relu, Sigmoid, Tanh, Conv, MaxPool, AveragePool, "
              "GlobalAveragePool, BatchNormalization, Flatten, Reshape, Transpose, Concat, "
-             "Softmax, LogSoftmax, Identity, Constant")
+             "Softmax, LogSoftmax, Identity, Constant, " + SUPPORTED_NN)
 
 
 def _attrs(node: Any, onnx: Any) -> dict[str, Any]:
@@ -79,8 +81,6 @@ def _convert(op: str, xs: list[Any], a: dict[str, Any], opset: int = 13) -> Any:
     table = {"Add": gt.add, "Sub": gt.subtract, "Mul": gt.multiply, "Div": gt.divide}
     if op in table:
         return table[op](xs[0], xs[1])
-    if op == "MatMul":
-        return gnn.matmul(xs[0], xs[1])
     if op == "Relu":
         return gnn.relu(xs[0])
     if op == "Sigmoid":
@@ -123,7 +123,7 @@ def _convert(op: str, xs: list[Any], a: dict[str, Any], opset: int = 13) -> Any:
         return _softmax(gnn.softmax, xs[0], a, opset)
     if op == "LogSoftmax":
         return _softmax(gnn.log_softmax, xs[0], a, opset)
-    return _UNSUPPORTED
+    return convert_nn(op, xs, a, _UNSUPPORTED)
 
 
 def from_onnx(model: Any, shape: Mapping[str, Sequence[int]] | None = None) -> ir.Graph:
