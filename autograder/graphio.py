@@ -327,9 +327,117 @@ class GraphCase:
             return 0.0, f"the exported result is not valid: {err}"
 
 
+def evaluate_export(text: str, feeds: list[dict[str, np.ndarray]]) -> tuple[dict[str, Any],
+                                                                             dict[str, Any]]:
+    """The judged half of a ``kind="graph"`` check: load the student's graph and run it on
+    ``feeds``. (report, arrays): the report names its inputs, outputs and ops (or says why it
+    cannot be read or run); the arrays are output ``j`` of feed ``k`` as ``"t{k}_o{j}"``. It
+    never sees the reference graph's values."""
+    from mlc import graph
+
+    try:
+        got, _ = load_graph(text)
+    except GraphFormatError as err:
+        return {"ran": False, "message": f"the returned graph cannot be read back: {err}"}, {}
+    report: dict[str, Any] = {
+        "ran": True, "message": "",
+        "inputs": [[v.name, list(v.shape), v.dtype] for v in got.inputs],
+        "outputs": len(got.outputs), "ops": [n.op.name for n in got.calls()]}
+    arrays: dict[str, Any] = {}
+    names = {v.name for v in got.inputs}
+    for k, feed in enumerate(feeds):
+        if set(feed) != names:
+            break  # the trusted side refuses the inputs by name
+        try:
+            values = graph.evaluate(got, feed)
+        except Exception as err:  # noqa: BLE001 - the student's graph failed to run
+            return {"ran": False, "message": f"the returned graph does not run: "
+                                             f"{type(err).__name__}: {err}"}, {}
+        arrays.update({f"t{k}_o{j}": np.asarray(v) for j, v in enumerate(values)})
+    return report, arrays
+
+
+def judge_graph(case: GraphCase, text: str, workdir: Path,
+                hide: list[str] | None = None) -> tuple[float, str]:
+    """Check a graph export with the student's graph loaded and evaluated on the judged side
+    of the wall (:func:`autograder.sandbox.run_judged`); the reference graph, its values and
+    the expected ops stay here. Fusion groups are numbers: checked here, nothing to run."""
+    import io
+
+    from autograder.cases import compare
+    from autograder.sandbox import run_judged
+    from mlc import graph
+
+    if case.kind == "groups":
+        return case._check(text)
+    g, _ = load_graph(case.params["graph"])
+    rng = np.random.default_rng(case.seed + zlib.crc32(case.id.encode()))
+    feeds = [{v.name: rng.uniform(-1, 1, v.shape).astype(v.dtype) for v in g.inputs}
+             for _ in range(case.trials)]
+    buffer = io.BytesIO()
+    np.savez(buffer, **{f"t{k}_{name}": a for k, feed in enumerate(feeds)
+                        for name, a in feed.items()})
+    spec = {"inputs": [v.name for v in g.inputs], "trials": case.trials}
+    judged = run_judged("autograder.graphio", workdir,
+                        {"graph.json": text.encode(), "feeds.npz": buffer.getvalue(),
+                         "spec.json": json.dumps(spec).encode()},
+                        outputs=("values.npz",), hide=hide, cap=64 * MAX_TENSOR_BYTES)
+    if judged.problem:
+        raise RuntimeError(judged.problem)
+    report = judged.result or {}
+    if not report.get("ran"):
+        return 0.0, str(report.get("message", "the graph was not checked"))[:2000]
+    want = [[v.name, list(v.shape), v.dtype] for v in g.inputs]
+    if report.get("inputs") != want:
+        have = report.get("inputs")
+        if isinstance(have, list) and all(isinstance(v, list) and len(v) == 3 for v in have):
+            have = [(n, tuple(s) if isinstance(s, list) else s, d) for n, s, d in have]
+        return 0.0, (f"the graph's inputs changed: expected "
+                     f"{[(v.name, v.shape, v.dtype) for v in g.inputs]}, got {have}")
+    if report.get("outputs") != len(g.outputs):
+        return 0.0, f"expected {len(g.outputs)} outputs, got {report.get('outputs')}"
+    try:
+        values = np.load(io.BytesIO(judged.files["values.npz"]), allow_pickle=False)
+    except (KeyError, ValueError, OSError) as err:
+        return 0.0, f"the graph's values cannot be read: {err}"
+    with values:
+        for k, feed in enumerate(feeds):
+            for j, e in enumerate(graph.evaluate(g, feed)):
+                name = f"t{k}_o{j}"
+                if name not in values.files:
+                    return 0.0, f"output {j} of the returned graph is missing"
+                ok, message = compare(np.asarray(e), values[name], case.rtol, case.atol)
+                if not ok:
+                    return 0.0, f"output {j} differs from the original graph's: {message}"
+    if case.expected_ops is not None:
+        want_ops = Counter(case.expected_ops(g))
+        have_ops = Counter(str(op) for op in report.get("ops", []))
+        if want_ops != have_ops:
+            return 0.0, (f"same values, but the ops left are {sorted(have_ops.elements())}; "
+                         f"expected {sorted(want_ops.elements())}")
+    return 1.0, "equivalent graph with the expected ops"
+
+
+def judge_main(in_dir: Path, out_dir: Path) -> int:
+    """The judged step: evaluate ``graph.json`` on the feeds, write ``values.npz`` and
+    ``result.json``."""
+    spec = json.loads((in_dir / "spec.json").read_text())
+    with np.load(in_dir / "feeds.npz", allow_pickle=False) as data:
+        feeds = [{name: np.array(data[f"t{k}_{name}"]) for name in spec["inputs"]}
+                 for k in range(spec["trials"])]
+    text = (in_dir / "graph.json").read_bytes().decode("utf-8", "replace")
+    report, arrays = evaluate_export(text, feeds)
+    np.savez(out_dir / "values.npz", **arrays)
+    (out_dir / "result.json").write_text(json.dumps(report))
+    return 0
+
+
 def main(argv: list[str]) -> int:
-    """``python -m autograder.graphio GRADER CASE EXPORT OUT``: check one graph export in
-    this process (what the grader runs, with limits) and write ``{"fraction", "message"}``."""
+    """``python -m autograder.graphio GRADER CASE EXPORT OUT``: check one graph export (what
+    the grader runs, with limits) and write ``{"fraction", "message"}``; the student's graph
+    is evaluated in a judged step (:func:`judge_graph`). ``--judge IN OUT`` is that step."""
+    if argv and argv[0] == "--judge":
+        return judge_main(Path(argv[1]), Path(argv[2]))
     from autograder import graphio  # this file runs as __main__: grader.py's GraphCase is there
     from autograder.cases import load_grader
 
@@ -337,7 +445,27 @@ def main(argv: list[str]) -> int:
     case = load_grader(grader_path).case(case_id)
     if not isinstance(case, graphio.GraphCase):
         raise SystemExit(f"{case_id} is not a GraphCase")
-    fraction, message = case.check_file(Path(export_path))
+    path = Path(export_path)
+    if path.stat().st_size > 64 * MAX_TENSOR_BYTES:
+        fraction, message = 0.0, "the exported result is too large"
+    else:
+        try:
+            text = parse_json(path.read_bytes())["text"]
+            if not isinstance(text, str):
+                raise TypeError(f"expected exported JSON text, got {type(text).__name__}")
+        except (ValueError, KeyError, TypeError, OSError) as err:
+            fraction, message = 0.0, f"the exported result cannot be read: {err}"
+        else:
+            tests = Path(grader_path).resolve().parent
+            try:
+                fraction, message = graphio.judge_graph(
+                    case, text, Path(out_path).resolve().parent,
+                    hide=[str(tests), str(tests.parent)])
+            except GraphFormatError as err:
+                fraction, message = 0.0, f"the exported result is not valid: {err}"
+            except RuntimeError as err:
+                print(f"GRADER-ERROR: {err}", file=sys.stderr)
+                return 3
     Path(out_path).write_text(json.dumps({"fraction": fraction, "message": message}))
     return 0
 
