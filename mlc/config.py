@@ -7,6 +7,11 @@
 ``MLC_PIN_THREADS=1`` run the threads of parallel loops on CPUs of their own
                    (``mlc.runtime.parallel.on_own_cpus``; default: where the OS puts
                    them); read when a module is built
+``MLC_THREAD_SPIN_US`` how long (microseconds) an idle thread of a parallel loop waits
+                   spinning for the next loop before it sleeps (default 50; 0: sleep at
+                   once, ``inf``: never sleep); read when the thread pool starts
+                   (``mlc.runtime.parallel``; ``OMP_WAIT_POLICY``/``GOMP_SPINCOUNT``, when
+                   set, win)
 ``MLC_BOUNDS_CHECK=0`` compile without run-time index checks (experts, for timing;
                    ``mlc.build(..., bounds_check=False)`` does the same for one build)
 ``MLC_TIMING_LOCK`` the file whose ``flock`` makes timings exclusive on a machine (default
@@ -36,6 +41,29 @@ def pin_threads() -> bool:
     """True when ``MLC_PIN_THREADS`` is set: parallel loops' threads run on CPUs of their
     own. Off by default: it made the grader's timing of short kernels less steady here."""
     return _flag("MLC_PIN_THREADS")
+
+
+THREAD_SPIN_US = 50.0
+"""How long idle threads spin before sleeping, unless ``MLC_THREAD_SPIN_US`` says otherwise:
+the bounded spin that ``benchmarks/threads.py`` measured best overall (see that file)."""
+
+
+def thread_spin_us() -> float:
+    """Microseconds an idle thread of a parallel loop spins before sleeping:
+    ``MLC_THREAD_SPIN_US`` (a number >= 0, or ``inf``), else :data:`THREAD_SPIN_US`. Another
+    value is ignored with a warning."""
+    value = os.environ.get("MLC_THREAD_SPIN_US", "").strip().lower()
+    if not value:
+        return THREAD_SPIN_US
+    try:
+        us = float(value)
+    except ValueError:
+        us = -1.0
+    if us >= 0:  # inf too; NaN fails the comparison
+        return us
+    warnings.warn(f"MLC_THREAD_SPIN_US={value!r} is not a number of microseconds >= 0 (or "
+                  f"'inf'); spinning {THREAD_SPIN_US:g} us", stacklevel=2)
+    return THREAD_SPIN_US
 
 
 def trace() -> bool:

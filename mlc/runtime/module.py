@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mlc.errors import ArgumentError, ArgumentTypeError, CodegenError, MLCTypeError, TargetError
-from mlc.runtime import checks, jit, parallel
+from mlc.runtime import checks, interrupt, jit, parallel
 from mlc.runtime.args import SCALAR_CTYPES, ArgumentChecker
 from mlc.runtime.timer import TimeResult, measure
 from mlc.tir.expr import Call
@@ -85,6 +85,12 @@ class Module:
             compiled.address)
         if threads > 1:
             self._cfunc = parallel.on_own_cpus(self._cfunc, threads)
+        # Jupyter's interrupt stops a long call (mlc.runtime.interrupt); a forked child warns
+        self._outputs = interrupt.output_positions(func)
+        self._cfunc = interrupt.guard(
+            self._cfunc, interrupt.flag_address(compiled.engine), entry_name,
+            always_arm=bool(func.size_vars or func.scalar_args),
+            uses_threads="GOMP_parallel" in ir_unoptimized)
         self._native_args = self._checker._fast
         if cannot_run is not None:
             self._native_args = functools.partial(_refuse_to_run, target, cannot_run)
@@ -105,7 +111,11 @@ class Module:
         if kwargs:
             self._refuse_keywords(kwargs)
         native = self._native_args(args)
-        self._errors.run(self._cfunc, native)
+        try:
+            self._errors.run(self._cfunc, native)
+        except KeyboardInterrupt:
+            interrupt.invalidate(args[k] for k in self._outputs)
+            raise
 
     def _refuse_keywords(self, kwargs: dict[str, Any]) -> None:
         names = ", ".join(f"{k}=" for k in kwargs)
@@ -131,8 +141,13 @@ class Module:
                     f"takes no arguments (got {len(extra) + len(keywords)}); call it as "
                     "run(), or call the module itself with new arrays"
                 )
-            run()
+            try:
+                run()
+            except KeyboardInterrupt:
+                interrupt.invalidate(args[k] for k in outputs)
+                raise
 
+        outputs = self._outputs
         call.arrays = args  # type: ignore[attr-defined]  # keeps the memory alive
         call.module = self  # type: ignore[attr-defined]  # and the machine code it jumps to
         return call

@@ -1,10 +1,27 @@
-"""The thread pool behind ``parallel`` loops: libgomp, GCC's OpenMP runtime.
+"""The thread pool behind ``parallel`` loops: libgomp, GCC's OpenMP runtime, a copy of mlc's own.
 
-Compiled ``parallel`` loops call ``GOMP_parallel`` (see :mod:`mlc.target.llvm.parallel`), so
-the library must be loaded into this process before a module that uses it is compiled. It is
-looked up the way the system linker would (``libgomp.so.1``), then in the copies that the
-xgboost and scikit-learn wheels ship. Without it, parallel loops run serially, and mlc says
-so once.
+Compiled ``parallel`` loops call ``GOMP_parallel`` (see :mod:`mlc.target.llvm.parallel`);
+the JIT links that name to :mod:`mlc.runtime.native`'s launcher, which runs the loop on the
+team of *mlc's own instance* of libgomp. The library is looked up the way the system linker
+would (``libgomp.so.1``), then in the copies that the xgboost and scikit-learn wheels ship;
+without it, parallel loops run serially, and mlc says so once.
+
+Three things a notebook needs of it, and how each is had:
+
+* **Small kernels start fast, idle threads do not steal the CPU.** A thread that finished
+  its part of a loop spins for :func:`mlc.config.thread_spin_us` microseconds (default 50)
+  waiting for the next loop, then sleeps in the kernel. Sleeping at once
+  (``OMP_WAIT_POLICY=passive``) made every loop wake its team through the kernel: a batch-64
+  MLP took about twice as long; spinning forever (``active``) slowed whatever the notebook
+  ran next (numpy, ONNX Runtime). ``benchmarks/threads.py`` measures the three.
+* **The same behaviour whatever the process loaded first.** libgomp reads its settings once,
+  when it is loaded; torch, xgboost or scikit-learn may have loaded it before mlc with
+  theirs. So mlc loads a private copy (a file in memory, ``memfd``) with its spin count, and
+  links its kernels to that copy alone; :func:`describe` says what else was loaded.
+* **Fork-safe.** A child process forked after the parent's team ran has libgomp's
+  bookkeeping of threads that do not exist in it, and its first parallel loop waited for
+  them forever. In such a child, parallel loops run serially (mlc warns once, naming the
+  reason and the fix: the ``spawn`` or ``forkserver`` start method of ``multiprocessing``).
 """
 
 from __future__ import annotations
@@ -21,9 +38,12 @@ from collections.abc import Callable
 from importlib import util as import_util
 from typing import Any
 
-import llvmlite.binding as llvm
+from mlc import config
+from mlc.runtime import native
 
 _state: dict[str, object] = {}
+SERIAL_AFTER_FORK = False
+"""True in a child forked after the parent's threads ran: parallel loops run serially."""
 
 
 def _candidates() -> list[str]:
@@ -53,26 +73,155 @@ def _importable(package: str) -> bool:
         return False
 
 
+def _file_of(name: str) -> str | None:
+    """The file the dynamic linker loads for ``name`` (a path or a bare ``libgomp.so.1``)."""
+    if os.sep in name:
+        return name if os.path.exists(name) else None
+    try:
+        lib = ctypes.CDLL(name)  # the shared instance (loaded by others too; harmless)
+    except OSError:
+        return None
+    # glibc's dlopen handle is the library's link_map: { l_addr; char *l_name; ... }
+    path = ctypes.c_char_p.from_address(lib._handle + ctypes.sizeof(ctypes.c_void_p)).value
+    return path.decode() if path and os.path.exists(path.decode()) else None
+
+
+def loaded_openmp_runtimes() -> list[str]:
+    """The OpenMP runtimes mapped into this process (libgomp, libomp, libiomp), mlc's
+    private copy excluded: what torch, xgboost or scikit-learn brought."""
+    found: list[str] = []
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                path = line.split(maxsplit=5)[-1].strip() if line.count(" ") >= 5 else ""
+                base = os.path.basename(path)
+                if base.startswith(("libgomp", "libomp", "libiomp")) and path not in found:
+                    found.append(path)
+    except OSError:  # pragma: no cover - not Linux
+        pass
+    return found
+
+
+def _spin_env() -> dict[str, str]:
+    """The settings mlc's copy of libgomp is loaded with. A wait policy or spin count the
+    user set (``OMP_WAIT_POLICY``, ``GOMP_SPINCOUNT``) is kept as it is."""
+    if os.environ.get("GOMP_SPINCOUNT") or os.environ.get("OMP_WAIT_POLICY"):
+        return {}
+    spin_us = config.thread_spin_us()
+    if math.isinf(spin_us):
+        return {"GOMP_SPINCOUNT": "infinite"}
+    spins = round(spin_us * 1e-6 / native.seconds_per_spin()) if spin_us > 0 else 0
+    _state["spins"] = spins
+    return {"GOMP_SPINCOUNT": str(spins)}
+
+
+def _load(path: str) -> ctypes.CDLL | None:
+    """A fresh instance of the libgomp in ``path``, loaded with :func:`_spin_env`: a copy of
+    the file in memory when the system allows it (a separate library to the dynamic
+    linker), else the file itself."""
+    settings = _spin_env()
+    saved = {k: os.environ.get(k) for k in settings}
+    os.environ.update(settings)  # libgomp reads them once, in its constructor
+    try:
+        real = _file_of(path)
+        if real is not None and hasattr(os, "memfd_create"):
+            try:
+                with open(real, "rb") as src:
+                    data = src.read()
+                fd = os.memfd_create("mlc-libgomp")
+                try:
+                    os.write(fd, data)
+                    lib = ctypes.CDLL(f"/proc/self/fd/{fd}", mode=os.RTLD_NOW | os.RTLD_LOCAL)
+                finally:
+                    os.close(fd)
+                _state["private"] = True
+                return lib
+            except OSError:
+                pass
+        _state["private"] = False
+        return ctypes.CDLL(real or path, mode=os.RTLD_NOW | os.RTLD_LOCAL)
+    except OSError:
+        return None
+    finally:
+        for k, v in saved.items():  # the spin count is mlc's copy's alone
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 def libgomp() -> str | None:
-    """Load libgomp into the process (once) and return its path, or None when missing."""
+    """Load mlc's instance of libgomp (once), link the kernels' OpenMP calls to it and
+    return the file it was copied from, or None when there is none."""
     if "path" in _state:
         return _state["path"]  # type: ignore[return-value]
-    # Threads that sleep when idle: spinning threads would slow down everything else a
-    # notebook runs (numpy, xgboost) between our calls, and on a busy machine a spinning
-    # thread takes the CPU the caller needs (a 64^3 GEMM took 2.3 ms instead of 0.1).
-    # Sleeping threads are woken through the kernel, which tends to put them on the
-    # caller's CPU: see on_own_cpus.
-    os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+    # Libraries that load a libgomp after mlc (xgboost, scikit-learn) get sleeping threads:
+    # their spinning threads would slow down mlc's next call (a 64^3 GEMM took 2.3 ms
+    # instead of 0.1 on a busy machine) and the tuner's timings after each model fit.
+    user_policy = os.environ.get("OMP_WAIT_POLICY")
+    _state["others"] = loaded_openmp_runtimes()
     path: str | None = None
     for candidate in _candidates():
-        try:
-            llvm.load_library_permanently(candidate)
-        except RuntimeError:
+        lib = _load(candidate)
+        if lib is None:
             continue
+        native.bind_openmp(*(ctypes.cast(getattr(lib, f), ctypes.c_void_p).value or 0 for f in
+                             ("GOMP_parallel", "omp_get_thread_num", "omp_get_num_threads")))
+        _state["lib"] = lib
         path = candidate
         break
+    if user_policy is None:
+        os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+    if path is not None:
+        os.register_at_fork(after_in_child=_after_fork)
     _state["path"] = path
     return path
+
+
+def _after_fork() -> None:
+    """In a forked child: libgomp's team of the parent does not exist here."""
+    global SERIAL_AFTER_FORK
+    h = native.helpers()
+    if h.team_started.value:
+        h.fork_serial.value = 1
+        SERIAL_AFTER_FORK = True
+        _state.pop("warned_fork", None)
+        _state["pinned"] = {}
+
+
+def warn_serial_after_fork(name: str) -> None:
+    """Say once per process why ``name``'s parallel loops run on one thread."""
+    if _state.get("warned_fork"):
+        return
+    _state["warned_fork"] = True
+    warnings.warn(
+        f"{name}: this process was forked (os.fork, or multiprocessing's default 'fork' start "
+        "method on Linux) after its parent ran parallel loops; libgomp's threads do not "
+        "survive a fork, so parallel loops run serially in this process (correct, on one "
+        "thread). To run them in parallel in child processes use "
+        "multiprocessing.get_context('spawn') or 'forkserver'.",
+        RuntimeWarning,
+        stacklevel=4,
+    )
+
+
+def describe() -> dict[str, Any]:
+    """What runs the parallel loops: the library, whether it is mlc's private copy, how long
+    idle threads spin (microseconds, and as libgomp's count), and the OpenMP runtimes that
+    were in the process before mlc loaded its own (their settings do not apply to mlc)."""
+    path = libgomp()
+    user = {k: os.environ[k] for k in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
+            if k in os.environ and "spins" not in _state}
+    return {
+        "libgomp": path,
+        "private_copy": bool(_state.get("private")),
+        "spin_us": config.thread_spin_us() if not user else None,
+        "spin_count": _state.get("spins"),
+        "ns_per_spin": native.seconds_per_spin() * 1e9,
+        "user_settings": user,
+        "loaded_before": _state.get("others", []),
+        "serial_after_fork": SERIAL_AFTER_FORK,
+    }
 
 
 def available(warn: bool = True) -> bool:
@@ -148,7 +297,11 @@ def _pin_team(threads: int, cpus: list[int]) -> bool:
     done = _state.setdefault("pinned", {})
     assert isinstance(done, dict)
     if key not in done:
-        lib = ctypes.CDLL(libgomp() or "libgomp.so.1")
+        if libgomp() is None or SERIAL_AFTER_FORK:
+            return False
+        lib = _state["lib"]
+        assert isinstance(lib, ctypes.CDLL)
+        native.helpers().team_started.value = 1
         failed: list[OSError] = []
 
         def member(_: int | None) -> None:

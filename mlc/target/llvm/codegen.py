@@ -12,6 +12,9 @@ Statements map to control flow the way a C compiler would do it:
 ``For`` serial         a loop with a phi node; a loop left ``vectorized``/``unroll`` by
                        lowering gets ``llvm.loop`` metadata asking LLVM to do it (a short
                        ``unroll`` loop with a constant extent is unrolled right here)
+``For`` serial, outer  the same, and each iteration first reads ``@__mlc_interrupt``
+                       (one volatile load and a branch) and leaves the loop when it is
+                       set: Jupyter's interrupt stops a long call (:mod:`mlc.runtime.interrupt`)
 ``For`` parallel       outlined into ``void body(i8* closure)`` and run on every thread
                        by libgomp's ``GOMP_parallel`` (see :mod:`mlc.target.llvm.parallel`)
 ``IfThenElse``         a conditional branch
@@ -32,6 +35,7 @@ from dataclasses import dataclass
 from llvmlite import ir
 
 from mlc.errors import CodegenError
+from mlc.runtime.interrupt import INTERRUPT_FLAG
 from mlc.target.common import c_name
 from mlc.target.llvm import dot
 from mlc.target.llvm import types as ty
@@ -40,6 +44,7 @@ from mlc.target.llvm.parallel import ParallelEmitter
 from mlc.target.llvm.workspace import KEEP_MAX, KEEP_MIN, WorkspaceEmitter
 from mlc.tir import dtype as dt
 from mlc.tir.expr import IntImm, PrimExpr, Range, Var
+from mlc.tir.functor import contains
 from mlc.tir.stmt import (
     Allocate,
     Buffer,
@@ -55,6 +60,7 @@ from mlc.tir.stmt import (
 )
 from mlc.transform.flatten_buffers import checked_by_dimension
 
+SHORT_OUTER_LOOP = 4  # an outer loop of at most this many iterations leaves the poll inside
 STACK_LIMIT = 64 * 1024  # bytes: larger (or symbolic) allocations go to the heap
 UNROLL_LIMIT = 64  # an ``unroll`` loop up to this many iterations is unrolled by codegen
 ALIGN = 64
@@ -97,6 +103,8 @@ class CodeGenLLVM(ParallelEmitter, WorkspaceEmitter, ExprEmitter):
         self._mask: ir.Value | None = None
         self._in_parallel = False
         self._n_outlined = 0
+        self._polled = False  # does a loop around the code being emitted poll the interrupt?
+        self._interrupt: ir.GlobalVariable | None = None
         self.entry_name = "main"
 
     # -- functions ----------------------------------------------------------------------------
@@ -268,7 +276,14 @@ class CodeGenLLVM(ParallelEmitter, WorkspaceEmitter, ExprEmitter):
         self.b.cbranch(self.b.icmp_signed("<", i, hi), body, done)
         self.b.position_at_end(body)
         self.vars[s.loop_var] = i
-        self.emit_stmt(s.body)
+        outer = self._polls(s)
+        if outer:
+            self.poll_interrupt(done)
+        self._polled |= outer
+        try:
+            self.emit_stmt(s.body)
+        finally:
+            self._polled ^= outer
         del self.vars[s.loop_var]
         step = self.b.add(i, ir.Constant(lo.type, 1), flags=["nsw"])
         i.add_incoming(step, self.b.block)
@@ -277,6 +292,28 @@ class CodeGenLLVM(ParallelEmitter, WorkspaceEmitter, ExprEmitter):
         if hint is not None:
             back.set_metadata("llvm.loop", self._loop_metadata(hint))
         self.b.position_at_end(done)
+
+    def _polls(self, s: For) -> bool:
+        """Does loop ``s`` check for an interrupt at each iteration? The outermost loop of
+        each nest (of the function, or of a parallel loop's outlined part) that has loops
+        inside; a short constant outer loop (a batch of 1) hands the check to the next.
+        Innermost loops never poll: an exit would stop LLVM vectorizing them."""
+        if self._polled:
+            return False
+        if isinstance(s.extent, IntImm) and s.extent.value <= SHORT_OUTER_LOOP:
+            return False
+        return contains(s.body, lambda n: isinstance(n, For))
+
+    def poll_interrupt(self, leave: ir.Block) -> None:
+        """``if (@__mlc_interrupt) break;``: a volatile load, so LLVM cannot hoist it out."""
+        if self._interrupt is None:
+            flag = ir.GlobalVariable(self.module, ty.I32, INTERRUPT_FLAG)
+            flag.initializer = ir.Constant(ty.I32, 0)
+            self._interrupt = flag
+        set_ = self.b.load(self._interrupt, name="interrupted")  # made volatile in text()
+        go_on = self.b.append_basic_block("not_interrupted")
+        self.b.cbranch(self.b.icmp_unsigned("!=", set_, ir.Constant(ty.I32, 0)), leave, go_on)
+        self.b.position_at_end(go_on)
 
     def _loop_metadata(self, hint: str) -> ir.MDValue:
         prop = self.module.add_metadata([ir.MetaDataString(self.module, hint), ir.IntType(1)(1)])
@@ -291,6 +328,9 @@ class CodeGenLLVM(ParallelEmitter, WorkspaceEmitter, ExprEmitter):
     def text(self) -> str:
         """The module as text IR, with loop metadata made self-referential as LLVM wants."""
         src = str(self.module)
+        if self._interrupt is not None:  # llvmlite's builder has no volatile load
+            src = src.replace(f'load i32, i32* @"{INTERRUPT_FLAG}"',
+                              f'load volatile i32, i32* @"{INTERRUPT_FLAG}"')
         pattern = rf'(!\d+) = !{{\s*!"{_SELF}",'
         return re.sub(pattern, lambda m: f"{m.group(1)} = distinct !{{{m.group(1)},", src)
 

@@ -14,6 +14,11 @@ What OpenMP's ``#pragma omp parallel for schedule(static)`` does, spelled out::
     }
     ... GOMP_parallel(main__parallel0, &closure, num_threads, 0);   # returns when all finish
 
+The JIT links ``GOMP_parallel`` and ``omp_get_*`` to mlc's own copy of libgomp through
+:mod:`mlc.runtime.native` (which runs the loop on one thread in a forked child). The
+outermost loop with loops inside, in each thread's part, checks for an interrupt once per
+iteration (see ``CodeGenLLVM._polls``).
+
 The closure holds every variable the body uses but does not define: buffer pointers, sizes
 and the variables of loops around the parallel one. A ``parallel`` loop inside the outlined
 body runs serially (the schedule refuses nested parallel loops before we get here).
@@ -105,6 +110,7 @@ class ParallelEmitter:
     _in_parallel: bool
     _n_outlined: int
     _mask: ir.Value | None
+    _polled: bool
 
     if TYPE_CHECKING:  # provided by the other parts of the code generator
 
@@ -140,7 +146,8 @@ class ParallelEmitter:
         )
         chunk_fn.attributes.add("noinline")
 
-        saved = (self.b, self._alloca_b, self.vars, self._in_parallel, self._mask)
+        saved = (self.b, self._alloca_b, self.vars, self._in_parallel, self._mask, self._polled)
+        self._polled = False  # each thread's part checks for an interrupt (codegen._polls)
         try:
             # wrapper: unpack the closure, find this thread's chunk, run it
             self.start_function(body_fn)
@@ -163,7 +170,8 @@ class ParallelEmitter:
             self.serial_loop(loop, chunk_fn.args[-2], chunk_fn.args[-1])
             self.b.ret_void()
         finally:
-            self.b, self._alloca_b, self.vars, self._in_parallel, self._mask = saved
+            (self.b, self._alloca_b, self.vars, self._in_parallel, self._mask,
+             self._polled) = saved
 
         gomp = self.declare(
             "GOMP_parallel",
