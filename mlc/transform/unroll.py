@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mlc.tir.expr import BufferLoad, PrimExpr, Var, as_int
+from mlc.tir.expr import BufferLoad, PrimExpr, Var, as_int, const
 from mlc.tir.functor import IRMutator
 from mlc.tir.stmt import Allocate, Buffer, BufferStore, For, ForKind, LetStmt, PrimFunc, Stmt, seq
 from mlc.transform.simplify import no_op
@@ -39,7 +39,10 @@ class _Unroller(IRMutator):
         n = as_int(op.extent)
         if n is None or n > MAX_UNROLL:
             return For(op.loop_var, op.min, op.extent, ForKind.SERIAL, body, None, op.annotations)
-        copies = [fresh_copy(body, {op.loop_var: op.min + k}) for k in range(n)]
+        lo = as_int(op.min)  # a constant start: each copy gets its own constant (k, not 0 + k),
+        # so the guards it decides fold before unswitch_loops sees them as loop-invariant
+        copies = [fresh_copy(body, {op.loop_var: op.min + k if lo is None
+                                    else const(lo + k, op.loop_var.dtype)}) for k in range(n)]
         return seq(*copies) if copies else no_op()
 
 

@@ -30,7 +30,8 @@ the unrolled rows of a register tile are separate statements, each with its own 
 
 from __future__ import annotations
 
-from mlc.tir.expr import And, BufferLoad, Call, PrimExpr, Var, const
+from mlc.tir.arith import simplify as simplify_expr
+from mlc.tir.expr import And, BufferLoad, Call, IntImm, PrimExpr, Var, const
 from mlc.tir.functor import IRMutator, contains, post_order_visit
 from mlc.tir.stmt import (
     Allocate,
@@ -118,7 +119,8 @@ def _invariant_guards(loop: For) -> list[PrimExpr]:
         cond = n.condition
         if not contains(cond, lambda x: isinstance(x, (BufferLoad, Call))
                         or (isinstance(x, Var) and x in inside)):
-            guards.append(cond)
+            if not isinstance(simplify_expr(cond), IntImm):  # `1 == 0` from an unrolled
+                guards.append(cond)  # copy is for simplify to drop, not a loop to version
 
     post_order_visit(loop.body, visit)
     return guards
