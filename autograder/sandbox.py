@@ -513,7 +513,9 @@ def run_judged(module: str, workdir: Path, inputs: dict[str, bytes], *,
         for name in ("MLC_NUM_THREADS", "AUTOGRADER_SIZE"):
             if name in os.environ:
                 env[name] = os.environ[name]
-        needed = [p for p, _ in keep_paths()]  # a hide above these would hide Python
+        # a hide above these would hide Python or the step's own folder (the checks copied
+        # into the grader's folder: covered anyway)
+        needed = [*(p for p, _ in keep_paths()), str(folder.resolve())]
         hidden = [h for h in [*(hide or []), *JUDGE_HIDE]
                   if not any(p == h or p.startswith(h.rstrip("/") + "/") for p in needed)]
         limits = Limits(wall_s=wall_s, cpu_s=int(wall_s) + 10, memory_bytes=memory_bytes,

@@ -154,12 +154,22 @@ def test_what_the_judged_side_says_cannot_forge_the_grade():
     assert not ok and message.startswith("on fresh inputs:")
 
 
-def test_the_grader_path_judges_the_real_a1_export_in_a_separate_process(tmp_path):
-    """Through the trusted runner the grader uses (root: nested walls)."""
+@pytest.mark.parametrize("copied", [False, True], ids=["repo", "copied-into-the-job"])
+def test_the_grader_path_judges_the_real_a1_export_in_a_separate_process(tmp_path, copied):
+    """Through the trusted runner the grader uses (root: nested walls); the checks where
+    the instructor keeps them, or copied into the grader's folder of the job (what grade
+    does): the judged step hides them either way and still starts."""
+    import shutil
+
     from autograder.cases import load_grader
     from autograder.grade import GradingConfig, _run_trusted
 
-    case = load_grader(GRADER).case("softmax_a")
+    grader = GRADER
+    if copied:
+        (tmp_path / "checks").mkdir()
+        grader = tmp_path / "checks" / "grader.py"
+        shutil.copy(GRADER, grader)
+    case = load_grader(grader).case("softmax_a")
     x = np.zeros((7, 33), "float32")
 
     def softmax(x):
@@ -177,7 +187,7 @@ def test_the_grader_path_judges_the_real_a1_export_in_a_separate_process(tmp_pat
     config = GradingConfig("a1_tensor_expressions")
     run = lambda cmd, cwd: _run_trusted(cmd, cwd, config)  # noqa: E731
     (exports / "softmax_a.json").write_text(json.dumps({"program": text}))
-    assert case.check_export(exports, grader_path=GRADER, workdir=tmp_path,
+    assert case.check_export(exports, grader_path=grader, workdir=tmp_path,
                              run_trusted=run) == (1.0, "correct on fresh inputs")
     lines = text.splitlines()
     body = next(k for k, line in enumerate(lines) if line.startswith("    ") and "def " not in
@@ -185,7 +195,7 @@ def test_the_grader_path_judges_the_real_a1_export_in_a_separate_process(tmp_pat
     lines.insert(body, '    tmp = T.alloc_buffer((T.call_extern("int32", "getpid") * 0 + 2,),'
                        ' "float32")')
     (exports / "softmax_a.json").write_text(json.dumps({"program": "\n".join(lines)}))
-    fraction, message = case.check_export(exports, grader_path=GRADER, workdir=tmp_path,
+    fraction, message = case.check_export(exports, grader_path=grader, workdir=tmp_path,
                                           run_trusted=run)
     assert fraction == 0.0 and "calls code outside it" in message, message
 
