@@ -1,0 +1,60 @@
+"""Schedule traces (a2, a4) replayed on the student's side of the wall (issue 25).
+
+The trusted side prints the reference computation and the reference schedule's trace and
+keeps the expected answer; the judged step (own uid, no capability, no tests folder) replays
+the student's trace, builds it with ``allow_calls=False``, runs and times it.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from autograder.cases import load_grader
+from autograder.judge_trace import judge_trace
+from autograder.sandbox import remove_tree
+from mlc import tir
+
+REPO = Path(__file__).resolve().parents[2]
+GRADER = REPO / "instructor" / "a2_gemm_schedule" / "grader.py"
+A2 = load_grader(GRADER)
+
+
+def _trace(case, schedule) -> str:
+    sch = tir.Schedule(case.make_func(**case.effective_params()))
+    schedule(sch)
+    trace = sch.trace.as_json()
+    return trace if isinstance(trace, str) else json.dumps(trace)
+
+
+@pytest.fixture()
+def work():
+    path = Path(tempfile.mkdtemp(prefix="trust-trace-"))
+    yield path
+    remove_tree(path)
+
+
+def test_the_reference_trace_replays_correct_in_the_judged_step(work, monkeypatch):
+    monkeypatch.setenv("AUTOGRADER_SIZE", "64")
+    case = A2.case("gemm_speed")
+    probe = {"read": [str(GRADER), str(REPO / "instructor")], "write": []}
+    report = judge_trace(case, _trace(case, case.reference_schedule), work, rounds=5,
+                         min_time=0.002, settle=0.0, hide=[str(GRADER.parent)], probe=probe)
+    assert report["correct"] and report["message"] == "correct", report
+    assert len(report["t_reference_rounds"]) == len(report["t_student_rounds"]) >= 5
+    assert all(t > 0 for t in report["t_student_rounds"])
+    caps, status = report["probe"]["caps"], report["probe"]["status"]
+    assert int(status["Uid"]) != 0 and caps["CapEff"] == 0 and caps["CapBnd"] == 0
+    assert all(v != "read" for v in report["probe"]["read"].values())
+
+
+def test_a_trace_that_does_not_replay_or_computes_wrong_is_the_students(work, monkeypatch):
+    monkeypatch.setenv("AUTOGRADER_SIZE", "64")
+    case = A2.case("gemm_correct")
+    report = judge_trace(case, "[[\"no_such_primitive\"]]", work)
+    assert not report["correct"] and "does not replay" in report["message"]
+    report = judge_trace(case, "not json at all", work)
+    assert not report["correct"] and "does not replay" in report["message"]
