@@ -240,8 +240,17 @@ def test_from_fx_with_call_maps() -> None:
     x2 = np.random.default_rng(1).random((2, 12), dtype=np.float32)
     expected2 = net(torch.from_numpy(x2)).detach().numpy()
     np.testing.assert_allclose(mlc.build(mod2)["main"](x2), expected2, rtol=1e-4, atol=1e-5)
+    # without maps the shared default converters apply (issue 27); an op with none names
+    # the map to extend
+    mod3 = relax.from_fx(fx.symbolic_trace(net), [(2, 12)], call_function_map={})
+    np.testing.assert_allclose(mlc.build(mod3)["main"](x2), expected2, rtol=1e-4, atol=1e-5)
+
+    class Cum(nn.Module):
+        def forward(self, x):
+            return torch.cumsum(x, 1)
+
     with pytest.raises(GraphError, match="call_function_map"):
-        relax.from_fx(fx.symbolic_trace(net), [(2, 12)], call_function_map={})
+        relax.from_fx(fx.symbolic_trace(Cum()), [(2, 12)], call_function_map={})
 
 
 def test_prim_funcs_and_graph_functions_share_a_module() -> None:

@@ -276,14 +276,28 @@ def run_function(mod: IRModule, fn: Function, args: Sequence[Any],
 
 def from_fx(fx_mod: Any, input_shapes: Sequence[Sequence[int]],
             call_function_map: Mapping[Any, Callable[..., Any]] | None = None,
-            call_module_map: Mapping[type, Callable[..., Any]] | None = None) -> IRModule:
+            call_module_map: Mapping[type, Callable[..., Any]] | None = None,
+            call_method_map: Mapping[str, Callable[..., Any]] | None = None) -> IRModule:
     """The course's ``from_fx``: walk a ``torch.fx.symbolic_trace``\\ d module and build an
     IRModule with a BlockBuilder. ``call_function_map[target](bb, node_map, node)`` maps a
     function node (``torch.matmul``, ``operator.add``); ``call_module_map[type](bb, node_map,
-    node, module)`` a submodule (``torch.nn.Linear``). Each returns the graph-level value
-    (usually ``bb.emit(...)`` or ``bb.emit_te(...)``)."""
-    fmap = dict(call_function_map or {})
-    mmap = dict(call_module_map or {})
+    node, module)`` a submodule (``torch.nn.Linear``); ``call_method_map["view"](bb,
+    node_map, node)`` a method. Each returns the graph-level value (usually ``bb.emit(...)``
+    or ``bb.emit_te(...)``).
+
+    A node the maps do not name is converted by the defaults ``graph.from_torch`` uses
+    (:func:`mlc.graph.frontend.torch.convert_node`: matmul, ``@``, linear, relu, add, mul,
+    flatten, reshape, softmax, conv2d, max_pool2d, batch_norm...), its graph nodes emitted
+    as bindings; anything else is a GraphError naming the node and the converter to add."""
+    import torch
+    import torch.fx
+
+    from mlc.graph.frontend.torch import convert_node, user_converter
+
+    maps = (dict(call_function_map or {}), dict(call_module_map or {}),
+            dict(call_method_map or {}))
+    if not isinstance(fx_mod, torch.fx.GraphModule):
+        fx_mod = torch.fx.symbolic_trace(fx_mod)
     named = dict(fx_mod.named_modules())
     bb = BlockBuilder()
     node_map: dict[Any, Any] = {}
@@ -302,23 +316,69 @@ def from_fx(fx_mod: Any, input_shapes: Sequence[Sequence[int]],
                     inputs.append(v)
                 elif node.op == "get_attr":
                     node_map[node] = map_param(_fetch_attr(fx_mod, node.target))
-                elif node.op == "call_function":
-                    if node.target not in fmap:
-                        raise GraphError(f"from_fx: no entry in call_function_map for "
-                                         f"{node.target!r} (node {node.name!r})")
-                    node_map[node] = fmap[node.target](bb, node_map, node)
-                elif node.op == "call_module":
-                    sub = named[node.target]
-                    if type(sub) not in mmap:
-                        raise GraphError(f"from_fx: no entry in call_module_map for "
-                                         f"{type(sub).__name__} (node {node.name!r})")
-                    node_map[node] = mmap[type(sub)](bb, node_map, node, sub)
                 elif node.op == "output":
-                    output = bb.emit_output(node_map[node.args[0]])
+                    out = node.args[0]
+                    if isinstance(out, (tuple, list)):
+                        if len(out) != 1:
+                            raise GraphError("from_fx: a forward() with several outputs; "
+                                             "return one tensor")
+                        out = out[0]
+                    output = bb.emit_output(node_map[out])
                 else:
-                    raise GraphError(f"from_fx: node kind {node.op!r} is not supported")
+                    mine = user_converter(node, named, *maps)
+                    node_map[node] = (mine(bb, node_map, node) if mine is not None
+                                      else _default(bb, node_map, node, named, torch))
         bb.emit_func_output(output, inputs)
     return bb.get()
+
+
+def _default(bb: BlockBuilder, node_map: dict[Any, Any], node: Any, named: dict[str, Any],
+             torch: Any) -> Any:
+    """Convert ``node`` with the graph-level default converter: its relax arguments become
+    graph variables, and the graph nodes it makes are emitted as bindings, in order."""
+    from mlc.graph.frontend.torch import convert_node
+
+    proxies: dict[int, tuple[GVar, Expr]] = {}
+
+    def proxy(a: Any) -> Any:
+        if isinstance(a, torch.fx.Node):
+            a = node_map[a]
+        if isinstance(a, Constant):
+            return GConstant(a.data, a.name)
+        if isinstance(a, Expr):
+            if a.struct_info is None:
+                raise GraphError(f"from_fx: the value of {node.name!r}'s argument has no "
+                                 "known shape (a call_te result? give it out_sinfo)")
+            v = GVar(f"__arg{len(proxies)}", a.struct_info)
+            proxies[id(v)] = (v, a)
+            return v
+        if isinstance(a, (list, tuple)):
+            return type(a)(proxy(x) for x in a)
+        return a
+
+    args = [proxy(a) for a in node.args]
+    kwargs = {k: proxy(v) for k, v in node.kwargs.items()}
+    result = convert_node(node, args, kwargs, named, torch, importer="from_fx")
+    values: dict[int, Any] = {k: e for k, (_, e) in proxies.items()}
+
+    def emit(n: Any) -> Any:
+        if not isinstance(n, Node):
+            return n
+        if id(n) in values:
+            return values[id(n)]
+        if isinstance(n, GConstant):
+            out: Any = const(n.value, name=n.name)
+        elif isinstance(n, GCall):
+            out = bb.emit(Call(n.op, [emit(a) for a in n.args], dict(n.attrs)))
+        else:
+            raise GraphError(f"from_fx: internal: {n!r} has no value")
+        values[id(n)] = out
+        return out
+
+    if isinstance(result, (list, tuple)) and any(isinstance(r, Node) for r in result):
+        raise GraphError(f"from_fx: {node.name!r} makes several tensors; mlc's from_fx keeps "
+                         "one per node")
+    return emit(result)
 
 
 def _tensor(shape: Sequence[int]) -> Any:
