@@ -11,6 +11,13 @@ reducer's operands, a symbolic size in a parameter's shape) matches the variable
 the same place on the other side, whatever its name; likewise buffers defined by parameters,
 ``alloc_buffers`` and ``Allocate``. Free variables must be the same object, unless
 ``map_free_vars=True``, which lets them correspond one to one as well.
+
+Statement sequences compare as the printer shows them: a sequence nested in a sequence is
+the same program as the flat one (``decompose_reduction`` nests one; parsing the printed
+text flattens it), and a sequence of one statement is that statement. So
+``structural_equal(f, parse(f.script()))`` holds. An IRModule compares function by
+function, by name; ``assert_structural_equal`` names the first function, statement and
+expression that differ.
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ from mlc.tir.stmt import (
     For,
     LetStmt,
     PrimFunc,
+    SeqStmt,
     Stmt,
 )
 
@@ -72,6 +80,26 @@ def _layout(node: Any) -> list[tuple[str, Any, str]]:
     return [(name, getattr(node, name), DEF if name in defs else USE) for name in order]
 
 
+def _flat(stmt: Any) -> tuple[Any, ...]:
+    """The statements of a sequence, nested sequences spliced in (the printer's view)."""
+    if not isinstance(stmt, SeqStmt):
+        return (stmt,)
+    out: list[Any] = []
+    for s in stmt.seq:
+        out.extend(_flat(s))
+    return tuple(out)
+
+
+def _is_module(x: Any) -> bool:
+    """An IRModule (mlc.script): functions by name (tir cannot import script, so by shape)."""
+    return isinstance(getattr(x, "functions", None), dict) and not isinstance(x, type)
+
+
+def _function_text(fn: Any) -> str | None:
+    script = getattr(fn, "script", None)
+    return script() if callable(script) else None
+
+
 class _Equal:
     def __init__(self, map_free_vars: bool) -> None:
         self.map_free = map_free_vars
@@ -82,6 +110,7 @@ class _Equal:
         self.stmts: list[tuple[Any, Any]] = []
         self.diff: tuple[str, Any, Any, tuple[Any, Any] | None] | None = None
         self.in_params = False
+        self.function: str | None = None  # the IRModule function that differs
 
     def fail(self, a: Any, b: Any) -> bool:
         if self.diff is None:
@@ -139,6 +168,11 @@ class _Equal:
                 self.path.pop()
 
     def _value(self, a: Any, b: Any, role: str) -> bool:  # noqa: C901
+        if isinstance(a, SeqStmt) or isinstance(b, SeqStmt):
+            if isinstance(a, Stmt) and isinstance(b, Stmt):
+                return self.sequence(_flat(a), _flat(b))
+        if _is_module(a) or _is_module(b):
+            return self.module(a, b)
         if isinstance(a, Var):
             return self.var(a, b, role)
         if isinstance(a, Buffer):
@@ -171,6 +205,56 @@ class _Equal:
             same = a is b
         return same or self.fail(a, b)
 
+    def sequence(self, xs: tuple[Any, ...], ys: tuple[Any, ...]) -> bool:
+        if len(xs) == 1 and len(ys) == 1:
+            return self.value(xs[0], ys[0], USE)
+        for n in range(max(len(xs), len(ys))):
+            x = xs[n] if n < len(xs) else None
+            y = ys[n] if n < len(ys) else None
+            if x is None or y is None:
+                self.path.append(f"seq[{n}]")
+                try:
+                    return self.fail(x, y)
+                finally:
+                    self.path.pop()
+            if not self.value(x, y, USE, f"seq[{n}]"):
+                return False
+        return True
+
+    def module(self, a: Any, b: Any) -> bool:
+        if not (_is_module(a) and _is_module(b)):
+            return self.fail(a, b)
+        names_a, names_b = sorted(a.functions), sorted(b.functions)
+        if names_a != names_b:
+            self.path.append("functions")
+            try:
+                return self.fail(names_a, names_b)
+            finally:
+                self.path.pop()
+        for name in names_a:
+            fa, fb = a.functions[name], b.functions[name]
+            if isinstance(fa, PrimFunc) or isinstance(fb, PrimFunc):
+                ok = _Equal(self.map_free).value(fa, fb, USE)
+                if not ok:  # again, to record where (a fresh walk: one function's variables)
+                    inner = _Equal(self.map_free)
+                    inner.value(fa, fb, USE)
+                    self.diff = inner.diff
+                    if self.diff is not None:
+                        self.diff = (f"functions[{name!r}]." + self.diff[0], *self.diff[1:])
+                    self.function = name
+                    return False
+                continue
+            ta, tb = _function_text(fa), _function_text(fb)
+            same = (ta == tb) if ta is not None and tb is not None else fa is fb
+            if not same:
+                self.function = name
+                self.path.append(f"functions[{name!r}]")
+                try:
+                    return self.fail(ta or fa, tb or fb)
+                finally:
+                    self.path.pop()
+        return True
+
     def node(self, a: Any, b: Any) -> bool:
         for (name, x, role), (_, y, _) in zip(_layout(a), _layout(b)):
             if isinstance(a, PrimFunc) and name == "params":
@@ -200,6 +284,16 @@ def assert_structural_equal(a: Any, b: Any, map_free_vars: bool = False) -> None
         return
     assert eq.diff is not None
     path, x, y, where = eq.diff
+    if _is_module(a) and _is_module(b):
+        name = eq.function
+        if name is not None and isinstance(a.functions[name], PrimFunc) and isinstance(
+                b.functions[name], PrimFunc):
+            try:
+                assert_structural_equal(a.functions[name], b.functions[name], map_free_vars)
+            except AssertionError as err:
+                raise AssertionError(f"the modules differ in function {name!r}: {err}") from None
+        raise AssertionError(f"the modules differ at {path}:\n  lhs: {_short(x, None)}\n"
+                             f"  rhs: {_short(y, None)}")
     lhs_mark = {where[0]: "differs"} if where else None
     rhs_mark = {where[1]: "differs"} if where else None
     raise AssertionError(
@@ -211,6 +305,8 @@ def assert_structural_equal(a: Any, b: Any, map_free_vars: bool = False) -> None
 
 
 def _short(x: Any, expr_to_str: Any) -> str:
+    if x is None:
+        return "(nothing: the other side has more statements)"
     if isinstance(x, (Stmt, PrimFunc)):
         return type(x).__name__ + ": " + str(x).split("\n")[0]
     if isinstance(x, (PrimExpr, Range, IterVar)):
@@ -236,6 +332,16 @@ class _Hash:
         return self.numbers[id(x)]
 
     def key(self, a: Any, role: str = USE) -> Any:  # noqa: C901
+        if isinstance(a, SeqStmt):
+            flat = _flat(a)
+            if len(flat) == 1:
+                return self.key(flat[0], role)
+            return ("SeqStmt", tuple(self.key(s, role) for s in flat))
+        if _is_module(a):
+            return ("IRModule", tuple(
+                (name, _Hash(self.map_free).key(fn) if isinstance(fn, PrimFunc)
+                 else (_function_text(fn) or id(fn)))
+                for name, fn in sorted(a.functions.items())))
         if isinstance(a, Var):
             if id(a) in self.numbers or role == DEF or self.map_free or self.in_params:
                 return ("v", type(a).__name__, a.dtype, self.number(a))
