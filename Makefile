@@ -43,10 +43,31 @@ browser:
 		echo "chromium is missing, so tests/browser is skipped (Debian: sudo apt-get install chromium)."; \
 	fi
 
-lab: setup
+# Optional pieces (graphviz's dot) never stop the course: a failed install is a warning.
+# The server's own log is kept to warnings; the last line printed is the URL with its token.
+lab: $(STAMP)
+	@$(MAKE) --no-print-directory dot || echo "warning: graphviz's dot could not be installed \
+	(another apt-get running?); drawings show as DOT text until 'make dot' succeeds"
+	@if $(PY) -c "import socket; socket.create_connection(('127.0.0.1', $(PORT)), 1)" \
+		2>/dev/null; then echo "port $(PORT) is taken (another Jupyter?): try \
+	make lab PORT=8890"; exit 1; fi
+	@TOKEN=$$($(PY) -c "import secrets; print(secrets.token_hex(16))"); \
+	URL="http://127.0.0.1:$(PORT)/lab/tree/student?token=$$TOKEN"; \
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks --LabApp.default_url=/lab/tree/student \
-		--port=$(PORT) --ip=0.0.0.0 --no-browser \
-		$$( [ "$$(id -u)" = "0" ] && echo --allow-root )
+		--port=$(PORT) --ServerApp.port_retries=0 --ip=0.0.0.0 --no-browser \
+		--IdentityProvider.token=$$TOKEN --ServerApp.log_level=WARN \
+		$$( [ "$$(id -u)" = "0" ] && echo --allow-root ) & PID=$$!; \
+	trap 'kill $$PID 2>/dev/null; wait $$PID; echo "JupyterLab stopped"; exit 0' INT TERM; \
+	for i in $$(seq 1 60); do \
+		$(PY) -c "import socket; socket.create_connection(('127.0.0.1', $(PORT)), 1)" \
+			2>/dev/null && break; \
+		kill -0 $$PID 2>/dev/null || { echo "JupyterLab did not start (see above)"; \
+		exit 1; }; sleep 1; done; \
+	if [ -n "$$DISPLAY$$WAYLAND_DISPLAY" ] && command -v xdg-open >/dev/null 2>&1; then \
+		xdg-open "$$URL" >/dev/null 2>&1 || true; \
+	elif [ "$$(uname)" = "Darwin" ]; then open "$$URL" || true; fi; \
+	echo "The course is open at $$URL  (press Ctrl-C to stop)"; \
+	wait $$PID
 
 # Tests marked `timing` (speed-grading decisions) run alone, after the parallel run.
 test: setup browser $(FRONTENDS)
