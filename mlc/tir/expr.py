@@ -85,6 +85,10 @@ class PrimExpr:
     def __ne__(self, other: object) -> Any:  # type: ignore[override]
         return _binary(NE, self, other)  # type: ignore[arg-type]
 
+    def equal(self, other: object) -> Any:
+        """TVM's spelling of ``self == other`` (an ``EQ`` node): ``tx.var.equal(0)``."""
+        return _binary(EQ, self, other)  # type: ignore[arg-type]
+
     def __hash__(self) -> int:
         return id(self)
 
