@@ -29,6 +29,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 SIZE_ENV = "AUTOGRADER_SIZE"
+NEEDS_REVIEW = "needs review"  # a check's third value: the timing could not decide the credit
 
 InputSpec = dict[str, tuple[tuple[int, ...], str]]
 
@@ -165,6 +166,10 @@ class TraceCase:
     reference speed up (0.9 by default: the reference itself, replayed as a student, must get
     full points whatever the noise), zero at ``floor`` or slower, linear in between. A wrong
     result scores 0. With ``speed=False`` only correctness is graded.
+
+    The ratio comes with an interval (:mod:`autograder.replay`); when the credit at its two
+    ends differs by more than ``undecided_above`` (a tenth of the points) even after timing
+    again, the credit is provisional and :meth:`check_export` says ``needs review``.
     """
 
     id: str
@@ -179,6 +184,7 @@ class TraceCase:
     rtol: float = 1e-3
     atol: float = 1e-3
     seed: int = 0
+    undecided_above: float = 0.1
     show_message: ClassVar[bool] = True  # the speed ratio is shown to the student
 
     def effective_params(self) -> dict[str, Any]:
@@ -197,7 +203,7 @@ class TraceCase:
     def check_local(self, value: Any) -> tuple[float, str]:
         from autograder.replay import replay_and_time
 
-        report = replay_and_time(self, str(value), rounds=5, min_time=0.005, settle=0.0)
+        report = replay_and_time(self, str(value), rounds=6, min_time=0.005, settle=0.0)
         if not report["correct"]:
             return 0.0, report["message"]
         if not self.speed:
@@ -207,15 +213,19 @@ class TraceCase:
     def speed_message(self, report: dict[str, Any]) -> str:
         """Both times, the ratio with its spread, and the scale, for the student."""
         return (
-            f"{report['ratio']:.2f}x the reference schedule's speed (yours "
-            f"{report['t_student'] * 1e3:.3g} ms, reference {report['t_reference'] * 1e3:.3g} ms; "
-            f"medians of {report['rounds']} interleaved rounds, per-round ratios "
-            f"{report['ratio_min']:.2f} to {report['ratio_max']:.2f}); scale: 0% at "
-            f"{self.floor:g}x or slower, 100% from {self.full:g}x"
+            f"{report['ratio']:.2f}x the reference schedule's speed (90% interval "
+            f"{report['ratio_low']:.2f} to {report['ratio_high']:.2f}; yours "
+            f"{report['t_student'] * 1e3:.3g} ms, reference {report['t_reference'] * 1e3:.3g} ms "
+            f"of CPU time on one core; medians of {report['rounds']} interleaved rounds, "
+            f"per-round ratios {report['ratio_min']:.2f} to {report['ratio_max']:.2f}); scale: "
+            f"0% at {self.floor:g}x or slower, 100% from {self.full:g}x"
         )
 
     def check_export(self, exports: Path, *, grader_path: Path, run_trusted: Callable[
-            [list[str], Path], tuple[int, str]], workdir: Path, **_: Any) -> tuple[float, str]:
+            [list[str], Path], tuple[int, str]], workdir: Path,
+            **_: Any) -> tuple[float, str] | tuple[float, str, str]:
+        """``(fraction, message)``; ``(fraction, message, "needs review")`` when the timing
+        could not decide the speed credit (the fraction is then provisional)."""
         report, why = replay_export(
             self.id, exports, workdir, run_trusted,
             lambda trace, out: [sys.executable, "-m", "autograder.replay", str(grader_path),
@@ -227,7 +237,13 @@ class TraceCase:
         if not self.speed:
             return 1.0, report["message"]
         fraction = self.score(report["ratio"])
-        return fraction, f"correct; {self.speed_message(report)}: {fraction:.0%} of the points"
+        message = f"correct; {self.speed_message(report)}: {fraction:.0%} of the points"
+        if report.get("decided", True):
+            return fraction, message
+        return fraction, (
+            f"{message}, provisionally: the timing's spread allows anything from "
+            f"{report['credit_low']:.0%} to {report['credit_high']:.0%} even after timing "
+            f"again ({report['rounds']} rounds), so your instructor will decide"), NEEDS_REVIEW
 
 
 def replay_export(case_id: str, exports: Path, workdir: Path,

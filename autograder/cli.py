@@ -182,6 +182,9 @@ def _cmd_grade(args: argparse.Namespace) -> int:
         for r in sorted(results, key=lambda r: r.student):
             print(f"{r.student}: {r.score:g} / {r.max_score:g} ({r.status})")
         print(f"wrote {book}")
+    for r in sorted(results, key=lambda r: r.student):
+        if r.status == "needs review":
+            print(f"needs review: {r.student}: {r.reason}", file=sys.stderr)
     errors = [r for r in results if r.status == "grader-error"]
     for r in errors:
         print(f"grader-error for {r.student}: {r.reason} (re-grade it)", file=sys.stderr)

@@ -29,7 +29,7 @@ import nbformat
 import numpy as np
 
 from autograder._nbval_log import OUTCOME_FD_ENV
-from autograder.cases import Case, load_grader
+from autograder.cases import NEEDS_REVIEW, Case, load_grader
 from autograder.machine import job_running, machine_to_itself
 from autograder.notebook import test_metadata
 from autograder.sandbox import (
@@ -59,6 +59,7 @@ class TestResult:
     passed: bool
     public_message: str = ""
     hidden: list[tuple[str, bool, str, bool]] = field(default_factory=list)  # id, ok, msg, show
+    review: list[str] = field(default_factory=list)  # cases whose timing could not decide
 
     def feedback(self) -> str:
         """Text for the student: public failures in full, hidden cases as pass/fail only."""
@@ -463,6 +464,11 @@ def grade_submission(path: Path, config: GradingConfig, workroot: Path | None = 
         ]
         if keep:
             (run_root / "sandbox_output.txt").write_text(result.output)
+        review = [f"{t.id} ({', '.join(t.review)})" for t in tests if t.review]
+        if review and status == "ok":  # a provisional speed credit: the instructor decides
+            return SubmissionResult(student, config.assignment, tests, NEEDS_REVIEW,
+                                    "the timing could not decide the speed credit of "
+                                    f"{'; '.join(review)}: re-grade on a quieter machine")
         return SubmissionResult(student, config.assignment, tests, status)
     finally:
         release_uid(uid)
@@ -539,9 +545,11 @@ def _decide(test: dict[str, Any], cells: dict[int, tuple[str, str]], public_cell
             fraction, message = 0.0, f"the hidden test raised: {exported[1]}"
         else:
             timed = bool(getattr(case, "speed", False))
-            fraction, message = case.check_export(
+            fraction, message, *flags = case.check_export(
                 exports, grader_path=grader_path, workdir=trusted_dir,
                 run_trusted=lambda cmd, cwd, timed=timed: _run_trusted(cmd, cwd, config, timed))
+            if NEEDS_REVIEW in flags:
+                res.review.append(case_id)
             why = [f"{n}: {w}" for n, w in refused.items() if n.split(".")[0] == case_id]
             if fraction == 0.0 and why:
                 message = f"the export was refused ({why[0]})"

@@ -1,26 +1,23 @@
-"""Speed grading is robust: the decision (the credit) is measured, never a timing.
+"""Speed grading holds under load: the decision (the credit) is measured, never a timing.
 
-At 128^3 (a2's computation and reference schedule) the grader's interleaved timing is run
-ten times per schedule. Each test prints the per-replay ratios and credits (``pytest -s``).
+At 128^3 (a2's computation and reference schedule) the grader's replay (one CPU, one thread,
+thread CPU time, interleaved rounds, :mod:`autograder.replay`) runs ten times per schedule.
+These tests must pass with two CPU-bound processes running beside them on a two-core machine
+(``python -c "while 1: pass" &`` twice): the wall-clock timing they replace gave the reference,
+replayed as a student, 0% and 12% of the speed points in two of ten replays that way. Each
+test prints the per-replay ratios, intervals and credits (``pytest -s``).
 """
 
 from __future__ import annotations
 
 import json
-import statistics
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-import mlc
-from autograder.cases import load_grader
-from autograder.replay import replay_and_time, time_interleaved
+from autograder.cases import NEEDS_REVIEW, load_grader
+from autograder.replay import decide, median_interval, replay_and_time, summarize
 from mlc import tir
-
-# timing-sensitive: `make test` runs these alone, after the parallel run, so another test's
-# load on the second core does not bias them
-pytestmark = pytest.mark.timing
 
 REPO = Path(__file__).resolve().parents[2]
 A2 = load_grader(REPO / "autograder" / "tests" / "a2_gemm_schedule" / "grader.py")
@@ -41,63 +38,111 @@ def tiles(factor: int, vectorize: bool):
     return schedule
 
 
-@pytest.fixture(scope="module")
-def setup():
-    a = np.random.default_rng(0).random((N, N), dtype=np.float32)
-    b = np.random.default_rng(1).random((N, N), dtype=np.float32)
-
-    def build(schedule):
-        sch = tir.Schedule(A2.module.make_func(N))
-        schedule(sch)
-        return mlc.build(sch.mod, target="llvm"), [a, b, np.zeros((N, N), "float32")]
-
-    return build, build(A2.module.reference_schedule)
+def trace_of(schedule, n: int = N) -> str:
+    sch = tir.Schedule(A2.module.make_func(n))
+    schedule(sch)
+    text = sch.trace.as_json()
+    return text if isinstance(text, str) else json.dumps(text)
 
 
-def replays(setup, schedule, rounds: int = 7) -> list[dict]:
-    build, (reference, args_r) = setup
-    student, args_s = build(schedule)
-    return [time_interleaved(student, args_s, reference, args_r, rounds=rounds)
-            for _ in range(REPLAYS)]
+@pytest.fixture
+def size(monkeypatch):
+    monkeypatch.setenv("AUTOGRADER_SIZE", str(N))
 
 
-def test_the_reference_replayed_as_a_student_gets_full_credit_every_time(setup):
-    reports = replays(setup, A2.module.reference_schedule)
-    credits = [CASE.score(r["ratio"]) for r in reports]
-    print("reference as student: ratios", [round(r["ratio"], 3) for r in reports],
-          "per-round spread", [(round(r["ratio_min"], 2), round(r["ratio_max"], 2))
-                               for r in reports])
-    assert all(r["rounds"] >= 5 for r in reports)
-    assert credits == [1.0] * REPLAYS
+def replays(schedule, count: int = REPLAYS) -> list[dict]:
+    text = trace_of(schedule)
+    return [replay_and_time(CASE, text) for _ in range(count)]
 
 
+def show(name: str, reports: list[dict]) -> None:
+    print(name, [(round(r["ratio"], 3), round(r["ratio_low"], 3), round(r["ratio_high"], 3),
+                  round(r["credit"], 2), "decided" if r["decided"] else "undecided")
+                 for r in reports])
+
+
+@pytest.mark.timing
+def test_the_reference_replayed_as_a_student_gets_full_credit_every_time(size):
+    reports = replays(A2.module.reference_schedule)
+    show("reference as student", reports)
+    assert all(r["correct"] and r["rounds"] >= 10 for r in reports)
+    assert [(r["credit"], r["decided"]) for r in reports] == [(1.0, True)] * REPLAYS
+
+
+@pytest.mark.timing
 @pytest.mark.parametrize("factor, vectorize", [(4, False), (4, True)])
-def test_a_slower_schedule_never_gets_more_than_its_true_speed_plus_a_tenth(setup, factor,
-                                                                             vectorize):
-    """The true ratio is the median of 21 interleaved rounds; each of ten graded replays (seven
-    rounds) must give at most the credit of ``true + 0.1`` and at least that of ``true - 0.1``
-    (issue 11: a 0.61 schedule once scored 100% from one cold sample)."""
+def test_a_slower_schedule_gets_its_true_speed_within_a_tenth_or_a_review(size, factor,
+                                                                          vectorize):
+    """The true ratio is the median of a long replay (40 rounds); each of ten graded replays
+    gives at most the credit of ``true + 0.1`` and at least that of ``true - 0.1``, or says
+    it cannot decide, with an interval that holds the true credit (issue 11: a 0.61 schedule
+    once scored 100% from one cold sample; under load, wall time moved such credits by 0.3)."""
     schedule = tiles(factor, vectorize)
-    build, (reference, args_r) = setup
-    student, args_s = build(schedule)
-    true = time_interleaved(student, args_s, reference, args_r, rounds=21)["ratio"]
-    reports = replays(setup, schedule)
-    ratios = [r["ratio"] for r in reports]
-    credits = [CASE.score(x) for x in ratios]
-    print(f"tile {factor} vectorize={vectorize}: true ratio {true:.3f}; replays "
-          f"{[round(x, 3) for x in ratios]} (spread {max(ratios) - min(ratios):.3f}, median "
-          f"{statistics.median(ratios):.3f}); credits {[round(c, 2) for c in credits]}")
-    assert max(credits) <= CASE.score(true + 0.1)
-    assert min(credits) >= CASE.score(true - 0.1)
+    true = replay_and_time(CASE, trace_of(schedule), rounds=40)["ratio"]
+    reports = replays(schedule)
+    show(f"tile {factor} vectorize={vectorize}: true ratio {true:.3f};", reports)
+    for r in reports:
+        if r["decided"]:
+            assert CASE.score(true - 0.1) <= r["credit"] <= CASE.score(true + 0.1), r
+        else:
+            assert r["credit_low"] <= CASE.score(true + 0.1), r
+            assert r["credit_high"] >= CASE.score(true - 0.1), r
+    assert sum(r["decided"] for r in reports) >= REPLAYS // 2
 
 
-def test_the_old_single_cold_sample_is_gone(monkeypatch):
+@pytest.mark.timing
+def test_a_naive_schedule_far_below_the_floor_gets_nothing_after_five_rounds(monkeypatch):
     """A naive schedule far below the floor may stop early, but never before five rounds."""
-    naive = tir.Schedule(A2.module.make_func(64)).trace.as_json()
-    text = naive if isinstance(naive, str) else json.dumps(naive)
     monkeypatch.setenv("AUTOGRADER_SIZE", "64")
+    text = trace_of(lambda sch: None, 64)
     report = replay_and_time(CASE, text, rounds=7, min_time=0.005, settle=0.0)
     assert report["correct"] and report["rounds"] >= 5
-    assert CASE.score(report["ratio"]) == 0.0
+    assert report["credit"] == 0.0 and report["decided"]
     fraction, message = CASE.check_local(text)
-    assert fraction == 1.0 and "interleaved rounds" in message and "scale" in message
+    assert fraction == 1.0 and "interleaved rounds" in message and "interval" in message
+
+
+# -- the decision rule, on made-up timings (no clock involved) ---------------------------
+
+
+def test_the_median_interval_widens_with_few_values_and_narrows_with_many():
+    assert median_interval([3.0, 1.0, 2.0, 5.0, 4.0]) == (1.0, 5.0)
+    assert median_interval([float(x) for x in range(10)]) == (1.0, 8.0)
+    assert median_interval([float(x) for x in range(20)]) == (5.0, 14.0)
+    assert median_interval([7.0]) == (7.0, 7.0)
+
+
+def test_a_spread_that_spans_the_scale_is_undecided_and_a_narrow_one_decides():
+    # rounds alternate (ref, student), (student, ref): pairs of ratios 1.0, 0.5, 1.0, 0.5, ...
+    wide = summarize([1.0] * 10, [1.0, 1.0, 2.0, 2.0] * 2 + [1.0, 1.0])
+    verdict = decide(CASE, wide)
+    assert (wide["ratio_low"], wide["ratio_high"]) == (0.5, 1.0)
+    assert not verdict["decided"] and verdict["credit_high"] == 1.0
+    narrow = summarize([1.0] * 10, [1.6] * 10)  # 0.625x every time
+    verdict = decide(CASE, narrow)
+    assert verdict["decided"] and verdict["credit"] == pytest.approx(CASE.score(0.625))
+
+
+def test_an_undecided_timing_marks_the_case_for_review(tmp_path):
+    """The replay's ``decided: false`` becomes the check's third value, ``needs review``,
+    with a provisional credit and both ends of the range in the message."""
+    pairs = [0.5, 0.6, 0.7, 0.8, 1.0]  # the ratio 0.7, its interval 0.5 to 1.0
+    report = {"correct": True, "message": "correct", **summarize(
+        [1.0] * 10, [1 / p for p in pairs for _ in (0, 1)])}
+    report.update(decide(CASE, report))
+    exports = tmp_path / "exports"
+    exports.mkdir()
+    (exports / "gemm_speed.json").write_text(json.dumps({"text": "[]"}))
+
+    def run_trusted(cmd, cwd):
+        Path(cmd[-1]).write_text(json.dumps(report))
+        return 0, ""
+
+    fraction, message, flag = CASE.check_export(exports, grader_path=A2.path,
+                                                run_trusted=run_trusted, workdir=tmp_path)
+    assert flag == NEEDS_REVIEW and fraction == pytest.approx(CASE.score(0.7))
+    assert "provisionally" in message and "from 38% to 100%" in message
+    report.update(decided=True)
+    fraction, message = CASE.check_export(exports, grader_path=A2.path,
+                                          run_trusted=run_trusted, workdir=tmp_path)
+    assert 0.0 < fraction < 1.0 and "provisionally" not in message
