@@ -101,10 +101,27 @@ class Stage:
         outer, inner = self._s._tir.split(loop, factors=factors)
         return self._s._axis_for(outer, parent.kind), self._s._axis_for(inner, parent.kind)
 
-    def tile(self, *args: Any) -> tuple[IterVar, ...]:
+    def tile(self, *args: Any, x_parent: Any = None, y_parent: Any = None,
+             x_factor: Any = None, y_factor: Any = None) -> tuple[IterVar, ...]:
         """Split axes and put the outer parts first: ``tile(x, y, fx, fy)`` returns
-        ``(x_outer, y_outer, x_inner, y_inner)`` (TVM's); ``tile(x, y, z, fx, fy, fz)``, the
-        lecture notes' three-axis form, returns ``(xo, yo, zo, xi, yi, zi)``."""
+        ``(x_outer, y_outer, x_inner, y_inner)`` (TVM's, also with its keywords
+        ``tile(x, y, x_factor=8, y_factor=8)``); ``tile(x, y, z, fx, fy, fz)``, the lecture
+        notes' three-axis form, returns ``(xo, yo, zo, xi, yi, zi)``."""
+        named = {"x_parent": x_parent, "y_parent": y_parent, "x_factor": x_factor,
+                 "y_factor": y_factor}
+        if any(v is not None for v in named.values()):
+            given = list(args)
+            for key in ("x_parent", "y_parent", "x_factor", "y_factor"):
+                if named[key] is not None:
+                    order = ("x_parent", "y_parent", "x_factor", "y_factor").index(key)
+                    if order < len(given):
+                        raise ScheduleError(f"s[{self.name}].tile: {key} given by position "
+                                            "and by keyword")
+                    if order > len(given):
+                        raise ScheduleError(f"s[{self.name}].tile: {key}= given, but not "
+                                            "the arguments before it")
+                    given.append(named[key])
+            args = tuple(given)
         if len(args) not in (4, 6):
             raise ScheduleError(
                 f"s[{self.name}].tile takes two axes and two factors, or three and three; "
@@ -149,6 +166,30 @@ class Stage:
         """Bind an axis to a GPU thread axis: ``s[C].bind(bx, te.thread_axis("blockIdx.x"))``."""
         tag = getattr(thread_ivar, "thread_tag", thread_ivar)
         self._s._tir.bind(self._loop(ivar), tag)
+        self.__dict__.setdefault("_thread_kinds", {})[tag] = ivar.kind
+
+    def set_store_predicate(self, predicate: Any) -> None:
+        """TVM's ``s[B].set_store_predicate(tx.var.equal(0))`` for a reduction across the
+        threads of ``threadIdx.x`` (``s[B].bind(B.op.reduce_axis[0], tx)``): only thread 0
+        stores the result. mlc's cross-thread reduction does exactly that already (the
+        threads combine their partial sums in shared memory, then one thread writes), so
+        the call checks that this is what is asked and records it."""
+        from mlc.tir.expr import EQ, IntImm, Var
+
+        kinds = self.__dict__.get("_thread_kinds", {})
+        ok = (isinstance(predicate, EQ) and isinstance(predicate.a, Var)
+              and isinstance(predicate.b, IntImm) and predicate.b.value == 0
+              and kinds.get(predicate.a.name) == IterKind.REDUCE)
+        if not ok:
+            bound = [t for t, k in kinds.items() if k == IterKind.REDUCE]
+            raise ScheduleError(
+                f"s[{self.name}].set_store_predicate({predicate}): mlc takes the predicate of a "
+                "cross-thread reduction, thread 0 of the thread axis its reduce axis is bound "
+                "to (tx.var.equal(0) after s[B].bind(B.op.reduce_axis[0], tx)); "
+                + (f"this stage's reduction runs on {', '.join(bound)}" if bound else
+                   "this stage has no reduce axis bound to a thread")
+                + ". Other conditions on a store: te.if_then_else in the compute")
+        self.store_predicate = predicate
 
     def pragma(self, var: IterVar, pragma_type: str, pragma_value: Any = 1) -> None:
         """Annotate a loop with ``pragma_<type>`` (e.g. ``"auto_unroll_max_step"``)."""
