@@ -84,13 +84,17 @@ def guard(cfunc: Callable[..., None], flag: int, name: str, *, always_arm: bool,
             start = clock()
             armed = arm(flag)
             _depth[0] += 1
+            interrupted = False
             try:
                 cfunc(*args)
+            except KeyboardInterrupt:  # Python's handler, once the call returned
+                interrupted = True
             finally:
                 _depth[0] -= 1
-                interrupted = disarm() if armed else 0
+                if armed and disarm():  # the loops stopped (a custom handler may not raise)
+                    interrupted = True
                 last[0] = clock() - start
-        if interrupted:  # Python's handler has usually raised already; a custom one may not
+        if interrupted:
             raise KeyboardInterrupt(message(name))
 
     call.__wrapped__ = cfunc  # type: ignore[attr-defined]
