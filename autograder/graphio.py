@@ -384,6 +384,8 @@ def judge_graph(case: GraphCase, text: str, workdir: Path,
                         outputs=("values.npz",), hide=hide, cap=64 * MAX_TENSOR_BYTES)
     if judged.problem:
         raise RuntimeError(judged.problem)
+    if judged.failure:
+        return 0.0, f"the graph could not be checked: {judged.failure}"
     report = judged.result or {}
     if not report.get("ran"):
         return 0.0, str(report.get("message", "the graph was not checked"))[:2000]

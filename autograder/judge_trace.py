@@ -67,10 +67,13 @@ def judge_trace(case: TraceCase, trace_text: str, workdir: Path,
          "reference_trace.json": (ref_trace if isinstance(ref_trace, str)
                                   else json.dumps(ref_trace)).encode(),
          "inputs.npz": buffer.getvalue(), "spec.json": json.dumps(spec).encode()},
-        outputs=("out.npy",), hide=hide, wall_s=300.0,
+        outputs=("out.npy",), hide=hide, wall_s=200.0,
         cap=max(1 << 20, 2 * expected.nbytes + 4096))
     if judged.problem:
         raise RuntimeError(judged.problem)
+    if judged.failure:
+        return {"correct": False, "message": f"the schedule could not be checked: "
+                                              f"{judged.failure}"}
     result = judged.result or {}
     report: dict[str, Any] = {"probe": result.get("probe")} if probe is not None else {}
     if not result.get("ran"):

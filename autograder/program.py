@@ -120,8 +120,8 @@ class JudgeFailed(RuntimeError):
 
 
 def judge_program(case: TECase, text: str, workdir: Path, seed: int | None = None,
-                  hide: list[str] | None = None,
-                  probe: dict[str, Any] | None = None) -> tuple[bool, str, dict[str, Any]]:
+                  hide: list[str] | None = None, probe: dict[str, Any] | None = None,
+                  wall_s: float = 100.0) -> tuple[bool, str, dict[str, Any]]:
     """Check ``text`` for ``case`` with the program run on the judged side of the wall
     (:func:`autograder.sandbox.run_judged`); the reference stays here. (correct, message,
     the judged step's report). ``probe`` (tests only) asks the judged step to report its
@@ -137,11 +137,13 @@ def judge_program(case: TECase, text: str, workdir: Path, seed: int | None = Non
     judged = run_judged("autograder.program", workdir,
                         {"program.txt": text.encode(), "inputs.npz": buffer.getvalue(),
                          "spec.json": json.dumps(spec).encode()},
-                        outputs=("out.npy",), hide=hide,
+                        outputs=("out.npy",), hide=hide, wall_s=wall_s,
                         cap=max(1 << 20, 2 * expected.nbytes + 4096))
-    report = judged.result or {}
     if judged.problem:
         raise JudgeFailed(judged.problem)
+    if judged.failure:
+        return False, f"the program could not be checked: {judged.failure}", {}
+    report = judged.result or {}
     message = str(report.get("message", ""))[:MAX_MESSAGE]
     if not report.get("ran"):
         return False, message or "the program did not run", report
@@ -203,7 +205,10 @@ def judge_main(in_dir: Path, out_dir: Path) -> int:
     if spec.get("probe") is not None:
         report["probe"] = _probe(spec["probe"])
     text = (in_dir / "program.txt").read_bytes().decode("utf-8", "replace")
-    out, why = run_program(text, arrays, tuple(spec["out_shape"]), spec["out_dtype"])
+    try:
+        out, why = run_program(text, arrays, tuple(spec["out_shape"]), spec["out_dtype"])
+    except (Exception, RecursionError) as err:  # noqa: BLE001 - whatever it is, the export's
+        out, why = None, f"the program cannot be checked: {type(err).__name__}: {err}"
     if out is not None:
         np.save(out_dir / "out.npy", out, allow_pickle=False)
     report.update({"ran": out is not None, "message": why})

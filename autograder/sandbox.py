@@ -445,15 +445,18 @@ JUDGE_RESULT = "result.json"
 @dataclass
 class Judged:
     """What a judged step (:func:`run_judged`) left: ``result`` is the JSON object it wrote
-    (None if it wrote none), ``files`` the other outputs asked for; ``problem`` says why the
-    step could not judge (the sandbox lacked a wall, a limit stopped it, it crashed): an
-    infrastructure failure or the export's, never silently a grade."""
+    (None if it wrote none), ``files`` the other outputs asked for. ``problem`` says why the
+    step could not judge for a reason that is not the export's (the sandbox did not start,
+    or lacked a wall): the caller stops with it, never grades. ``failure`` says what stopped
+    the export's own step (time, memory, a crash, an output it may not leave): a failed
+    check, with the reason for the student."""
 
     result: dict[str, Any] | None
     files: dict[str, bytes]
     status: dict[str, Any]
     output: str
     problem: str = ""
+    failure: str = ""
 
 
 def judge_uid() -> int | None:
@@ -476,7 +479,7 @@ def judge_uid() -> int | None:
 
 def run_judged(module: str, workdir: Path, inputs: dict[str, bytes], *,
                outputs: tuple[str, ...] = (), hide: list[str] | None = None,
-               wall_s: float = 120.0, memory_bytes: int | None = None,
+               wall_s: float = 100.0, memory_bytes: int | None = None,
                cap: int = 64 << 20) -> Judged:
     """Run ``python -m MODULE --judge in out`` on the student's side of the wall.
 
@@ -523,14 +526,16 @@ def run_judged(module: str, workdir: Path, inputs: dict[str, bytes], *,
         cmd = [sys.executable, "-P", "-s", "-m", module, "--judge", "in", "out"]
         result = run_sandboxed(cmd, folder, env, limits, uid, cover=[str(workdir)])
         problem = _judge_problem(result)
+        failure = ("checking the export ran out of time" if result.timed_out
+                   else result.over_memory)
         found: dict[str, bytes] = {}
         owner = job_owner(uid)
         for name in (JUDGE_RESULT, *outputs):
             data = read_job_file(folder / "out", name, owner, cap)
             if isinstance(data, bytes):
                 found[name] = data
-            elif data != "missing" and not problem:
-                problem = f"the check's output {name} was refused ({data})"
+            elif data != "missing" and not failure:
+                failure = f"the check's output {name} was refused ({data})"
         parsed: dict[str, Any] | None = None
         if JUDGE_RESULT in found:
             try:
@@ -538,10 +543,12 @@ def run_judged(module: str, workdir: Path, inputs: dict[str, bytes], *,
                 parsed = value if isinstance(value, dict) else None
             except ValueError:
                 parsed = None
-        if parsed is None and not problem:
+        if parsed is None and not failure:
             tail = " / ".join(result.output.strip().splitlines()[-2:]) or "no output"
-            problem = f"the check wrote no result ({tail})"
-        return Judged(parsed, found, result.status, result.output, problem)
+            failure = f"checking the export stopped without a result ({tail})"
+        if failure:
+            parsed, found = None, {}
+        return Judged(parsed, found, result.status, result.output, problem, failure)
     finally:
         release_uid(uid)
         remove_tree(folder)
@@ -557,10 +564,6 @@ def _judge_problem(result: SandboxResult) -> str:
     if missing:
         return ("the sandbox for checking the export lacks: "
                 + "; ".join(PROTECTIONS[m] for m in missing))
-    if result.timed_out:
-        return "checking the export ran out of time"
-    if result.over_memory:
-        return result.over_memory
     return ""
 
 

@@ -223,3 +223,31 @@ def test_again_as_an_ordinary_user():
         assert "4 passed" in proc.stdout, proc.stdout[-2000:]
     finally:
         remove_tree(home)
+
+
+def test_an_export_that_never_ends_fails_its_check_and_is_not_a_grader_error():
+    """The judged step's time limit stops the export's own step: a failed check with the
+    reason (before, the same program ran in the trusted runner until its limit)."""
+    spin = HEAD + '''    for k in range(1099511627776):
+        for i, j in T.grid(2, 9):
+            B[i, j] = A[i, j] + T.float32(1)
+'''
+    work = Path(tempfile.mkdtemp(prefix="trust-"))
+    try:
+        ok, message, _ = judge_program(CASE, spin, work, seed=1, wall_s=3)
+    finally:
+        remove_tree(work)
+    assert not ok and "ran out of time" in message, message
+
+
+@pytest.mark.parametrize("text, words", [
+    (HEAD + "    tmp = T.alloc_buffer((1099511627776,), 'float32')\n"
+     "    for i, j in T.grid(2, 9):\n        tmp[i * 9 + j] = A[i, j]\n"
+     "    for i, j in T.grid(2, 9):\n        B[i, j] = tmp[i * 9 + j] + T.float32(1)\n",
+     "AllocationError"),
+    ("@T.prim_func\ndef main(A: T.Buffer((2, 9), 'float32'), B: T.Buffer((2, 9), 'float32')):"
+     "\n    B[0, 0] = " + "(" * 5000 + "A[0, 0]" + ")" * 5000 + "\n", "cannot be"),
+])
+def test_exports_that_exhaust_memory_or_the_parser_are_the_students_failure(text, words):
+    ok, message, _ = _judge(text, probe=False)
+    assert not ok and words in message, message
