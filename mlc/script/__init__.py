@@ -16,6 +16,7 @@ The decorated code is read from its source text, never run. ``print(func)`` and
 ``func.script()`` read back with :func:`from_source` to a structurally equal program.
 """
 
+from mlc.script import ir as I
 from mlc.script import relax as R
 from mlc.script import tir as T
 from mlc.script.ir_module import IRModule, from_source, ir_module, prim_func
@@ -24,5 +25,5 @@ from mlc.script.source import Source
 tir = T
 relax = R
 
-__all__ = ["IRModule", "R", "Source", "T", "from_source", "ir_module", "prim_func", "relax",
+__all__ = ["I", "IRModule", "R", "Source", "T", "from_source", "ir_module", "prim_func", "relax",
            "tir"]

@@ -171,8 +171,15 @@ def ir_module(cls: Any) -> IRModule:
 def parse_module_class(node: ast.ClassDef, src: Source) -> IRModule:
     mod = IRModule(name=node.name)
     graph_funcs: list[ast.FunctionDef] = []
+    seen: dict[str, ast.FunctionDef] = {}
     for item in node.body:
         if isinstance(item, ast.FunctionDef):
+            if item.name in seen:
+                first = seen[item.name].lineno + src.first_line - 1
+                raise src.error(item, f"the ir_module defines {item.name!r} twice (first at "
+                                      f"line {first}); the second would silently replace the "
+                                      "first. Give each function its own name")
+            seen[item.name] = item
             kind = _kind(item)
             if kind == "prim_func":
                 mod.functions[item.name] = TIRParser(src).parse_func(item)

@@ -194,6 +194,12 @@ class _StmtParser(_BufferParser):
                 if not isinstance(d, dict):
                     raise self.error(kw.value, "annotations= expects a dict")
                 annotations = tuple(d.items())
+                from mlc.tir.schedule.loop_annotations import KNOWN_PRAGMAS
+
+                for key in d:
+                    if str(key).startswith("pragma_") and key[7:] not in KNOWN_PRAGMAS:
+                        raise self.error(kw.value, f"unknown pragma {key!r}; mlc knows "
+                                         + ", ".join(f"pragma_{p}" for p in KNOWN_PRAGMAS))
             else:
                 raise self.error(kw.value, f"unknown keyword {kw.arg}= for {name}")
         if kind == ForKind.THREAD_BINDING and thread is None:

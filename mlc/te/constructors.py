@@ -184,7 +184,11 @@ def compute(
         IterVar(Var(nm, s.dtype if dt.is_int(s.dtype) else "int32"), Range(const(0, s.dtype), s))
         for nm, s in zip(names, shp)
     )
-    body = fcompute(*(iv.var for iv in axis))
+    try:
+        body = fcompute(*(iv.var for iv in axis))
+    except TypeError as err:
+        _refuse_numpy_function(err, what)
+        raise
     if isinstance(body, (tuple, list)):
         if len(body) == 1:
             body = body[0]
@@ -342,3 +346,33 @@ def thread_axis(dom: Any = None, tag: str = "", name: str = "") -> ThreadAxis:
         const(0), SizeVar(tag + ".extent")
     )
     return ThreadAxis(Var(name or tag), rng, IterKind.OPAQUE, tag)
+
+
+# numpy ufuncs a student reaches for, and the te function that does the same on expressions
+_NUMPY_TO_TE = {"exp": "te.exp", "log": "te.log", "sqrt": "te.sqrt", "tanh": "te.tanh",
+                "sin": "te.sin", "cos": "te.cos", "abs": "te.abs", "absolute": "te.abs",
+                "maximum": "te.max", "minimum": "te.min",
+                "floor": "te.floor", "ceil": "te.ceil", "sigmoid": "te.sigmoid",
+                "log2": "te.log2", "log10": "te.log10", "exp2": "te.exp2", "erf": "te.erf",
+                "round": "te.round", "rint": "te.round", "where": "te.if_then_else",
+                "clip": "te.max(te.min(x, hi), lo)"}
+
+
+def _refuse_numpy_function(err: TypeError, what: str) -> None:
+    """A numpy function applied to an expression (``np.exp(A[i])``) fails inside numpy with
+    "loop of ufunc does not support argument 0 of type BufferLoad which has no callable exp
+    method". Say which te function to use instead."""
+    text = str(err)
+    if "ufunc" not in text and "numpy" not in text:
+        return
+    import re
+
+    found = re.search(r"callable (\w+) method", text) or re.search(r"ufunc '(\w+)'", text)
+    fn = found.group(1) if found else None
+    te_fn = _NUMPY_TO_TE.get(fn or "", "the te function of the same name (te.exp, te.log, "
+                                       "te.sqrt, te.tanh, te.max...)")
+    np_name = f"np.{fn}" if fn else "a numpy function"
+    raise TEError(
+        f"{what}: {np_name} was applied to an expression ({text}); numpy functions work "
+        f"on arrays, not on the symbolic expressions inside te.compute. Use {te_fn}, e.g. "
+        f"lambda i: {te_fn.split('(')[0]}(A[i])") from None

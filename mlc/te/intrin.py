@@ -117,8 +117,43 @@ def if_then_else(cond: Any, t: Any, f: Any) -> PrimExpr:
     c = convert(cond)
     if not dt.is_bool(c.dtype):
         raise TEError(f"te.if_then_else: the condition `{c}` is {c.dtype}, not a bool condition")
+    _same_kind_branches(t, f)
     a, b = _coerce(t, f)
     return Select(c, a, b)
+
+
+def _same_kind_branches(t: Any, f: Any) -> None:
+    """As TVM does, refuse an integer branch beside a float one (``te.if_then_else(c, 1,
+    2.5)``, ``te.if_then_else(c, A_int[i], B_float[i])``): the result silently became a
+    float. A Python int beside a float expression is fine (``te.if_then_else(c, A[i], 0)``:
+    the 0 takes A's dtype); two Python numbers of different kinds (``1`` and ``2.5``) are
+    not."""
+    def kind(x: Any) -> tuple[str, str, bool]:  # (kind, dtype, is a Python int)
+        x = getattr(x, "var", x)
+        if isinstance(x, bool):
+            return "bool", "bool", False
+        if isinstance(x, int):
+            return "int", "int32", True
+        if isinstance(x, float):
+            return "float", "float32", True
+        e = convert(x)
+        k = "float" if dt.is_float(e.dtype) else "bool" if dt.is_bool(e.dtype) else "int"
+        return k, e.dtype, False
+
+    (kt, dtt, lit_t), (kf, dtf, lit_f) = kind(t), kind(f)
+    if {kt, kf} != {"int", "float"}:
+        return
+    if (lit_t and kt == "int" and not lit_f) or (lit_f and kf == "int" and not lit_t):
+        return  # a Python int takes the float expression's dtype
+    ints, floats = (t, f) if kt == "int" else (f, t)
+    raise TEError(
+        f"te.if_then_else: one branch is an integer ({ints!r}, {dtt if kt == 'int' else dtf}) "
+        f"and the other a float ({floats!r}, {dtf if kt == 'int' else dtt}); the result "
+        "would silently become a float. Make both the same dtype: "
+        + (f"write {ints}.0, " if isinstance(ints, int) else "")
+        + "cast the integer side "
+        "with .astype(\"float32\") (or te.const(v, \"float32\")), or round the float side "
+        "with .astype(\"int32\")")
 
 
 def _logic(cls: type, conds: tuple[Any, ...], name: str) -> PrimExpr:

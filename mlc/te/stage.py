@@ -72,7 +72,19 @@ class Stage:
 
     def _loop(self, axis: Any, stage: Stage | None = None) -> LoopRV:
         """The loop handle of ``axis``, after placing this stage (and ``stage``) where a
-        pending compute_at/compute_inline puts them."""
+        pending compute_at/compute_inline puts them. A stage computed inline has none: that
+        is said by name, not as a loop that vanished."""
+        owner = stage or self
+        pending = self._s._pending.get(id(owner))
+        placed = pending[1] if pending else self._s._applied.get(id(owner), ("root",))
+        if placed[0] == "inline":
+            name = getattr(getattr(axis, "var", None), "name", axis)
+            raise ScheduleError(
+                f"stage {owner.name!r} is computed inline (s[{owner.name}].compute_inline()): "
+                f"it has no loops of its own, so its axis {name!r} cannot be split, reordered "
+                "or annotated. Schedule the axes of the stage that reads it instead"
+                + (f", or call s[{owner.name}].compute_root() to keep its loops"
+                   if pending else ""))
         self._s._flush(self)
         if stage is not None and stage is not self:
             self._s._flush(stage)
@@ -192,7 +204,16 @@ class Stage:
         self.store_predicate = predicate
 
     def pragma(self, var: IterVar, pragma_type: str, pragma_value: Any = 1) -> None:
-        """Annotate a loop with ``pragma_<type>`` (e.g. ``"auto_unroll_max_step"``)."""
+        """Annotate a loop with ``pragma_<type>`` (e.g. ``"auto_unroll_max_step"``); an
+        unknown type is refused, naming the ones mlc knows."""
+        from mlc.tir.schedule.loop_annotations import KNOWN_PRAGMAS
+
+        if not isinstance(pragma_type, str) or pragma_type not in KNOWN_PRAGMAS:
+            raise ScheduleError(
+                f"s[{self.name}].pragma: unknown pragma {pragma_type!r}; mlc knows "
+                f"{', '.join(KNOWN_PRAGMAS)} (TVM's unrolling hints). To unroll use "
+                f"s[{self.name}].unroll(axis), for threads s[{self.name}].parallel(axis), for "
+                f"SIMD s[{self.name}].vectorize(axis)")
         self._s._tir.annotate(self._loop(var), "pragma_" + pragma_type, pragma_value)
 
     # -- where the stage is computed -----------------------------------------------------------

@@ -113,3 +113,34 @@ def test_te_parallel_of_a_reduction_axis_is_still_refused() -> None:
     s = te.create_schedule(S.op)
     with pytest.raises(ScheduleError, match="reduce variable"):
         s[S].parallel(k)
+
+
+# -- item 3: mistakes that were accepted ----------------------------------------------------
+
+def test_two_functions_of_one_name_in_an_ir_module_are_refused() -> None:
+    # the second silently replaced the first
+    text = textwrap.dedent('''
+        @I.ir_module
+        class M:
+            @T.prim_func
+            def f(A: T.Buffer((4,), "float32")):
+                for i in range(4):
+                    A[i] = 1.0
+
+            @T.prim_func
+            def f(A: T.Buffer((4,), "float32")):
+                for i in range(4):
+                    A[i] = 2.0
+    ''')
+    with pytest.raises(ScriptError, match=r"defines 'f' twice \(first at line 5\)") as info:
+        from_source(text)
+    assert info.value.lineno == 10
+
+
+def test_an_unknown_pragma_in_a_script_loop_is_refused() -> None:
+    text = _script("""
+        for i in T.serial(64, annotations={"pragma_bogus": 1}):
+            B[i] = 1
+    """)
+    with pytest.raises(ScriptError, match="unknown pragma 'pragma_bogus'"):
+        from_source(text)

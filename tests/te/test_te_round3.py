@@ -10,7 +10,7 @@ import pytest
 
 import mlc
 from mlc import te
-from mlc.errors import PrecisionWarning
+from mlc.errors import PrecisionWarning, ScheduleError, TEError
 
 
 def _sum(n: int, dtype: str, accumulate: str | None = None) -> tuple[te.Tensor, te.Tensor]:
@@ -68,3 +68,61 @@ def test_the_printed_program_shows_the_accumulators_dtype() -> None:
     A, S = _sum(5000, "float16")
     text = str(te.create_prim_func([A, S]))
     assert 'S: Buffer((1,), "float16")' in text and "S[vi] = float16(0.0)" in text
+
+
+# -- item 3: mistakes that were accepted or unclear -------------------------------------------
+
+def test_numpy_function_inside_compute_names_the_te_function() -> None:
+    # failed with numpy's "loop of ufunc does not support argument 0 of type BufferLoad"
+    A = te.placeholder((64,), name="A")
+    with pytest.raises(TEError, match=r"np\.exp was applied.*Use te\.exp"):
+        te.compute((64,), lambda i: np.exp(A[i]), name="B")
+    with pytest.raises(TEError, match=r"np\.sqrt.*Use te\.sqrt"):
+        te.compute((64,), lambda i: np.sqrt(A[i] * 2), name="B")
+
+
+@pytest.mark.parametrize("branches", ["literals", "int expression"])
+def test_if_then_else_with_int_and_float_branches_is_refused(branches: str) -> None:
+    # silently became float32
+    A = te.placeholder((64,), "int32", name="A")
+    if branches == "literals":
+        fn = lambda i: te.if_then_else(i > 3, 1, 2.5)  # noqa: E731
+    else:
+        fn = lambda i: te.if_then_else(i > 3, A[i], 2.5)  # noqa: E731
+    with pytest.raises(TEError, match="one branch is an integer.*the other a float"):
+        te.compute((64,), fn, name="B")
+
+
+def test_if_then_else_with_a_python_int_beside_a_float_expression_is_fine() -> None:
+    A = te.placeholder((64,), name="A")
+    B = te.compute((64,), lambda i: te.if_then_else(A[i] > 0, A[i], 0), name="B")
+    a = np.linspace(-1, 1, 64).astype("float32")
+    b = np.zeros_like(a)
+    mlc.build(te.create_schedule(B.op), [A, B])(a, b)
+    np.testing.assert_array_equal(b, np.maximum(a, 0))
+
+
+def test_split_of_an_inlined_stage_says_it_was_inlined() -> None:
+    # said "loop 'i' is no longer in the program: a primitive replaced it"
+    A = te.placeholder((64,), name="A")
+    B = te.compute((64,), lambda i: A[i] * 2, name="B")
+    C = te.compute((64,), lambda i: B[i] + 1, name="C")
+    s = te.create_schedule(C.op)
+    s[B].compute_inline()
+    with pytest.raises(ScheduleError, match=r"stage 'B' is computed inline .*compute_root"):
+        s[B].split(B.op.axis[0], factor=4)
+    s[B].compute_root()  # what the message offers works
+    s[B].split(B.op.axis[0], factor=4)
+    a = np.arange(64, dtype="float32")
+    c = np.zeros_like(a)
+    mlc.build(s, [A, C])(a, c)
+    np.testing.assert_array_equal(c, a * 2 + 1)
+
+
+def test_unknown_pragma_is_refused() -> None:
+    A = te.placeholder((64,), name="A")
+    B = te.compute((64,), lambda i: A[i] * 2, name="B")
+    s = te.create_schedule(B.op)
+    with pytest.raises(ScheduleError, match=r"unknown pragma 'bogus_pragma'.*s\[B\]\.unroll"):
+        s[B].pragma(B.op.axis[0], "bogus_pragma", 1)
+    s[B].pragma(B.op.axis[0], "auto_unroll_max_step", 8)

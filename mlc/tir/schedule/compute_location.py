@@ -13,8 +13,8 @@ import dataclasses
 
 from mlc.errors import ScheduleError
 from mlc.tir.arith import Analyzer
-from mlc.tir.expr import IntImm, IterKind, PrimExpr, Range, Var, const
-from mlc.tir.functor import substitute
+from mlc.tir.expr import IntImm, IterKind, Mul, PrimExpr, Range, Var, const
+from mlc.tir.functor import collect, substitute, uses_var
 from mlc.tir.schedule import region as R
 from mlc.tir.schedule import state
 from mlc.tir.schedule.inline import InlinePrimitives
@@ -106,6 +106,8 @@ class ComputeLocationPrimitives(InlinePrimitives, LoopAnnotationPrimitives):
         pos = next(k for k, s in enumerate(items) if any(_inside(c, s) for c in under))
         first = min(i.index for i in infos if _inside(i, items[pos]))
         for other in infos:
+            if other.loc.enclosing_block() is not scope:
+                continue  # inside a blockized block (``me`` itself after blockize): it moves too
             if me.index < other.index < first and R.conflicts(me, other):
                 raise self._error(
                     f"compute_at: block {other.block.name!r} runs between {name!r} and loop "
@@ -374,8 +376,20 @@ class ComputeLocationPrimitives(InlinePrimitives, LoopAnnotationPrimitives):
         (region,) = [w for w in block.writes if w.buffer is buf]
         index = {id(iv.var): k for k, iv in enumerate(block.iter_vars)}
         mapped: dict[int, tuple[PrimExpr, PrimExpr]] = {}
+        blockized = bool(collect(block.body, lambda n: isinstance(n, BlockRealize)))
         for d, rng in enumerate(region.region):
             k = index.get(id(rng.min)) if isinstance(rng.min, Var) else None
+            if blockized and (k is None or not _is_one(rng.extent)):
+                # a blockized block writes a stretch per instance: all of a dimension no
+                # variable indexes, or the tile ``v * c : v * c + c`` of one that does
+                tile = _tile_of(rng, index)
+                if tile == "whole":
+                    continue
+                if isinstance(tile, tuple) and tile[0] not in mapped:
+                    kk, c = tile
+                    lo, hi = bounds[d]
+                    mapped[kk] = (ana_floordiv(lo, c), ana_floordiv(hi, c))
+                    continue
             if k is None or not _is_one(rng.extent) or k in mapped:
                 raise self._error(
                     f"{what}: block {block.name!r} writes {buf.name} at `{rng.min}` in "
@@ -544,3 +558,28 @@ def _is_one(e: PrimExpr) -> bool:
 
 def _is_true(e: PrimExpr) -> bool:
     return isinstance(e, IntImm) and e.value != 0 and e.dtype == "bool"
+
+
+def _tile_of(rng: Range, index: dict[int, int]) -> tuple[int, int] | str | None:
+    """What a blockized block writes in one dimension: ``"whole"`` when no iteration
+    variable indexes it, ``(k, c)`` for the tile ``v_k * c : v_k * c + c``, else None."""
+    used = [k for key, k in index.items()
+            if uses_var(rng.min, lambda x, key=key: id(x) == key)  # type: ignore[misc]
+            or uses_var(rng.extent, lambda x, key=key: id(x) == key)]  # type: ignore[misc]
+    if not used:
+        return "whole"
+    if len(used) != 1 or not isinstance(rng.extent, IntImm):
+        return None
+    c = rng.extent.value
+    e = rng.min
+    if isinstance(e, Mul) and isinstance(e.b, IntImm) and e.b.value == c and isinstance(e.a, Var):
+        k = index.get(id(e.a))
+        return (k, c) if k is not None else None
+    if c == 1 and isinstance(e, Var):
+        k = index.get(id(e))
+        return (k, 1) if k is not None else None
+    return None
+
+
+def ana_floordiv(x: PrimExpr, c: int) -> PrimExpr:
+    return Analyzer().simplify(x // c) if c != 1 else x

@@ -22,6 +22,9 @@ from mlc.tir.stmt import Block, For, ForKind
 from mlc.tir.thread_tag import BINDABLE
 
 THREAD_AXES = BINDABLE  # the tags bind accepts (mlc/tir/thread_tag.py)
+# ``pragma_<name>`` annotations accepted (TVM's unrolling hints; mlc's LLVM backend unrolls
+# on its own judgement, so they change nothing): any other pragma is a typo, refused
+KNOWN_PRAGMAS = ("auto_unroll_max_step", "unroll_explicit", "unroll")
 
 
 class LoopAnnotationPrimitives(ScheduleBase):
@@ -120,6 +123,14 @@ class LoopAnnotationPrimitives(ScheduleBase):
         node = self._annotatable(block_or_loop)
         if not isinstance(ann_key, str):
             raise self._error(f"annotate: the key must be a string, got {ann_key!r}", node)
+        if ann_key.startswith("pragma_") and ann_key[len("pragma_"):] not in KNOWN_PRAGMAS:
+            raise self._error(
+                f"annotate: unknown pragma {ann_key[len('pragma_'):]!r} (key {ann_key!r}); "
+                f"mlc knows the pragmas {', '.join(KNOWN_PRAGMAS)}, hints it accepts as TVM "
+                "does. To unroll use unroll(loop), to run threads parallel(loop), for SIMD "
+                "vectorize(loop); an annotation of your own needs a key without 'pragma_'",
+                node,
+            )
         if not isinstance(ann_val, (int, float, str, bool)):
             raise self._error(
                 f"annotate: the value of {ann_key!r} must be an int, float, str or bool (it "
