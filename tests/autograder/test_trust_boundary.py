@@ -216,11 +216,11 @@ def test_again_as_an_ordinary_user():
         cmd = [sys.executable, str(HERE / "as_user.py"), str(NOBODY), "--", sys.executable,
                "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
                f"--basetemp={home}/t", str(Path(__file__)), "-k",
-               "judged_process or judged_in_its_own or cannot_forge"]
+               "judged_process or judged_in_its_own or cannot_forge or grader_path"]
         proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True,
                               timeout=600)
         assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-3000:]
-        assert "4 passed" in proc.stdout, proc.stdout[-2000:]
+        assert "6 passed" in proc.stdout, proc.stdout[-2000:]
     finally:
         remove_tree(home)
 
