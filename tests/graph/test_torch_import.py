@@ -184,3 +184,45 @@ def test_matmul_of_unsupported_ranks_says_what_converts() -> None:
 
     with pytest.raises(GraphError, match="2-d @ 2-d"):
         graph.from_torch(V(), {"x": (4,)})
+
+
+def test_op_names_are_tvms_and_the_notes_op_map_by_name_works() -> None:
+    """The notes key their lowering map by "relax.nn.relu" and look up call.op.name."""
+    from mlc import topi
+
+    x = relax.Var("x", relax.TensorStructInfo((2, 4), "float32"))
+    call = relax.op.nn.relu(x)
+    assert call.op.name == "relax.nn.relu"
+    assert call.op == relax.Op.get("relax.nn.relu") == relax.Op.get("nn.relu")
+    assert call.op.short_name == "nn.relu"
+    assert {relax.Op.get("relax.nn.relu"): 1}[call.op] == 1
+
+    def map_relu(bb, call):
+        return bb.call_te(topi.nn.relu, call.args[0])
+
+    op_map = {"relax.nn.relu": map_relu}
+
+    @relax.expr_functor.mutator
+    class LowerByName(relax.PyExprMutator):
+        def __init__(self, mod) -> None:
+            super().__init__()
+            self.mod_ = mod
+
+        def visit_call_(self, call):
+            call = self.visit_expr_post_order(call)
+            fn = op_map.get(call.op.name)
+            return fn(self.builder_, call) if fn else call
+
+        def transform(self):
+            for global_var, func in self.mod_.functions.items():
+                if isinstance(func, relax.Function):
+                    self.builder_.update_func(global_var, self.visit_expr(func))
+            return self.builder_.get()
+
+    mod = relax.from_fx(fx.symbolic_trace(nn.Sequential(nn.ReLU())), [(2, 4)])
+    assert [b.value.op.name for b in mod["main"].bindings()
+            if isinstance(b.value, relax.Call)] == ["relax.nn.relu"]
+    lowered = LowerByName(mod).transform()
+    assert len(lowered.prim_funcs()) == 1  # the relu found its lowering by name
+    xv = np.linspace(-1, 1, 8, dtype=np.float32).reshape(2, 4)
+    np.testing.assert_allclose(np.asarray(mlc.build(lowered)["main"](xv)), np.maximum(xv, 0))

@@ -39,6 +39,7 @@ from mlc.graph.relax.expr import (
     Var,
     call_tir,
     const,
+    op_def,
 )
 from mlc.script.ir_module import IRModule
 from mlc.tir.stmt import PrimFunc
@@ -80,7 +81,7 @@ def to_graph(obj: IRModule | Function, name: str = "main") -> Graph:
                 raise GraphError(
                     "this function calls prim_funcs with call_tir; only a function of "
                     "high-level ops (relax.add, relax.nn.dense...) converts to a graph")
-            return call(e.op, *[node(a) for a in e.args], **e.attrs)
+            return call(op_def(e.op), *[node(a) for a in e.args], **e.attrs)
         raise GraphError(f"cannot convert {e!r} to a graph node")
 
     for b in fn.bindings():

@@ -146,15 +146,67 @@ def _no_ref(*args: Any, **attrs: Any) -> np.ndarray:
 CALL_TIR = OpDef("call_tir", OpPattern.OPAQUE, _no_infer, _no_ref)
 
 
+class RelaxOp:
+    """A registered graph op as the graph level's calls show it: ``name`` is TVM's
+    ``"relax.nn.relu"`` (the key the course's ``op_map`` uses with ``call.op.name``), the
+    rest is the :class:`OpDef`'s. It equals and hashes as its OpDef, so maps keyed by
+    ``Op.get(...)`` or by OpDefs find it, and ``op.base`` is the OpDef itself."""
+
+    __slots__ = ("base",)
+
+    def __init__(self, base: OpDef) -> None:
+        self.base = base
+
+    @property
+    def name(self) -> str:
+        return "relax." + self.base.name
+
+    @property
+    def short_name(self) -> str:
+        """The graph registry's name (``"nn.relu"``)."""
+        return self.base.name
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self.base, attr)
+
+    def __eq__(self, other: object) -> bool:
+        return self.base is _base(other)
+
+    def __ne__(self, other: object) -> bool:
+        return self.base is not _base(other)
+
+    def __hash__(self) -> int:
+        return hash(self.base)
+
+    def __repr__(self) -> str:
+        return f"Op({self.name})"
+
+
+def _base(op: Any) -> Any:
+    return op.base if isinstance(op, RelaxOp) else op
+
+
+def op_def(op: Any) -> OpDef:
+    """The OpDef behind a call's ``op`` (a RelaxOp or an OpDef)."""
+    return _base(op)  # type: ignore[no-any-return]
+
+
+def _relax_op(op: Any) -> Any:
+    if isinstance(op, RelaxOp) or op is CALL_TIR or not isinstance(op, OpDef):
+        return op
+    return RelaxOp(op)
+
+
 class Op:
-    """``Op.get("relax.add")``: the registered op (the ``relax.`` prefix is optional)."""
+    """``Op.get("relax.add")``: the registered op (the ``relax.`` prefix is optional); its
+    ``name`` is ``"relax.add"``."""
 
     @staticmethod
-    def get(name: str) -> OpDef:
+    def get(name: str) -> Any:
         short = name.removeprefix("relax.")
         if short == "call_tir":
             return CALL_TIR
-        return get_op(short)
+        return RelaxOp(get_op(short))
 
 
 class Call(Expr):
@@ -163,7 +215,7 @@ class Call(Expr):
 
     def __init__(self, op: OpDef | str, args: Sequence[Any], attrs: dict[str, Any] | None = None,
                  sinfo_args: Sequence[TensorType] | None = None) -> None:
-        self.op: OpDef = Op.get(op) if isinstance(op, str) else op
+        self.op: Any = Op.get(op) if isinstance(op, str) else _relax_op(op)
         self.args: list[Expr] = [_as_expr(a) for a in args]
         self.attrs: dict[str, Any] = dict(attrs or {})
         self.sinfo_args: list[TensorType] = list(sinfo_args or [])
@@ -184,7 +236,7 @@ class Call(Expr):
             return self.op.infer([t for t in types if t is not None], self.attrs)
         except GraphError as e:
             shapes = ", ".join(str(t) for t in types)
-            raise GraphError(f"relax.{self.op.name}({shapes}): {e}") from None
+            raise GraphError(f"relax.{op_def(self.op).name}({shapes}): {e}") from None
 
     def __repr__(self) -> str:
         return f"Call({self.op.name})"
@@ -329,7 +381,7 @@ def expr_str(e: Expr) -> str:
                     f"out_sinfo={sinfo_str(e.sinfo_args[0])})")
         args = [expr_str(a) for a in e.args]
         args += [f"{k}={v!r}" for k, v in e.attrs.items()]
-        return f"R.{e.op.name}({', '.join(args)})"
+        return f"R.{op_def(e.op).name}({', '.join(args)})"
     return repr(e)
 
 
