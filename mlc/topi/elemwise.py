@@ -18,6 +18,7 @@ from typing import Any
 from mlc import te
 from mlc.errors import TEError
 from mlc.tir.expr import PrimExpr, as_int
+from mlc.topi.fastmath import fast_erf
 
 Operand = te.Tensor | float | int
 
@@ -115,8 +116,9 @@ def gelu(x: te.Tensor, approximate: str = "tanh") -> te.Tensor:
 
     def f(*i: PrimExpr) -> PrimExpr:
         v = x[i]
-        if approximate == "none":
-            return 0.5 * v * (1.0 + te.erf(v * (1.0 / math.sqrt(2.0))))
+        if approximate == "none":  # erf as vector arithmetic for float32 (topi.fastmath)
+            erf = fast_erf if v.dtype == "float32" else te.erf
+            return 0.5 * v * (1.0 + erf(v * (1.0 / math.sqrt(2.0))))
         return 0.5 * v * (1.0 + te.tanh(c * (v + 0.044715 * v * v * v)))
 
     return te.compute(x.shape, f, name="gelu", tag="elemwise")

@@ -221,6 +221,9 @@ class _Recipe:
         """Reductions, pools, softmax: parallel outer loop when big, vectorize the output's
         innermost loop when it is spatial."""
         sch = self.sch
+        for t in order:  # reductions kept in vector lanes (topi.nn.norm: softmax's stats)
+            if t.op.tag == "lanes_reduce" and self.step():
+                self.vector_lanes(t)
         out_blk = self.block(self.output)
         loops = sch.get_loops(out_blk)
         if not loops:
@@ -238,6 +241,24 @@ class _Recipe:
             outer = sch.get_loops(out_blk)[0]
             if _extent(sch, outer) > 1 and len(order) == 1:
                 sch.parallel(outer)
+
+
+    def vector_lanes(self, t: te.Tensor) -> None:
+        """``part[r, l] = max/sum over ko of ...``: the reduction loop goes outside the lane
+        loop, which is vectorized (16 running results in one register)::
+
+            for r, l, ko: part[r, l] += f(r, ko * 16 + l)
+            ->  for r: part[r, 0:16] = 0; for ko: part[r, 0:16] += f(r, ko * 16 + 0:16)
+        """
+        sch = self.sch
+        blk = self.block(t)
+        loops = sch.get_loops(blk)
+        lane, ko = loops[-2], loops[-1]
+        sch.reorder(ko, lane)
+        sch.decompose_reduction(blk, ko)
+        sch.vectorize(lane)
+        init = sch.get_loops(sch.get_block(self.names[id(t.op)] + "_init"))
+        sch.vectorize(init[-1])
 
 
 def _apply(func: Any, tensors: Sequence[te.Tensor], anchor: te.Tensor | None) -> tir.Schedule:
