@@ -1,31 +1,41 @@
-"""MLP inference, mlc vs numpy (vs torch when installed), timed interleaved in one run.
+"""MLP inference, mlc vs ONNX Runtime (issue 30), and the digits MLP vs numpy (``--digits``).
 
-    python benchmarks/mlp.py [--rounds 7] [--json]
+    python benchmarks/mlp.py [--rounds 9] [--threads 2]      # the table of issue 30
+    python benchmarks/mlp.py --digits [--rounds 7] [--json]   # digits MLP, fp32 and int8
 
-Models: the digits MLP (64-64-32-10, trained in numpy in a second) at batch 1 and 64, and a
-784-128-10 MLP (random weights) at batch 1 and 64. Each round times every contender once
-(``number`` calls each), rounds alternate, and the median per contender is reported with the
-ratio numpy / mlc (above 1: mlc is faster). mlc is timed as ``mod(x=x)``: the input copied in,
-ONE native call for the whole graph, the output returned, as numpy and torch are timed from
-the array to the result.
+Default: the MLP 784-256-128-10 as ONNX ``Gemm`` (torch's export of Linear) and as
+``MatMul`` + ``Add`` (as many exporters write it), at batch 1 and 64, imported with
+``graph.from_onnx`` and compiled, against ONNX Runtime on the same model, both with
+``--threads`` threads, interleaved (see benchmarks/vs_ort.py: pause + one untimed call before
+each timed batch, no torch in the process, load average beside every row).
 
-Threads: mlc's parallel loops use ``MLC_NUM_THREADS`` (default: every core), numpy's BLAS and
-torch use ``OMP_NUM_THREADS``/``OPENBLAS_NUM_THREADS``. On a loaded or shared machine, spinning
-thread pools make every contender erratic; for stable figures run all on one thread:
-``MLC_NUM_THREADS=1 OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python benchmarks/mlp.py``.
+``--digits``: models trained in numpy (64-64-32-10) and a 784-128-10 MLP, mlc vs numpy (vs
+torch when installed: that mode imports it), and the int8 build. mlc is timed as
+``mod(x=x)``: the input copied in, ONE native call for the whole graph, the output returned.
+Threads there: ``MLC_NUM_THREADS`` (default: every core), numpy's BLAS and torch use
+``OMP_NUM_THREADS``/``OPENBLAS_NUM_THREADS``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 
-from mlc import graph
-from mlc.examples.mlp import load_data, mlp_graph, numpy_forward, train_mlp
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import vs_ort  # noqa: E402
+
+if "--digits" not in sys.argv:  # before mlc loads its OpenMP runtime
+    _t = sys.argv[sys.argv.index("--threads") + 1] if "--threads" in sys.argv else "2"
+    vs_ort.set_threads(int(_t))
+
+from mlc import graph  # noqa: E402
+from mlc.examples.mlp import load_data, mlp_graph, numpy_forward, train_mlp  # noqa: E402
 
 
 def per_call(fn: Callable[[], object], number: int) -> float:
@@ -124,11 +134,30 @@ def bench_int8(params: list[tuple[np.ndarray, np.ndarray]], rounds: int) -> list
     return out
 
 
+def versus_ort(rounds: int, threads: int) -> None:
+    """The table of issue 30: both spellings, batch 1 and 64, against ONNX Runtime."""
+    from mlc.graph.frontend import onnx_examples
+
+    print(vs_ort.header(threads, rounds))
+    for batch in (1, 64):
+        for spelling, label in (("gemm", "Gemm"), ("matmul", "MatMul + Add")):
+            model = onnx_examples.mlp(spelling, batch)
+            r = vs_ort.compare(f"MLP 784-256-128-10, {label}, batch {batch}", model, threads,
+                               rounds, 400 if batch == 1 else 50)
+            print(vs_ort.row(r), flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--rounds", type=int, default=None)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--digits", action="store_true", help="the digits MLP vs numpy and int8")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    if not args.digits:
+        versus_ort(args.rounds or 9, args.threads)
+        return
+    args.rounds = args.rounds or 7
     xtr, ytr, _, _ = load_data()
     digits = train_mlp(xtr, ytr, epochs=10)
     rng = np.random.default_rng(0)
