@@ -360,12 +360,12 @@ def evaluate_export(text: str, feeds: list[dict[str, np.ndarray]]) -> tuple[dict
 def judge_graph(case: GraphCase, text: str, workdir: Path,
                 hide: list[str] | None = None) -> tuple[float, str]:
     """Check a graph export with the student's graph loaded and evaluated on the judged side
-    of the wall (:func:`autograder.sandbox.run_judged`); the reference graph, its values and
+    of the wall (:func:`autograder.judged.run_judged`); the reference graph, its values and
     the expected ops stay here. Fusion groups are numbers: checked here, nothing to run."""
     import io
 
     from autograder.cases import compare
-    from autograder.sandbox import run_judged
+    from autograder.judged import run_judged
     from mlc import graph
 
     if case.kind == "groups":

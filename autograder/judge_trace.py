@@ -8,7 +8,7 @@ belongs on the same side as the notebook. The halves:
   reference computation is printed as TVMScript, the reference schedule as its trace, the
   inputs are drawn and the expected answer computed; all of it but the answer is handed to
 * the judged step (``python -m autograder.judge_trace --judge in out``, started by
-  :func:`autograder.sandbox.run_judged`: own uid, no capability, seccomp, no tests folder),
+  :func:`autograder.judged.run_judged`: own uid, no capability, seccomp, no tests folder),
   which parses the computation, applies the student's trace, builds it with
   ``allow_calls=False``, runs it and writes the output; for a speed case it also rebuilds
   the reference from its trace and times both (:func:`autograder.replay.time_interleaved`,
@@ -44,9 +44,8 @@ def judge_trace(case: TraceCase, trace_text: str, workdir: Path,
     and, for a speed case, the judged step's timing (``t_reference_rounds``,
     ``t_student_rounds`` and what :func:`autograder.replay.summarize` makes of them).
     Raises RuntimeError when the step could not judge (never a grade)."""
+    from autograder.judged import run_judged
     from mlc import tir
-
-    from autograder.sandbox import run_judged
 
     params = case.effective_params()
     arrays = case.make_inputs()
@@ -56,7 +55,7 @@ def judge_trace(case: TraceCase, trace_text: str, workdir: Path,
     case.reference_schedule(ref_sch)
     ref_trace = ref_sch.trace.as_json()
     buffer = io.BytesIO()
-    np.savez(buffer, **arrays)
+    np.savez(buffer, **arrays)  # type: ignore[arg-type]  # numpy's stub: names as keywords
     spec = {"names": list(arrays), "out_shape": list(expected.shape),
             "out_dtype": str(expected.dtype), "speed": bool(case.speed), "rounds": rounds,
             "min_time": min_time, "settle": settle, "give_up_below": case.floor / 2,
@@ -121,10 +120,9 @@ def _checked_timing(timing: Any, rounds: int) -> dict[str, Any] | None:
 def judge_main(in_dir: Path, out_dir: Path) -> int:
     """The judged step (see the module docstring)."""
     import mlc
+    from autograder import program, replay
     from mlc.errors import MLCError
     from mlc.script import from_source
-
-    from autograder import program, replay
 
     spec = json.loads((in_dir / "spec.json").read_text())
     with np.load(in_dir / "inputs.npz", allow_pickle=False) as data:

@@ -7,7 +7,7 @@ exported from the student's kernel. Two processes, one on each side of the wall:
 * this one, the *trusted* side, loads ``grader.py``, draws inputs with a seed the kernel never
   saw and computes the reference's answer (:func:`judge_program`);
 * a *judged* step (``python -m autograder.program --judge in out``, started by
-  :func:`autograder.sandbox.run_judged`: its own unprivileged user, no capability, seccomp,
+  :func:`autograder.judged.run_judged`: its own unprivileged user, no capability, seccomp,
   a file system with only the program text and the inputs) parses the text with
   ``mlc.script`` (which reads its syntax tree and never executes it), checks its parameters,
   builds it with ``allow_calls=False`` (the compiled module may call only math functions)
@@ -123,15 +123,15 @@ def judge_program(case: TECase, text: str, workdir: Path, seed: int | None = Non
                   hide: list[str] | None = None, probe: dict[str, Any] | None = None,
                   wall_s: float = 100.0) -> tuple[bool, str, dict[str, Any]]:
     """Check ``text`` for ``case`` with the program run on the judged side of the wall
-    (:func:`autograder.sandbox.run_judged`); the reference stays here. (correct, message,
+    (:func:`autograder.judged.run_judged`); the reference stays here. (correct, message,
     the judged step's report). ``probe`` (tests only) asks the judged step to report its
     user, capabilities and what it could read and write (:func:`_probe`).
     Raises :class:`JudgeFailed` when the step could not judge (never a grade)."""
-    from autograder.sandbox import run_judged
+    from autograder.judged import run_judged
 
     arrays, expected = case_arrays(case, seed)
     buffer = io.BytesIO()
-    np.savez(buffer, **arrays)
+    np.savez(buffer, **arrays)  # type: ignore[arg-type]  # numpy's stub: names as keywords
     spec = {"names": list(arrays), "out_shape": list(expected.shape),
             "out_dtype": str(expected.dtype), "probe": probe}
     judged = run_judged("autograder.program", workdir,
