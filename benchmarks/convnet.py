@@ -1,22 +1,39 @@
-"""The digits conv net: fused (graph.optimize level 2) vs unfused (level 0, one kernel per
-op) vs numpy (the ops' numpy reference implementations), interleaved in one run. Fused and
-unfused are each ONE native call per inference (every kernel linked into one function), so
-the difference is fusion itself: fewer passes over memory, fewer intermediates.
+"""A small CNN, mlc vs ONNX Runtime (issue 30); and the digits conv net fused vs unfused
+(``--fusion``).
 
-    python benchmarks/convnet.py [--batch 16] [--rounds 5] [--json]
+    python benchmarks/convnet.py [--rounds 9] [--threads 2] [--batch 1]
+    python benchmarks/convnet.py --fusion [--batch 16] [--rounds 5] [--json]
+
+Default: two conv3x3 + BatchNormalization + Relu + MaxPool stages and a dense layer on
+1x3x32x32 (mlc.graph.frontend.onnx_examples.convnet), imported from ONNX, against ONNX
+Runtime on the same model, timed as benchmarks/vs_ort.py describes.
+
+``--fusion``: the digits conv net fused (graph.optimize level 2) vs unfused (level 0, one
+kernel per op) vs numpy (the ops' numpy reference implementations), interleaved in one run.
+Fused and unfused are each ONE native call per inference (every kernel linked into one
+function), so the difference is fusion itself: fewer passes over memory, fewer intermediates.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 
-from mlc import graph
-from mlc.examples.mlp import convnet_graph
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import vs_ort  # noqa: E402
+
+if "--fusion" not in sys.argv:  # before mlc loads its OpenMP runtime
+    _t = sys.argv[sys.argv.index("--threads") + 1] if "--threads" in sys.argv else "2"
+    vs_ort.set_threads(int(_t))
+
+from mlc import graph  # noqa: E402
+from mlc.examples.mlp import convnet_graph  # noqa: E402
 
 
 def per_call(fn: Callable[[], object], number: int) -> float:
@@ -28,10 +45,22 @@ def per_call(fn: Callable[[], object], number: int) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--batch", type=int, default=16)
-    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--batch", type=int, default=None)
+    ap.add_argument("--rounds", type=int, default=None)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--fusion", action="store_true", help="the digits conv net, fused vs not")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    if not args.fusion:
+        from mlc.graph.frontend import onnx_examples
+
+        rounds, batch = args.rounds or 9, args.batch or 1
+        print(vs_ort.header(args.threads, rounds))
+        r = vs_ort.compare(f"CNN 2x(conv3x3+BN+ReLU+pool)+dense, {batch}x3x32x32",
+                           onnx_examples.convnet(batch), args.threads, rounds, 200)
+        print(vs_ort.row(r))
+        return
+    args.batch, args.rounds = args.batch or 16, args.rounds or 5
     g, _ = convnet_graph(args.batch)
     x = np.random.default_rng(0).random((args.batch, 1, 8, 8)).astype("float32")
     fused = graph.build(graph.optimize(g, level=2))
