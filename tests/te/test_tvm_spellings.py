@@ -66,3 +66,40 @@ def test_store_predicate_other_than_thread_zero_is_refused() -> None:
     s[B].bind(B.op.reduce_axis[0], tx)
     with pytest.raises(ScheduleError, match="runs on threadIdx.x"):
         s[B].set_store_predicate(tx.var.equal(1))
+
+
+def test_notes_hardware_intrin_gemm_on_the_cpu_names_the_target_that_has_it() -> None:
+    """The notes' gemm8x8, declared with te.hardware_intrin, tensorizes; building it for the
+    CPU says which target implements the instruction (it was "string 'r' cannot be a
+    value in compiled code")."""
+    from mlc.errors import CodegenError
+
+    t = te
+    w, x = t.placeholder((8, 8), name="w"), t.placeholder((8, 8), name="x")
+    k = t.reduce_axis((0, 8))
+    y = t.compute((8, 8), lambda i, j: t.sum(w[i, k] * x[j, k], axis=k))
+
+    def gemm_intrin_lower(inputs, outputs):
+        ww_ptr = inputs[0].access_ptr("r")
+        xx_ptr = inputs[1].access_ptr("r")
+        zz_ptr = outputs[0].access_ptr("w")
+        compute = t.hardware_intrin("gemm8x8", ww_ptr, xx_ptr, zz_ptr)
+        reset = t.hardware_intrin("fill_zero", zz_ptr)
+        update = t.hardware_intrin("fuse_gemm8x8_add", ww_ptr, xx_ptr, zz_ptr)
+        return compute, reset, update
+
+    gemm8x8 = t.decl_tensor_intrin(y.op, gemm_intrin_lower, name="notes.gemm8x8",
+                                   override=True)
+    n = 32
+    A = te.placeholder((n, n), name="A")
+    B = te.placeholder((n, n), name="B")
+    kk = te.reduce_axis((0, n), name="kk")
+    C = te.compute((n, n), lambda i, j: te.sum(A[i, kk] * B[j, kk], axis=kk), name="C")
+    s = te.create_schedule(C.op)
+    yo, xo, yi, xi = s[C].tile(C.op.axis[0], C.op.axis[1], x_factor=8, y_factor=8)
+    ko, ki = s[C].split(C.op.reduce_axis[0], factor=8)
+    s[C].reorder(yo, xo, ko, yi, xi, ki)
+    s[C].tensorize(yi, gemm8x8)
+    assert "fuse_gemm8x8_add(access_ptr(" in str(mlc.lower(s, [A, B, C]))
+    with pytest.raises(CodegenError, match=r"fuse_gemm8x8_add .*the vdla target implements"):
+        mlc.build(s, [A, B, C])

@@ -40,6 +40,7 @@ def compile_lowered(
     as C (the ``"c"`` target passes its own): the Module keeps its text for
     ``get_source("c")``, and this back end never imports that one."""
     tgt = parse_target(target)
+    _refuse_hardware_calls(func, tgt)
     if is_cross(tgt.mtriple):  # another machine's code: to save, not to run (no JIT)
         return _compile_cross(func, tgt, name)
     use_threads = has_parallel(func) and parallel.available()
@@ -89,3 +90,38 @@ def _compile_cross(func: PrimFunc, tgt: Target, name: str | None) -> CrossModule
         cpu_features=cpu_features(dataclasses.replace(tgt, mcpu=tgt.mcpu or "generic")),
     )
     return CrossModule(func, src.entry, tgt, src.ir, src.check_sites)
+
+
+_NOT_HARDWARE = ("access_ptr", "call_extern", "call_pure_extern", "call_packed")
+
+
+def _hardware_calls(func: PrimFunc) -> list[str]:
+    """The instructions of a tensor intrinsic's lowering function (``te.hardware_intrin``:
+    calls that take ``access_ptr`` addresses) that ``func`` still calls."""
+    from mlc.tir.expr import Call
+    from mlc.tir.functor import collect
+
+    found: list[str] = []
+    for c in collect(func.body, lambda n: isinstance(n, Call)):
+        if any(isinstance(a, Call) and a.op == "access_ptr" for a in c.args) \
+                and c.op not in found and c.op not in _NOT_HARDWARE:
+            found.append(str(c.op))
+    return found
+
+
+def _refuse_hardware_calls(func: PrimFunc, tgt: Target) -> None:
+    calls = _hardware_calls(func)
+    if not calls:
+        return
+    from mlc.target.vdla.pass_helpers import GEMM_CALLS
+
+    vdla = [c for c in calls if c in (*GEMM_CALLS, "fill_zero")]
+    owner = (f"the vdla target implements {', '.join(vdla)} (the course's accelerator: "
+             "mlc.build(s, args, target='vdla') runs it on its simulator)" if vdla else
+             "no mlc target implements it")
+    raise CodegenError(
+        f"{func.name} calls the hardware instruction{'s' if len(calls) > 1 else ''} "
+        f"{', '.join(calls)} (te.hardware_intrin, from a tensor intrinsic's lowering function), "
+        f"which the CPU ({tgt}) does not have: {owner}. To run the tile on the CPU, tensorize "
+        "with an intrinsic whose implementation is a schedule of the description "
+        "(te.decl_tensor_intrin(c.op, lambda sch: ...)) or a PrimFunc")
