@@ -14,17 +14,21 @@ The operator: `C = A @ B`, all `(N, N)` float32, `N = 256` (the grader may use a
 
 How it is graded (the grader replays your best schedule's trace in a clean process):
 * **a real space, correct (2 points)**: the best schedule has at least two sampling
-  decisions and computes `A @ B`;
+  decisions, every one of which reaches a loop or block (its value goes into a `split`,
+  an `annotate`, ...: a decision nothing uses is not a coordinate of a space), and it
+  computes `A @ B`;
 * **speed (4 points)**: it is timed interleaved with the **baseline** — the loop order
-  `i, k, j`, no other change — measured in the same run. With
-  `ratio = t_baseline / t_yours`, you get `clip((ratio - 0.5) / 0.5, 0, 1)` of the points:
-  full points when you are at least as fast as the baseline, none at half its speed.
+  `i, k, j`, no other change — measured in the same run, on one core (CPU time). With
+  `ratio = t_baseline / t_yours`, you get `clip((ratio - 1.25) / 0.75, 0, 1)` of the points:
+  nothing until you beat the baseline by 1.25x (the baseline itself earns nothing), full
+  points from 2x.
 
 A good space is small and holds good schedules: with 8 trials the tuner cannot explore a
 space of millions of points, so decide the structure (order, vectorize, parallel) yourself
 and sample only the numbers that matter.
 """),
 code("""
+import json
 import os
 
 import numpy as np
@@ -83,7 +87,11 @@ print(best.trace)
 """),
 md("## A real space, correct (2 points)"),
 test("""
-samples = [inst for inst in best.trace.as_json() if inst[0].startswith("sample_")]
+trace = best.trace.as_json()
+used = json.dumps([inst[1] for inst in trace])  # every argument; a sampled value is "$v4"
+samples = [inst for inst in trace if inst[0].startswith("sample_")]
+unused = [inst[0] for inst in samples if not any(f'"${v}"' in used for v in inst[2])]
+assert not unused, f"{unused}: a sampled value that no primitive takes changes nothing"
 assert len(samples) >= 2, "sample at least two decisions (sch.sample_perfect_tile ...)"
 gemm = mlc.build(best.mod, target="llvm")
 rng = np.random.default_rng(0)

@@ -113,7 +113,9 @@ def test_a4_needs_a_space_with_sampled_decisions(tmp_path):
     count = A4.module.count_samples
     assert count(json.dumps([["get_block", {"name": "C"}, ["b0"]]])) == 0
     assert count(json.dumps([["sample_perfect_tile", {}, ["v0", "v1"]],
-                             ["sample_categorical", {}, ["v2"]]])) == 2
+                             ["sample_categorical", {}, ["v2"]],
+                             ["split", {"loop": "$l0", "factors": ["$v0", "$v1"]}, []],
+                             ["annotate", {"ann_val": "$v2"}, []]])) == 2
     assert count("{broken") == 0
     exports = tmp_path / "exports"
     exports.mkdir()

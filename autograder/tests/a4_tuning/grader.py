@@ -38,26 +38,77 @@ def inputs(n):
     return {"A": ((n, n), "float32"), "B": ((n, n), "float32")}
 
 
-def count_samples(text):
-    """How many sampling instructions (the search space's coordinates) a trace holds."""
+FACTOR = 1.25
+"""How much faster than the baseline the tuned schedule must be before it earns speed points:
+the baseline itself (ratio 1) earns none; full points from FULL times its speed."""
+FULL = 2.0
+
+
+def _instructions(text):
     try:
         insts = json.loads(text)
     except (TypeError, ValueError, RecursionError):  # RecursionError: nested too deeply
-        return 0
+        return []
     if not isinstance(insts, list):
-        return 0
-    return sum(1 for inst in insts
-               if isinstance(inst, list) and inst and str(inst[0]).startswith("sample_"))
+        return []
+    return [inst for inst in insts if isinstance(inst, list) and len(inst) == 3]
+
+
+def _references(value, found):
+    """Every ``$name`` (a random variable: loop, block or sampled value) inside ``value``."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str) and item.startswith("$"):
+            found.add(item[1:])
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+    return found
+
+
+def sampled_decisions(text):
+    """The trace's sampling instructions, each as ``(position, kind, used)``: ``used`` is
+    whether a later instruction takes one of its values (a ``split``'s factors, an
+    ``annotate``'s value), i.e. whether the decision reaches a loop or a block at all."""
+    insts = _instructions(text)
+    out = []
+    for pos, (kind, _, outputs) in enumerate(insts):
+        if not str(kind).startswith("sample_"):
+            continue
+        names = {o for o in outputs if isinstance(o, str)} if isinstance(outputs, list) else set()
+        later = set()
+        for _, args, _ in insts[pos + 1:]:
+            _references(args, later)
+        out.append((pos, str(kind), bool(names & later)))
+    return out
+
+
+def count_samples(text):
+    """How many sampling decisions (the search space's coordinates) of a trace reach a loop or
+    block; one that reaches nothing does not count."""
+    return sum(1 for _, _, used in sampled_decisions(text) if used)
 
 
 @dataclass
 class TunedTraceCase(TraceCase):
     """A TraceCase whose trace must come from a search space: at least ``min_samples``
-    sampling instructions (``sch.sample_perfect_tile`` / ``sch.sample_categorical``)."""
+    sampling instructions (``sch.sample_perfect_tile`` / ``sch.sample_categorical``), each
+    of which reaches a loop or a block (two unused ``sample_categorical`` calls beside the
+    untuned baseline got 6/6)."""
 
     min_samples: int = 0
 
     def _space_problem(self, text):
+        decisions = sampled_decisions(text)
+        unused = [f"#{pos} ({kind})" for pos, kind, used in decisions if not used]
+        if unused:
+            return (f"the sampled decision{'s' if len(unused) > 1 else ''} "
+                    f"{', '.join(unused)} reach{'' if len(unused) > 1 else 'es'} no loop or "
+                    "block: no schedule primitive takes the sampled value (pass it to split's "
+                    "factors, or to annotate), so changing the decision changes nothing; "
+                    "a search space samples only what it uses")
         found = count_samples(text)
         if found < self.min_samples:
             return (f"the schedule has {found} sampling decision(s); a search space needs at "
@@ -84,5 +135,5 @@ CASES = [
     TunedTraceCase("tuned_correct", make_func, baseline_schedule, reference, inputs,
                    params={"n": 256}, speed=False, min_samples=2),
     TunedTraceCase("tuned_speed", make_func, baseline_schedule, reference, inputs,
-                   params={"n": 256}, speed=True, floor=0.5, min_samples=2),
+                   params={"n": 256}, speed=True, floor=FACTOR, full=FULL, min_samples=2),
 ]
