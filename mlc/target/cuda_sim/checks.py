@@ -452,9 +452,10 @@ def check_program(func: S.PrimFunc, arrays: list[Any], blocks: int | None = None
     problem found before then is raised as usual)."""
     checker = Checker()
     stopped = None
+    interp = Interpreter(func, [checker], blocks=blocks, neighbours=True, deadline=deadline)
+    interp.vectorize_loops = True
     try:
-        Interpreter(func, [checker], blocks=blocks, neighbours=True,
-                    deadline=deadline).run(*arrays)
+        interp.run(*arrays)
     except OutOfTime as out:
         stopped = out.where
     if checker.findings:

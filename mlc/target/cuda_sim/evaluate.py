@@ -46,6 +46,7 @@ class _Evaluator:
     _count_flops: bool
     _running_kernel: S.KernelLaunch | None
     _running_lanes: Lanes | None
+    _lane_map: np.ndarray | None
 
     @property
     def kernel(self) -> S.KernelLaunch:
@@ -96,6 +97,8 @@ class _Evaluator:
             rows, _ = np.nonzero(m)
             lanes = rows
             elems = full[m]
+        if self._lane_map is not None:  # iterations run as lanes: the thread of each
+            lanes = self._lane_map[lanes]
         key = id(buf.data)
         if key not in self.mem:
             raise InterpreterError(f"the buffer {buf.name} is not allocated here")
@@ -231,7 +234,8 @@ class _Evaluator:
         if mask is not None:
             bad = bad & np.broadcast_to(mask, bad.shape)
         if bad.any():
-            lane = int(np.nonzero(bad)[0][0])
+            row = int(np.nonzero(bad)[0][0])
+            lane = row if self._lane_map is None else int(self._lane_map[row])
             value = int(np.broadcast_to(np.asarray(b), bad.shape)[np.nonzero(bad)][0])
             line, text = stmt_line(self.func, self.stmt)
             raise IntegerDivisionError(
@@ -438,8 +442,9 @@ class _Evaluator:
         if mask is not None:
             bad = bad & mask
         if bad.any():
-            lane = int(np.nonzero(bad)[0][0])
-            value = int(np.broadcast_to(np.asarray(i), (self.n_lanes, 1))[lane, 0])
+            row = int(np.nonzero(bad)[0][0])
+            lane = row if self._lane_map is None else int(self._lane_map[row])
+            value = int(np.broadcast_to(np.asarray(i), (self.n_lanes, 1))[row, 0])
             line, text = stmt_line(self.func, self.stmt)
             raise GPUIndexError(
                 f"kernel {self.kernel.name}: {self.lanes.describe(lane)} indexes "

@@ -31,6 +31,7 @@ from mlc.errors import (
     CodegenError,
 )
 from mlc.runtime.args import ArgumentChecker, Scalar
+from mlc.target.cuda_sim import vectorize
 from mlc.target.cuda_sim.evaluate import _Evaluator, _scope, _tdiv, _tmod  # noqa: F401
 from mlc.target.cuda_sim.lanes import (  # noqa: F401  (re-exported: the old import path)
     WARP_SIZE,
@@ -113,6 +114,16 @@ class Interpreter(_Evaluator):
         self.stmt: S.Stmt = func.body
         self._count_flops = any(type(o).flops is not Observer.flops for o in self.observers)
         self._loops: list[tuple[S.For, int, int]] = []  # the serial loops running, outer first
+        # ``vectorize_loops``: run a thread's loop iterations at once where no iteration
+        # touches what another writes (mlc.target.cuda_sim.vectorize; the checker sets it:
+        # counters see the same accesses, grouped otherwise than a warp makes them)
+        self.vectorize_loops = False
+        self._lane_map: np.ndarray | None = None  # lane of the step -> thread, when it differs
+        self._approved: frozenset[int] = frozenset()
+        self._shapes: dict[int, Any] = {}
+        self._plans: dict[Any, Any] = {}
+        self._inner: dict[int, frozenset[int]] = {}
+        self._free: dict[int, tuple[E.Var, ...]] = {}
 
     # -- entry ----------------------------------------------------------------------------
     def run(self, *args: Any) -> None:
@@ -214,6 +225,7 @@ class Interpreter(_Evaluator):
         self.grid = grid
         self.n_blocks_total = n_blocks
         self._running_kernel = k
+        self._plans = {}
         self.epoch = 0
         L = len(block_ids)
         self.n_lanes = L
@@ -306,11 +318,11 @@ class Interpreter(_Evaluator):
                     and self._barrier_inside(s):
                 values = [values[i] for i in pick_blocks(len(values), self.loop_limit)]
                 self.weight = weight * int(ext) / len(values)
-            for v in values:
-                self.env[var] = np.int64(v)
-                self._loops.append((s, v, len(values)))
-                self._stmt(s.body, mask)
-                self._loops.pop()
+            if self.vectorize_loops and len(values) > 1 and self.loop_limit is None:
+                self._for_at_once(s, int(lo), int(ext), mask)
+            else:
+                for v in values:
+                    self._iteration(s, v, len(values), mask)
             self.weight = weight
         else:
             lo_a = np.broadcast_to(np.asarray(lo, np.int64), (self.n_lanes, 1))
@@ -328,6 +340,91 @@ class Interpreter(_Evaluator):
             self.env.pop(var, None)
         else:
             self.env[var] = old
+
+    def _iteration(self, s: S.For, v: int, count: int, mask: np.ndarray | None) -> None:
+        self.env[id(s.loop_var)] = np.int64(v)
+        self._loops.append((s, v, count))
+        self._stmt(s.body, mask)
+        self._loops.pop()
+
+    # -- loops run at once (the checker's fast path: mlc.target.cuda_sim.vectorize) -----------
+    def _for_at_once(self, s: S.For, lo: int, ext: int, mask: np.ndarray | None) -> None:
+        """The iterations of ``s`` in as few steps as :func:`~mlc.target.cuda_sim.vectorize.
+        independent` allows: all at once, in chunks, or one by one."""
+        if id(s) in self._approved:  # an outer loop's plan covered this one's iterations
+            self._run_at_once(s, lo, ext, mask, nest=True)
+            return
+        key = id(s)
+        if key not in self._shapes:
+            shape = vectorize.loop_shape(s)
+            self._shapes[key] = (shape, vectorize.trips(s)) if shape is not None else None
+        known = self._shapes[key]
+        if known is None:
+            for v in range(lo, lo + ext):
+                self._iteration(s, v, ext, mask)
+            return
+        shape, trips = known
+        step = vectorize.chunk(self, shape, ext, trips)
+        for start in range(lo, lo + ext, step):
+            count = min(step, lo + ext - start)
+            plan_key = (key, start, count, self.n_lanes, _mask_key(mask),
+                        *(self._value_key(self.env.get(id(v))) for v in shape.key_vars))
+            verdict = self._plans.get(plan_key)
+            if verdict is None:
+                verdict = vectorize.independent(self, s, shape, start, count, mask) \
+                    if count > 1 else (False, False)
+                # keep the arrays of the key alive: their ids stay theirs
+                self._plans[plan_key] = verdict = (
+                    *verdict, [self.env.get(id(v)) for v in shape.key_vars])
+            if verdict[0]:
+                self._run_at_once(s, start, count, mask, nest=verdict[1])
+            else:
+                for v in range(start, start + count):
+                    self._iteration(s, v, ext, mask)
+
+    @staticmethod
+    def _value_key(value: Any) -> Any:
+        if isinstance(value, np.ndarray) and value.ndim:
+            return ("array", id(value))
+        return ("value", None if value is None else repr(value))
+
+    def _run_at_once(self, s: S.For, lo: int, count: int, mask: np.ndarray | None,
+                     nest: bool) -> None:
+        """Iterations ``lo .. lo + count - 1`` of ``s`` as extra lanes of the same threads
+        (``_lane_map`` gives each lane's thread); with ``nest`` the loops inside too."""
+        n = self.n_lanes
+        if id(s) not in self._free:
+            self._free[id(s)] = vectorize.free_vars(s)
+        saved: dict[int, Any] = {}
+        for var in self._free[id(s)]:  # per-thread values the body reads: one per lane
+            value = self.env.get(id(var))
+            if isinstance(value, np.ndarray) and value.ndim == 2 and value.shape[0] == n:
+                saved[id(var)] = value
+        for key, value in saved.items():
+            self.env[key] = np.repeat(value, count, axis=0)
+        old_map, old_approved = self._lane_map, self._approved
+        self._lane_map = np.repeat(old_map if old_map is not None else np.arange(n), count)
+        if nest:
+            if id(s) not in self._inner:
+                self._inner[id(s)] = vectorize.inner_loops(s)
+            self._approved = old_approved | self._inner[id(s)]
+        self.n_lanes = n * count
+        self.env[id(s.loop_var)] = np.tile(np.arange(lo, lo + count, dtype=np.int64),
+                                           n).reshape(-1, 1)
+        if mask is not None and mask.shape[0] == n:
+            mask = np.repeat(mask, count, axis=0)
+        self._loops.append((s, lo, count))
+        try:
+            self._stmt(s.body, mask)
+        finally:
+            self._loops.pop()
+            self.n_lanes = n
+            self._lane_map, self._approved = old_map, old_approved
+            self.env.update(saved)
+
+    def real_lane(self, lane: Any) -> Any:
+        """The thread (lane of :attr:`lanes`) of a lane of the running step."""
+        return lane if self._lane_map is None else self._lane_map[lane]
 
     def _position(self) -> str:
         """Where the run is: the kernel, the statement's line, the loops' iterations."""
@@ -377,6 +474,12 @@ class Interpreter(_Evaluator):
             "block must reach each barrier: move the guard (the `if` around it) inside the "
             "stage, or make the loop bounds the same for every thread.\n" + text
         )
+
+
+def _mask_key(mask: np.ndarray | None) -> Any:
+    if mask is None:
+        return None
+    return (mask.shape, np.packbits(mask).tobytes())
 
 
 def gpu_program(obj: Any) -> S.PrimFunc:
