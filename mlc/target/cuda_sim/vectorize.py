@@ -94,9 +94,13 @@ def _key_vars(loop: S.For, written: set[int]) -> tuple[E.Var, ...]:
     post_order_visit(loop.body, visit)
     inside = {id(v) for v in _bound(loop)}
     found: dict[int, E.Var] = {}
+
+    def visit_var(n: object) -> None:
+        if isinstance(n, E.Var) and id(n) not in inside:
+            found.setdefault(id(n), n)
+
     for e in planned:
-        post_order_visit(e, lambda n: found.setdefault(id(n), n)
-                         if isinstance(n, E.Var) and id(n) not in inside else None)
+        post_order_visit(e, visit_var)
     return tuple(found.values())
 
 
@@ -317,17 +321,17 @@ def independent(interp: Any, loop: S.For, shape: LoopShape, lo: int, count: int,
         size = interp.mem[key].shape[-1] if key in interp.mem else None
         keys, iters, writes = [], [], []
         for flat, write in accesses:
-            shape = np.broadcast_shapes(flat.shape, (planner.n, count) + (1,) * (ndim - 2))
-            elems = np.broadcast_to(flat, shape)
+            dims = np.broadcast_shapes(flat.shape, (planner.n, count) + (1,) * (ndim - 2))
+            elems = np.broadcast_to(flat, dims)
             if size is None or elems.size and (elems.min() < 0 or elems.max() >= size):
                 return False, False  # run one by one and let the bad index be reported
-            grid = np.indices(shape, sparse=True)
+            grid: tuple[Any, ...] = tuple(np.indices(dims, sparse=True))
             it: Any = 0
-            for axis in range(1, len(shape) - 1):
+            for axis in range(1, len(dims) - 1):
                 it = it + grid[axis] * strides[axis]
             lane = grid[0]
-            keys.append(np.broadcast_to(lane * size + elems, shape).reshape(-1))
-            iters.append(np.broadcast_to(it, shape).reshape(-1))
+            keys.append(np.broadcast_to(lane * size + elems, dims).reshape(-1))
+            iters.append(np.broadcast_to(it, dims).reshape(-1))
             writes.append(np.full(elems.size, write))
         k = np.concatenate(keys)
         written = np.sort(k[np.concatenate(writes)])
