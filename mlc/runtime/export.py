@@ -24,6 +24,7 @@ needs the machine.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import json
@@ -459,10 +460,7 @@ def load_module(path: str | os.PathLike[str], cc: str | None = None) -> Any:
         from mlc.runtime import parallel
 
         parallel.libgomp()  # loaded globally before the library needs it
-    try:
-        lib = ctypes.CDLL(os.path.abspath(path), mode=os.RTLD_LOCAL)
-    except OSError as err:
-        raise ExportError(f"cannot load {path}: {err}") from None
+    lib = _open_fresh(path)
     meta = _read_metadata(lib, path)
     sig = from_json(meta["signature"])
     try:
@@ -482,6 +480,23 @@ def load_module(path: str | os.PathLike[str], cc: str | None = None) -> Any:
     if meta.get("kind") == "graph":
         return LoadedGraphModule(mod, meta["graph"])
     return mod
+
+
+def _open_fresh(path: str) -> ctypes.CDLL:
+    """dlopen a private copy of ``path``: the dynamic loader hands back the library it
+    already has for a path it has seen, so a library exported again under the same name
+    (a notebook cell run twice) would run the old code. The copy is removed once mapped."""
+    fd, copy = tempfile.mkstemp(prefix="mlc-lib-", suffix=".so")
+    try:
+        with os.fdopen(fd, "wb") as out, open(path, "rb") as src:
+            shutil.copyfileobj(src, out)
+        try:
+            return ctypes.CDLL(copy, mode=os.RTLD_LOCAL)
+        except OSError as err:
+            raise ExportError(f"cannot load {path}: {str(err).replace(copy, path)}") from None
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(copy)
 
 
 def _symbol_address(lib: ctypes.CDLL, name: str) -> int:

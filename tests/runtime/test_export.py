@@ -312,3 +312,50 @@ def test_missing_compiler_is_a_typed_error(tmp_path: Path,
         _scale().export_library(tmp_path / "x.so")
     _scale().save(str(tmp_path / "x.o"))  # an object needs no compiler
     assert elf_machine(tmp_path / "x.o") == "x86_64"
+
+
+@needs_cc
+def test_a_library_exported_again_under_the_same_name_loads_the_new_code(
+        tmp_path: Path) -> None:
+    """The dynamic loader caches libraries by path: a notebook cell that exports and loads
+    twice must get the second program, not the first."""
+    A = te.placeholder((4,), name="A")
+    for scale in (2.0, 3.0):
+        B = te.compute((4,), lambda i: A[i] * scale, name="B")
+        mlc.build(te.create_schedule(B.op), [A, B], name="myfunc").export_library(
+            tmp_path / "same.so")
+        g = mlc.runtime.load_module(tmp_path / "same.so")
+        b = np.zeros(4, "float32")
+        g(np.ones(4, "float32"), b)
+        np.testing.assert_allclose(b, scale)
+
+
+@needs_cc
+def test_two_libraries_with_one_entry_name_stay_apart(tmp_path: Path) -> None:
+    A = te.placeholder((4,), name="A")
+    mods = []
+    for k, scale in enumerate((2.0, 5.0)):
+        B = te.compute((4,), lambda i: A[i] * scale, name="B")
+        mlc.build(te.create_schedule(B.op), [A, B], name="myfunc").export_library(
+            tmp_path / f"lib{k}.so")
+        mods.append(mlc.runtime.load_module(tmp_path / f"lib{k}.so"))
+    for g, scale in zip(mods, (2.0, 5.0)):
+        b = np.zeros(4, "float32")
+        g(np.ones(4, "float32"), b)
+        np.testing.assert_allclose(b, scale)
+
+
+@needs_cc
+def test_parallel_loops_export_with_libgomp(tmp_path: Path) -> None:
+    n = 1 << 14
+    A = te.placeholder((n,), name="A")
+    B = te.compute((n,), lambda i: A[i] * 3.0, name="B")
+    s = te.create_schedule(B.op)
+    xo, _ = s[B].split(B.op.axis[0], factor=1024)
+    s[B].parallel(xo)
+    mlc.build(s, [A, B], name="par").export_library(tmp_path / "par.so")
+    g = mlc.runtime.load_module(tmp_path / "par.so")
+    a = np.random.default_rng(0).random(n, dtype=np.float32)
+    b = np.zeros_like(a)
+    g(a, b)
+    np.testing.assert_allclose(b, a * 3)
