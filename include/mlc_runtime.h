@@ -38,7 +38,9 @@ const char *mlc_metadata(void);
           pass arrays of the shapes the metadata gives for these sizes.
    Returns 0, or k >= 1 when the k-th run-time check of "checks" failed (an integer
    division by zero, an index read from data that was out of range, an allocation that
-   found no memory); the outputs are then partial. One call at a time per library. */
+   found no memory; the outputs are then partial), or -1 when args is NULL or sizes is
+   NULL although the function has symbolic sizes (nothing ran). One call at a time per
+   library. */
 int32_t mlc_run(void *const *args, const int64_t *sizes);
 
 /* The function itself is also exported under its build name, with the native signature

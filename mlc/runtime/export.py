@@ -42,6 +42,7 @@ import numpy as np
 
 from mlc.errors import ExportError, TargetError
 from mlc.runtime import jit
+from mlc.runtime.module import Module
 from mlc.runtime.signature import from_json, to_json
 from mlc.tir.stmt import PrimFunc
 
@@ -213,6 +214,16 @@ def abi_ir(ex: Exportable, entry_types: list[str], meta: dict[str, Any],
     sig = public_signature(ex)
     position = {id(a): k for k, a in enumerate(sig.arguments)}
     body, call = [], []
+    # a NULL argument array (or a NULL size array where sizes are needed) returns -1
+    body.append("  %no_args = icmp eq ptr %args, null")
+    if nsizes:
+        body.append("  %no_sizes = icmp eq ptr %sizes, null")
+        body.append("  %refuse = or i1 %no_args, %no_sizes")
+    else:
+        body.append("  %refuse = or i1 %no_args, false")
+    body.append("  br i1 %refuse, label %bad, label %go")
+    body.append("bad:\n  ret i32 -1")
+    body.append("go:")
     for k, p in enumerate(sig.params):
         at = position[id(p)]
         body.append(f"  %a{k}.at = getelementptr ptr, ptr %args, i64 {at}")
@@ -278,7 +289,10 @@ def save(ex: Exportable, path: str | os.PathLike[str], fmt: str = "") -> None:
         raise ExportError(f"cannot save as {fmt!r}: use .o (object), .so (shared library), "
                           ".s (assembly) or .ll (LLVM IR)")
     data = compile_object(ex, "o" if fmt == "obj" else fmt)
-    Path(path).write_bytes(data)
+    try:
+        Path(path).write_bytes(data)
+    except OSError as err:
+        raise ExportError(f"cannot write {str(path)!r}: {err.strerror or err}") from None
 
 
 # -- linking -----------------------------------------------------------------------------------
@@ -439,9 +453,7 @@ def load_module(path: str | os.PathLike[str], cc: str | None = None) -> Any:
     """Read back what :func:`export_library` or ``save`` wrote: a ``.so`` is opened, a ``.o``
     is linked with ``cc`` first. Returns a Module (called as the exported one, with the same
     argument checks) or, for a graph, a :class:`LoadedGraphModule`."""
-    from mlc.runtime.module import Module
-
-    path = os.fspath(path)
+    path = original = os.fspath(path)
     if not os.path.isfile(path):
         raise ExportError(f"no library at {path!r}")
     _check_machine(path)
@@ -474,9 +486,9 @@ def load_module(path: str | os.PathLike[str], cc: str | None = None) -> Any:
     if release:
         compiled.workspace = weakref.finalize(compiled, jit._release_workspace, lib, release)
     sites = tuple(tuple(s) for s in meta.get("checks", ()))
-    mod = Module(sig, str(meta["public"]), target, "", compiled, None,
-                 sites, 0)  # type: ignore[arg-type]
-    mod.library_path = path  # type: ignore[attr-defined]
+    mod = LoadedModule(sig, str(meta["public"]), target, "", compiled, None,
+                       sites, 0)  # type: ignore[arg-type]
+    mod.library_path = os.fspath(original)
     if meta.get("kind") == "graph":
         return LoadedGraphModule(mod, meta["graph"])
     return mod
@@ -497,6 +509,21 @@ def _open_fresh(path: str) -> ctypes.CDLL:
     finally:
         with contextlib.suppress(OSError):
             os.unlink(copy)
+
+
+class LoadedModule(Module):
+    """A Module read from a library: machine code only (no IR to show or export)."""
+
+    library_path = ""
+
+    def get_source(self, fmt: str = "") -> str:
+        raise ExportError(
+            f"{self.entry_name} was loaded from {self.library_path}, which holds machine "
+            "code only; its source is where it was built (f.get_source('ll') there), or "
+            "disassemble the library (objdump -d)")
+
+    def __repr__(self) -> str:
+        return f"Module({self.entry_name}({self.signature()}), from {self.library_path!r})"
 
 
 def _symbol_address(lib: ctypes.CDLL, name: str) -> int:

@@ -359,3 +359,30 @@ def test_parallel_loops_export_with_libgomp(tmp_path: Path) -> None:
     b = np.zeros_like(a)
     g(a, b)
     np.testing.assert_allclose(b, a * 3)
+
+
+@needs_cc
+def test_null_arrays_to_mlc_run_are_refused_and_bad_paths_are_typed(tmp_path: Path) -> None:
+    import ctypes
+
+    _scale().export_library(tmp_path / "sym.so")  # a symbolic size n: sizes are needed
+    lib = ctypes.CDLL(str(tmp_path / "sym.so"))
+    lib.mlc_run.restype = ctypes.c_int32
+    lib.mlc_run.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+    a = np.ones(3, "float32")
+    b = np.zeros(3, "float32")
+    args = (ctypes.c_void_p * 2)(a.ctypes.data, b.ctypes.data)
+    assert lib.mlc_run(None, None) == -1
+    assert lib.mlc_run(args, None) == -1  # NULL sizes where n is needed: no crash
+    sizes = (ctypes.c_int64 * 1)(3)
+    assert lib.mlc_run(args, sizes) == 0
+    np.testing.assert_allclose(b, 3.0)
+    g = mlc.runtime.load_module(tmp_path / "sym.so")
+    with pytest.raises(ExportError, match="machine code only"):
+        g.get_source("ll")
+    with pytest.raises(ExportError, match="no IR"):
+        g.export_library(tmp_path / "again.so")
+    with pytest.raises(ExportError, match="cannot write"):
+        _scale().save(str(tmp_path))  # a folder
+    with pytest.raises(ExportError, match="linker failed"):
+        _scale().export_library(tmp_path / "no" / "such" / "dir" / "x.so")
