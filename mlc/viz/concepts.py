@@ -1,7 +1,7 @@
 """Drawn figures of the course's central ideas, generated from code so they stay true and diff.
 
     from mlc.viz.concepts import stack, memory_hierarchy, tuning_loop
-    stack()                 # the compiler's levels, model -> graph -> te -> schedule -> loops -> code
+    stack()                 # the levels: model, graph, te, schedule, loops, code
     stack(chapter=4)        # the same map with chapter 04's levels highlighted (each chapter's top)
     memory_hierarchy()      # registers / L1 / L2 / DRAM and which tile lives where
     tuning_loop()           # propose -> build -> measure -> cost model -> propose
@@ -40,6 +40,7 @@ CHAPTER_LEVELS: dict[int, tuple[str, ...]] = {
     8: ("schedule", "code"),
     9: ("schedule", "loops"),
     10: ("loops", "code"),
+    11: ("code",),
 }
 
 # where the course goes deeper into each level
@@ -49,7 +50,7 @@ WHERE = {
     "te": "01",
     "schedule": "02, 04, 07",
     "loops": "03, 09",
-    "code": "04 (CPU), 08 (GPU), 10 (accelerator)",
+    "code": "04 (CPU), 08 (GPU), 10 (accelerator), 11 (deployment)",
 }
 
 _ON, _OFF = "#1565c0", "#cfd8dc"
@@ -95,8 +96,8 @@ def memory_hierarchy() -> Drawing:
     """Registers, L1, L2, DRAM with rough sizes and latencies, and which piece of a tiled
     matmul lives in each: the reason for tiling (chapters 02 and 04)."""
     d = Drawing(name="memory")
-    d.attr(rankdir="LR", fontname="Helvetica", label="a tiled C = A @ B on one core: "
-           "each tile is sized to stay in a level", labelloc="t", fontsize="12")
+    d.attr(rankdir="LR", fontname="Helvetica", label="a tiled C = A @ B on one core (typical sizes "
+           "and latencies): each tile is sized to stay in a level", labelloc="t", fontsize="12")
     d.attr("node", shape="box", style="filled", fontname="Helvetica", fontsize="10")
     rows = [
         ("reg", "registers\n~2 KB, 1 cycle", "#1565c0", "white", "a 4 x 16 block of C\n"
@@ -138,28 +139,34 @@ def tuning_loop() -> Drawing:
 
 
 def fusion_patterns() -> Drawing:
-    """The graph level's fusion rules (chapter 05): which producer pattern may fuse into
-    which consumer, so that one kernel computes the chain and the intermediate never
-    reaches memory."""
+    """The graph level's fusion rules (chapter 05) on the MLP of chapter 06: an op whose
+    output takes an elementwise epilogue (dense) fuses the broadcast and elementwise ops
+    after it, so one kernel computes the chain and the intermediate never reaches memory;
+    two such complex ops never share a kernel."""
     d = Drawing(name="fusion")
     d.attr(rankdir="LR", fontname="Helvetica", fontsize="12",
-           label="fused into one kernel (solid) / a kernel boundary (red)", labelloc="t")
+           label="fused groups (dashed): one kernel each; red: a kernel boundary, the value "
+                 "goes through memory", labelloc="t")
     d.attr("node", shape="box", style="filled", fontname="Helvetica", fontsize="10")
-    with d.subgraph(name="cluster_ok") as c:
-        c.attr(style="dashed", color="#43a047", label="one group: dense + add + relu",
-               fontsize="10")
+    with d.subgraph(name="cluster_g0") as c:
+        c.attr(style="dashed", color="#43a047", label="group 0", fontsize="10")
         c.node("dense", "nn.dense\nOUT_ELEMWISE_FUSABLE", fillcolor="#bbdefb")
         c.node("add", "add (bias)\nBROADCAST", fillcolor="#c8e6c9")
-        c.node("relu", "relu\nELEMWISE", fillcolor="#c8e6c9")
+        c.node("relu", "nn.relu\nELEMWISE", fillcolor="#c8e6c9")
         c.edge("dense", "add")
         c.edge("add", "relu")
-    with d.subgraph(name="cluster_next") as c:
-        c.attr(style="dashed", color="#43a047", label="next group", fontsize="10")
+    with d.subgraph(name="cluster_g1") as c:
+        c.attr(style="dashed", color="#43a047", label="group 1", fontsize="10")
         c.node("dense2", "nn.dense\nOUT_ELEMWISE_FUSABLE", fillcolor="#bbdefb")
-    d.node("softmax", "softmax\nOPAQUE", fillcolor="#ffcdd2")
-    d.edge("relu", "dense2", color="#e53935", label="a reduction reads\nall of relu",
+        c.node("add2", "add (bias)\nBROADCAST", fillcolor="#c8e6c9")
+        c.edge("dense2", "add2")
+    with d.subgraph(name="cluster_g2") as c:
+        c.attr(style="dashed", color="#43a047", label="group 2", fontsize="10")
+        c.node("softmax", "nn.softmax\nOUT_ELEMWISE_FUSABLE", fillcolor="#bbdefb")
+    d.edge("relu", "dense2", color="#e53935", label="every output of dense\nreads a whole row",
            fontsize="9")
-    d.edge("dense2", "softmax", color="#e53935")
+    d.edge("add2", "softmax", color="#e53935", label="two complex ops:\nnever one kernel",
+           fontsize="9")
     return d
 
 
@@ -170,7 +177,7 @@ def gpu_hierarchy() -> Drawing:
     d = Drawing(name="gpu")
     d.attr(rankdir="TB", fontname="Helvetica", fontsize="12", compound="true")
     d.attr("node", shape="box", style="filled", fontname="Helvetica", fontsize="10")
-    d.node("global", "global memory (GBs, ~500 cycles): X, W, Y", fillcolor="#e3f2fd",
+    d.node("global", "global memory (GBs, ~500 cycles, typical): X, W, Y", fillcolor="#e3f2fd",
            width="5")
     for b in range(2):
         with d.subgraph(name=f"cluster_b{b}") as c:
