@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from autograder.cases import load_grader
-from autograder.judge_trace import judge_trace
+from autograder.judge_trace import decide_report, judge_trace
 from autograder.sandbox import remove_tree
 from mlc import tir
 
@@ -44,8 +44,9 @@ def test_the_reference_trace_replays_correct_in_the_judged_step(work, monkeypatc
     report = judge_trace(case, _trace(case, case.reference_schedule), work, rounds=5,
                          min_time=0.002, settle=0.0, hide=[str(GRADER.parent)], probe=probe)
     assert report["correct"] and report["message"] == "correct", report
-    assert len(report["t_reference_rounds"]) == len(report["t_student_rounds"]) >= 5
-    assert all(t > 0 for t in report["t_student_rounds"])
+    assert report["rounds"] >= 5 and report["t_student"] > 0 and report["t_reference"] > 0
+    decided = decide_report(case, dict(report))
+    assert {"credit", "credit_low", "credit_high", "decided"} <= set(decided)
     caps, status = report["probe"]["caps"], report["probe"]["status"]
     assert int(status["Uid"]) != 0 and caps["CapEff"] == 0 and caps["CapBnd"] == 0
     assert all(v != "read" for v in report["probe"]["read"].values())
@@ -58,3 +59,17 @@ def test_a_trace_that_does_not_replay_or_computes_wrong_is_the_students(work, mo
     assert not report["correct"] and "does not replay" in report["message"]
     report = judge_trace(case, "not json at all", work)
     assert not report["correct"] and "does not replay" in report["message"]
+
+
+def test_times_the_judged_step_makes_up_are_refused():
+    """The judged step's times are data: checked before anything is decided from them."""
+    from autograder.judge_trace import _checked_timing
+
+    good = {"t_reference_rounds": [1e-3] * 5, "t_student_rounds": [2e-3] * 5}
+    assert _checked_timing(good, 5)["ratio"] == 0.5
+    for bad in [{"t_reference_rounds": [1e-3] * 5, "t_student_rounds": [0.0] * 5},
+                {"t_reference_rounds": [1e-3] * 5, "t_student_rounds": [float("nan")] * 5},
+                {"t_reference_rounds": [1e-3] * 5, "t_student_rounds": [1e-3] * 4},
+                {"t_reference_rounds": [1e-3] * 500, "t_student_rounds": [1e-3] * 500},
+                {"t_reference_rounds": ["1"] * 5, "t_student_rounds": [1e-3] * 5}, None]:
+        assert _checked_timing(bad, 5) is None
