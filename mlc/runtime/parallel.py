@@ -159,6 +159,8 @@ def libgomp() -> str | None:
     # their spinning threads would slow down mlc's next call (a 64^3 GEMM took 2.3 ms
     # instead of 0.1 on a busy machine) and the tuner's timings after each model fit.
     user_policy = os.environ.get("OMP_WAIT_POLICY")
+    _state["user"] = {k: os.environ[k] for k in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
+                      if os.environ.get(k)}
     _state["others"] = loaded_openmp_runtimes()
     path: str | None = None
     for candidate in _candidates():
@@ -210,8 +212,7 @@ def describe() -> dict[str, Any]:
     idle threads spin (microseconds, and as libgomp's count), and the OpenMP runtimes that
     were in the process before mlc loaded its own (their settings do not apply to mlc)."""
     path = libgomp()
-    user = {k: os.environ[k] for k in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
-            if k in os.environ and "spins" not in _state}
+    user = dict(_state.get("user", {}))  # type: ignore[call-overload]
     return {
         "libgomp": path,
         "private_copy": bool(_state.get("private")),
