@@ -39,6 +39,7 @@ import numpy as np
 
 from mlc.errors import ArgumentError
 from mlc.target.cuda_sim.checks import CheckReport, check_program
+from mlc.target.cuda_sim.vectorize import loop_shape
 from mlc.tir import expr as E
 from mlc.tir import stmt as S
 from mlc.tir.arith import evaluate_known
@@ -232,39 +233,43 @@ def address_inputs(func: S.PrimFunc) -> tuple[frozenset[int], frozenset[int]]:
 # -- what a full check costs --------------------------------------------------------------------
 
 def estimate(func: S.PrimFunc, arrays: list[Any]) -> float:
-    """Seconds a check of every block should take: each statement run costs a step, each
-    access by each thread :data:`SECONDS_PER_ACCESS`. A loop whose bounds are not known
-    before the run counts once (the deadline catches the rest)."""
+    """Seconds a check of every block should take: each statement run costs a step
+    (:data:`SECONDS_PER_STEP`), each access by each thread :data:`SECONDS_PER_ACCESS`. The
+    iterations of a loop without a barrier inside may run as one step
+    (:mod:`~mlc.target.cuda_sim.vectorize`), so they count as one; a loop whose bounds are
+    not known before the run counts once. The deadline catches what this misses."""
     env = _sizes(func, arrays)
     total = 0.0
 
-    def walk(s: Any, times: float, threads: float) -> None:
+    def walk(s: Any, steps: float, times: float, threads: float) -> None:
         nonlocal total
         if isinstance(s, S.SeqStmt):
             for c in s.seq:
-                walk(c, times, threads)
+                walk(c, steps, times, threads)
         elif isinstance(s, S.KernelLaunch):
             blocks = 1.0
             for _, extent in s.grid_extents:
                 known = evaluate_known(extent, env)
                 blocks *= float(known) if known is not None else 1.0
-            walk(s.body, times, blocks * s.threads_per_block)
+            walk(s.body, steps, times, blocks * s.threads_per_block)
         elif isinstance(s, S.For):
             trips = evaluate_known(s.extent, env)
-            walk(s.body, times * (float(trips) if trips is not None else 1.0), threads)
+            n = float(trips) if trips is not None else 1.0
+            at_once = loop_shape(s) is not None
+            walk(s.body, steps if at_once else steps * n, times * n, threads)
         elif isinstance(s, (S.LetStmt, S.Allocate)):
             if isinstance(s, S.LetStmt):
                 total += times * _accesses(s.value) * threads * SECONDS_PER_ACCESS
-            walk(s.body, times, threads)
+            walk(s.body, steps, times, threads)
         elif isinstance(s, S.IfThenElse):
-            walk(s.then_case, times, threads)
+            walk(s.then_case, steps, times, threads)
             if s.else_case is not None:
-                walk(s.else_case, times, threads)
+                walk(s.else_case, steps, times, threads)
         elif isinstance(s, (S.BufferStore, S.Evaluate)):
             n = _accesses(s) if isinstance(s, S.BufferStore) else _accesses(s.value)
-            total += times * (SECONDS_PER_STEP + n * threads * SECONDS_PER_ACCESS)
+            total += steps * SECONDS_PER_STEP + times * n * threads * SECONDS_PER_ACCESS
 
-    walk(func.body, 1.0, 1.0)
+    walk(func.body, 1.0, 1.0, 1.0)
     return total
 
 
