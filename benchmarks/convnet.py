@@ -28,9 +28,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import vs_ort  # noqa: E402
 
-if "--fusion" not in sys.argv:  # before mlc loads its OpenMP runtime
-    _t = sys.argv[sys.argv.index("--threads") + 1] if "--threads" in sys.argv else "2"
-    vs_ort.set_threads(int(_t))
+# before mlc loads its OpenMP runtime
+THREADS = vs_ort.setup_from_argv(sys.argv) if "--fusion" not in sys.argv else 0
 
 from mlc import graph  # noqa: E402
 from mlc.examples.mlp import convnet_graph  # noqa: E402
@@ -48,6 +47,8 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=None)
     ap.add_argument("--rounds", type=int, default=None)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--clock", choices=["wall", "cpu"], default="wall",
+                    help="cpu: one thread each, timed by this thread's CPU time")
     ap.add_argument("--fusion", action="store_true", help="the digits conv net, fused vs not")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
@@ -55,9 +56,9 @@ def main() -> None:
         from mlc.graph.frontend import onnx_examples
 
         rounds, batch = args.rounds or 9, args.batch or 1
-        print(vs_ort.header(args.threads, rounds))
+        print(vs_ort.header(THREADS, rounds))
         r = vs_ort.compare(f"CNN 2x(conv3x3+BN+ReLU+pool)+dense, {batch}x3x32x32",
-                           onnx_examples.convnet(batch), args.threads, rounds, 200)
+                           onnx_examples.convnet(batch), THREADS, rounds, 200)
         print(vs_ort.row(r))
         return
     args.batch, args.rounds = args.batch or 16, args.rounds or 5

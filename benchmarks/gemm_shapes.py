@@ -26,9 +26,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import vs_ort  # noqa: E402
 
-_t = sys.argv[sys.argv.index("--threads") + 1] if "--threads" in sys.argv else "2"
-vs_ort.set_threads(int(_t))  # before mlc loads its OpenMP runtime
-os.environ.setdefault("OPENBLAS_NUM_THREADS", _t)
+_threads = vs_ort.setup_from_argv(sys.argv)  # before mlc loads its OpenMP runtime
+os.environ.setdefault("OPENBLAS_NUM_THREADS", str(_threads))
 
 import mlc  # noqa: E402
 from mlc import te, tune  # noqa: E402
@@ -49,11 +48,13 @@ def main() -> None:
     ap.add_argument("--trials", type=int, default=64)
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--clock", choices=["wall", "cpu"], default="wall",
+                    help="cpu: one thread each, timed by this thread's CPU time")
     ap.add_argument("--shapes", default="")
     args = ap.parse_args()
     shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")] \
         if args.shapes else SHAPES
-    print(f"machine: {vs_ort.machine()}\nthreads: {args.threads} each; tune_tir "
+    print(f"machine: {vs_ort.machine()}\nthreads: {_threads} each; tune_tir "
           f"{args.trials} trials per shape; {args.rounds} interleaved rounds; ratio = numpy "
           f"time / mlc time (above 1: mlc faster)\n")
     print("| (M, K, N) | mlc GFLOPS (min-max) | numpy GFLOPS (min-max) | numpy/mlc [min-max] | "

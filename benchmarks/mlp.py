@@ -30,9 +30,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import vs_ort  # noqa: E402
 
-if "--digits" not in sys.argv:  # before mlc loads its OpenMP runtime
-    _t = sys.argv[sys.argv.index("--threads") + 1] if "--threads" in sys.argv else "2"
-    vs_ort.set_threads(int(_t))
+# before mlc loads its OpenMP runtime
+THREADS = vs_ort.setup_from_argv(sys.argv) if "--digits" not in sys.argv else 0
 
 from mlc import graph  # noqa: E402
 from mlc.examples.mlp import load_data, mlp_graph, numpy_forward, train_mlp  # noqa: E402
@@ -151,11 +150,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=None)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--clock", choices=["wall", "cpu"], default="wall",
+                    help="cpu: one thread each, timed by this thread's CPU time")
     ap.add_argument("--digits", action="store_true", help="the digits MLP vs numpy and int8")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     if not args.digits:
-        versus_ort(args.rounds or 9, args.threads)
+        versus_ort(args.rounds or 9, THREADS)
         return
     args.rounds = args.rounds or 7
     xtr, ytr, _, _ = load_data()

@@ -22,8 +22,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import vs_ort  # noqa: E402
 
-_t = sys.argv[sys.argv.index("--threads") + 1] if "--threads" in sys.argv else "2"
-vs_ort.set_threads(int(_t))  # before mlc loads its OpenMP runtime
+THREADS = vs_ort.setup_from_argv(sys.argv)  # before mlc loads its OpenMP runtime
 
 
 def profile(model: object) -> None:
@@ -58,6 +57,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--clock", choices=["wall", "cpu"], default="wall",
+                    help="cpu: one thread each, timed by this thread's CPU time")
     ap.add_argument("--seq", type=int, default=128)
     ap.add_argument("--width", type=int, default=256)
     ap.add_argument("--heads", type=int, default=4)
@@ -66,9 +67,9 @@ def main() -> None:
     from mlc.graph.frontend import onnx_examples
 
     model = onnx_examples.transformer(args.seq, args.width, args.heads)
-    print(vs_ort.header(args.threads, args.rounds))
+    print(vs_ort.header(THREADS, args.rounds))
     r = vs_ort.compare(f"encoder block seq {args.seq}, width {args.width}, {args.heads} heads",
-                       model, args.threads, args.rounds, 10)
+                       model, THREADS, args.rounds, 10)
     print(vs_ort.row(r), flush=True)
     if args.profile:
         profile(model)

@@ -8,6 +8,11 @@ between the two, each timed batch after a pause and one untimed call (which wake
 sleeping threads); the table prints the medians, the spread (min-max over rounds), the median
 of the per-round ratios, and the load average before and after, since this machine may be
 shared. Outputs are checked against ORT's before timing.
+
+``--clock cpu`` (every script that uses this harness): one thread each, timed by this
+thread's CPU time (``time.thread_time``): on a machine other processes share, wall time counts
+their turns too; the CPU time of the one thread counts only this thread's, so the ratio says
+how good the code is (caches are still shared).
 """
 
 from __future__ import annotations
@@ -20,11 +25,24 @@ from typing import Any
 
 import numpy as np
 
+CLOCK = time.perf_counter
+
 
 def set_threads(n: int) -> None:
     """Call before importing mlc (its OpenMP runtime reads the count once)."""
     os.environ["MLC_NUM_THREADS"] = str(n)
     os.environ.setdefault("OMP_NUM_THREADS", str(n))
+
+
+def setup_from_argv(argv: list[str]) -> int:
+    """``--threads N`` (default 2) and ``--clock cpu`` (one thread, CPU time), read before
+    mlc is imported; returns the thread count."""
+    global CLOCK
+    threads = int(argv[argv.index("--threads") + 1]) if "--threads" in argv else 2
+    if "--clock" in argv and argv[argv.index("--clock") + 1] == "cpu":
+        threads, CLOCK = 1, time.thread_time
+    set_threads(threads)
+    return threads
 
 
 def machine() -> str:
@@ -65,10 +83,10 @@ def interleaved(fns: list[Callable[[], object]], rounds: int, number: int,
         for fn, ts in zip(fns, times):
             time.sleep(pause_s)
             fn()
-            t0 = time.perf_counter()
+            t0 = CLOCK()
             for _ in range(number):
                 fn()
-            ts.append((time.perf_counter() - t0) / number)
+            ts.append((CLOCK() - t0) / number)
     return times
 
 
@@ -103,8 +121,10 @@ def compare(name: str, model: Any, threads: int, rounds: int, number: int) -> di
 def header(threads: int, rounds: int) -> str:
     import onnxruntime
 
+    clock = "CPU time of the one thread" if CLOCK is time.thread_time else "wall time"
     return (f"machine: {machine()}\nthreads: {threads} each (mlc MLC_NUM_THREADS, ORT "
-            f"intra_op_num_threads); onnxruntime {onnxruntime.__version__}; {rounds} "
+            f"intra_op_num_threads); clock: {clock}; onnxruntime {onnxruntime.__version__}; "
+            f"{rounds} "
             f"interleaved rounds; ratio = ORT time / mlc time (above 1: mlc faster), median "
             f"of per-round ratios [min-max]\n\n"
             f"| model | mlc us (min-max) | ORT us (min-max) | ORT/mlc [min-max] | kernels | "
