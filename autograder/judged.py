@@ -124,7 +124,7 @@ def run_judged(module: str, workdir: Path, inputs: dict[str, bytes], *,
         hidden = [h for h in [*(hide or []), *JUDGE_HIDE]
                   if not any(p == h or p.startswith(h.rstrip("/") + "/") for p in needed)]
         limits = Limits(wall_s=wall_s, cpu_s=int(wall_s) + 10, memory_bytes=memory_bytes,
-                        nproc=64 if uid is not None else 256, hide=hidden)
+                        nproc=1024 if uid is not None else 256, hide=hidden)
         cmd = [sys.executable, "-P", "-s", "-m", module, "--judge", "in", "out"]
         result = run_sandboxed(cmd, folder, env, limits, uid, cover=[str(workdir)])
         problem = _judge_problem(result)

@@ -73,3 +73,25 @@ def test_times_the_judged_step_makes_up_are_refused():
                 {"t_reference_rounds": [1e-3] * 500, "t_student_rounds": [1e-3] * 500},
                 {"t_reference_rounds": ["1"] * 5, "t_student_rounds": [1e-3] * 5}, None]:
         assert _checked_timing(bad, 5) is None
+
+
+def test_the_grader_replays_through_the_judged_step(tmp_path, monkeypatch):
+    """autograder.replay's main, as the grader runs it (its trusted runner, nested walls):
+    the reference's trace, replayed as a student's, is correct and timed; a trace that does
+    not replay is the student's failure, with the reason."""
+    from autograder.grade import GradingConfig, _run_trusted
+
+    monkeypatch.setenv("AUTOGRADER_SIZE", "64")
+    config = GradingConfig("a2_gemm_schedule", size=64)
+    run = lambda cmd, cwd: _run_trusted(cmd, cwd, config)  # noqa: E731
+    case = A2.case("gemm_correct")
+    exports = tmp_path / "exports"
+    exports.mkdir()
+    (exports / "gemm_correct.json").write_text(
+        json.dumps({"text": _trace(case, case.reference_schedule)}))
+    assert case.check_export(exports, grader_path=GRADER, run_trusted=run,
+                             workdir=tmp_path)[0] == 1.0
+    (exports / "gemm_correct.json").write_text(json.dumps({"text": "[[\"nope\"]]"}))
+    fraction, message = case.check_export(exports, grader_path=GRADER, run_trusted=run,
+                                          workdir=tmp_path)[:2]
+    assert fraction == 0.0 and "does not replay" in message, message
