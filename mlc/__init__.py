@@ -28,7 +28,8 @@ __all__ = ["build", "lower", "te", "tir", "transform", "tune", "graph", "topi", 
 _LAZY = {"graph", "topi", "testing", "viz", "examples", "target", "runtime", "script", "vdla",
          "tune", "rpc"}
 # TVM's names for arrays and devices: mlc.nd.array(x, mlc.cpu(0)) (mlc.runtime.ndarray)
-_ALIASES = {"nd": ("mlc.runtime.ndarray", None), "cpu": ("mlc.runtime.ndarray", "cpu")}
+_ALIASES = {"nd": ("mlc.runtime.ndarray", None), "cpu": ("mlc.runtime.ndarray", "cpu"),
+            "meta_schedule": ("mlc.tune.meta_schedule", None)}  # the course's ``ms``
 
 
 # Packed functions (TVM's ``tvm.register_func``): the registry loads on first use too.

@@ -118,6 +118,8 @@ class Target:
     mattr: str | None = None
     arch: str | None = None
     mtriple: str | None = None
+    tag: str | None = field(default=None, compare=False)
+    """The TVM tag it was written as (``"nvidia/tesla-p100"``), if any."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kind", _kind(self.kind))
@@ -167,6 +169,8 @@ def parse_target(target: str | dict[str, Any] | Target | None) -> Target:
         return Target.current() or Target()
     if isinstance(target, Target):
         return target
+    if isinstance(target, str) and target.split() and "/" in target.split()[0]:
+        return _from_tag(target)
     if isinstance(target, dict):
         options = {_ALIASES.get(k, k): v for k, v in target.items()}
         kind = str(options.pop("kind", "llvm"))
@@ -199,6 +203,27 @@ def parse_target(target: str | dict[str, Any] | Target | None) -> Target:
         mcpu = None
     return Target(kind, mcpu or None, options.get("mattr") or None, options.get("arch") or None,
                   _triple(options.get("mtriple")))
+
+
+# TVM's target tags for NVIDIA GPUs (tvm.target.tag): the GPU, its compute capability
+TAGS: dict[str, str] = {
+    "nvidia/tesla-p100": "sm_60", "nvidia/tesla-v100": "sm_70", "nvidia/nvidia-t4": "sm_75",
+    "nvidia/nvidia-a100": "sm_80", "nvidia/geforce-rtx-3080": "sm_86",
+    "nvidia/geforce-rtx-3050-laptop": "sm_86", "nvidia/nvidia-h100": "sm_90",
+}
+
+
+def _from_tag(text: str) -> Target:
+    """``"nvidia/tesla-p100"`` (the MLC course's GPU target): ``cuda -arch=sm_60``."""
+    words = text.split()
+    tag = words[0].lower()
+    if tag not in TAGS:
+        raise TargetError(f"unknown target tag {words[0]!r}; mlc knows {', '.join(sorted(TAGS))} "
+                          '(or write the target out: "cuda -arch=sm_80")')
+    if len(words) > 1:
+        raise TargetError(f"target tag {words[0]!r} takes no options ({' '.join(words[1:])}); "
+                          'write the target out instead: "cuda -arch=sm_80 ..."')
+    return Target(TargetKind.CUDA, arch=TAGS[tag], tag=tag)
 
 
 def _triple(text: str | None) -> str | None:
