@@ -21,6 +21,8 @@ there); in other threads a call just runs.
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -39,6 +41,17 @@ ARM_AFTER_S = 1e-3
 
 _MAIN = threading.main_thread().ident
 _depth = [0]  # armed calls in progress on the main thread (a packed function may nest them)
+SUPPORTED = sys.platform.startswith("linux")  # the handler fills in glibc's struct sigaction
+
+
+def _after_fork() -> None:
+    """A child forked from another thread: that thread is the child's main thread."""
+    global _MAIN
+    _MAIN = threading.main_thread().ident
+    _depth[0] = 0
+
+
+os.register_at_fork(after_in_child=_after_fork)
 
 
 def flag_address(engine: Any) -> int:
@@ -60,6 +73,8 @@ def guard(cfunc: Callable[..., None], flag: int, name: str, *, always_arm: bool,
           uses_threads: bool) -> Callable[..., None]:
     """``cfunc`` (the native function) made interruptible from the main thread, and warned
     about once when it runs serially in a forked child (:mod:`mlc.runtime.parallel`)."""
+    if not SUPPORTED:
+        flag = 0
     if not flag and not uses_threads:
         return cfunc
     helpers = native.helpers()

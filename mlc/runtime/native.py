@@ -25,7 +25,9 @@ from __future__ import annotations
 import ctypes
 import functools
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import llvmlite.binding as llvm
 
@@ -155,9 +157,9 @@ class Helpers:
     fork_serial: ctypes.c_int32
     team_started: ctypes.c_int32
     gomp_parallel: ctypes.c_void_p
-    spin: ctypes._CFuncPtr
-    arm: ctypes._CFuncPtr
-    disarm: ctypes._CFuncPtr
+    spin: Callable[[int], int]
+    arm: Callable[[int], int]
+    disarm: Callable[[], int]
 
 
 @functools.cache
@@ -176,18 +178,18 @@ def helpers() -> Helpers:
     engine = llvm.create_mcjit_compiler(mod, tm)
     engine.finalize_object()
 
-    def var(name: str, kind: type = ctypes.c_int32) -> ctypes._SimpleCData:
+    def var(name: str, kind: Any = ctypes.c_int32) -> Any:
         return kind.from_address(engine.get_global_value_address(name))
 
-    def fn(name: str, restype: type | None, *argtypes: type) -> ctypes._CFuncPtr:
+    def fn(name: str, restype: Any, *argtypes: Any) -> Any:
         return ctypes.CFUNCTYPE(restype, *argtypes)(engine.get_function_address(name))
 
     h = Helpers(
         engine=engine,
         launch=engine.get_function_address("mlc_parallel_launch"),
-        fork_serial=var("mlc_fork_serial"),  # type: ignore[arg-type]
-        team_started=var("mlc_team_started"),  # type: ignore[arg-type]
-        gomp_parallel=var("mlc_gomp_parallel", ctypes.c_void_p),  # type: ignore[arg-type]
+        fork_serial=var("mlc_fork_serial"),
+        team_started=var("mlc_team_started"),
+        gomp_parallel=var("mlc_gomp_parallel", ctypes.c_void_p),
         spin=fn("mlc_spin", ctypes.c_int64, ctypes.c_int64),
         arm=fn("mlc_arm", ctypes.c_int32, ctypes.c_void_p),
         disarm=fn("mlc_disarm", ctypes.c_int32),
