@@ -306,6 +306,9 @@ class GraphCase:
         cmd = [sys.executable, "-m", "autograder.graphio", str(grader_path), self.id,
                str(path), str(out_file)]
         rc, output = run_trusted(cmd, workdir)
+        from autograder.judged import raise_if_grader_error
+
+        raise_if_grader_error(output)  # not judged: a grader-error row, never a zero
         if rc != 0 or not out_file.is_file():
             lines = output.strip().splitlines()
             tail = lines[-1] if lines else f"exit status {rc}"

@@ -158,6 +158,21 @@ def run_judged(module: str, workdir: Path, inputs: dict[str, bytes], *,
             shutil.rmtree(folder, ignore_errors=True)
 
 
+GRADER_ERROR = "GRADER-ERROR: "  # how a check's runner says its judged step could not start
+
+
+def raise_if_grader_error(output: str) -> None:
+    """Raise :class:`~autograder.sandbox.SandboxUnavailable` with the reason when a check's
+    runner (``python -m autograder.program|graphio|replay``) printed :data:`GRADER_ERROR`:
+    the export was not judged, and a zero would be a lie (the grader turns it into a
+    ``grader-error`` row naming what failed)."""
+    from autograder.sandbox import SandboxUnavailable
+
+    for line in output.splitlines():
+        if line.startswith(GRADER_ERROR):
+            raise SandboxUnavailable(line[len(GRADER_ERROR):])
+
+
 def _judge_problem(result: SandboxResult) -> str:
     if not result.status or result.status.get("error"):
         return ("the sandbox for checking the export did not start: "

@@ -251,3 +251,25 @@ def test_an_export_that_never_ends_fails_its_check_and_is_not_a_grader_error():
 def test_exports_that_exhaust_memory_or_the_parser_are_the_students_failure(text, words):
     ok, message, _ = _judge(text, probe=False)
     assert not ok and words in message, message
+
+
+def test_a_judged_step_without_every_wall_stops_the_check_loudly(monkeypatch, tmp_path):
+    """A sandbox that starts without a wall (here: none but a mount namespace) is never a
+    grade: the check raises, naming what is missing, and a runner's GRADER-ERROR line
+    becomes SandboxUnavailable (the grader's grader-error row)."""
+    from autograder import judged
+    from autograder.graphio import GraphCase
+    from autograder.program import JudgeFailed
+    from autograder.sandbox import SandboxResult, SandboxUnavailable
+
+    monkeypatch.setattr(judged, "run_sandboxed", lambda *a, **k: SandboxResult(
+        0, "", False, {"mount_ns": True}))
+    with pytest.raises(JudgeFailed, match="no capability at all"):
+        judge_program(CASE, HEAD + BODY, tmp_path, seed=1)
+    case = GraphCase("g", build=lambda: None)
+    (tmp_path / "exports").mkdir()
+    (tmp_path / "exports" / "g.json").write_text("{}")
+    with pytest.raises(SandboxUnavailable, match="lacks"):
+        case.check_export(tmp_path / "exports", grader_path=GRADER, workdir=tmp_path,
+                          run_trusted=lambda cmd, cwd: (3, "GRADER-ERROR: the sandbox for "
+                                                        "checking the export lacks: x"))
