@@ -16,12 +16,16 @@ Installing the handler costs two system calls (about a microsecond), so a call i
 only when it may be long: the first call of a module, every call of a module with
 symbolic sizes or scalar parameters, and any call whose previous call took at least
 :data:`ARM_AFTER_S`. Only the main thread can be interrupted (Python delivers signals
-there); in other threads a call just runs.
+there); in other threads a call just runs. A SIGINT handler of the program's own
+(``signal.signal(signal.SIGINT, ...)``, or SIG_IGN) is left alone: only Python's default
+one, which raises ``KeyboardInterrupt`` (and which Jupyter installs while a cell runs),
+stops the loops.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import threading
 import time
@@ -90,7 +94,8 @@ def guard(cfunc: Callable[..., None], flag: int, name: str, *, always_arm: bool,
             with lock:  # the flag is the module's: the main thread's interrupt is not ours
                 cfunc(*args)
             return
-        if not flag or _depth[0] or (not always_arm and last[0] < ARM_AFTER_S):
+        if (not flag or _depth[0] or (not always_arm and last[0] < ARM_AFTER_S)
+                or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
             start = clock()
             cfunc(*args)
             last[0] = clock() - start

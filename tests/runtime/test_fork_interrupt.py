@@ -258,3 +258,19 @@ def test_a_call_in_another_thread_is_never_interrupted():
         print(json.dumps({"main": got, "ok": bool(np.allclose(c, a @ a, rtol=1e-3))}))
     """)
     assert last_json(proc) == {"main": "main", "ok": True}
+
+
+def test_a_sigint_handler_of_the_program_is_left_alone():
+    # a program that handles SIGINT itself (to stop gracefully) gets no KeyboardInterrupt
+    proc = run_script("""
+        import signal, threading
+        seen = []
+        signal.signal(signal.SIGINT, lambda *_: seen.append(1))
+        f = matmul(384)
+        a = np.random.rand(384, 384).astype("float32"); c = np.zeros_like(a)
+        threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+        f(a, a, c)
+        time.sleep(0.5)
+        print(json.dumps({"seen": len(seen), "ok": bool(np.allclose(c, a @ a, rtol=1e-3))}))
+    """)
+    assert last_json(proc) == {"seen": 1, "ok": True}
