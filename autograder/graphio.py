@@ -26,6 +26,7 @@ from __future__ import annotations
 import base64
 import json
 import sys
+import zipfile
 import zlib
 from collections import Counter
 from collections.abc import Callable
@@ -381,10 +382,13 @@ def judge_graph(case: GraphCase, text: str, workdir: Path,
     np.savez(buffer, **{f"t{k}_{name}": a for k, feed in enumerate(feeds)
                         for name, a in feed.items()})
     spec = {"inputs": [v.name for v in g.inputs], "trials": case.trials}
+    expected = [graph.evaluate(g, feed) for feed in feeds]
+    # what honest values take, with room for the npz's headers: more is refused unread
+    cap = 2 * sum(np.asarray(e).nbytes for row in expected for e in row) + (1 << 20)
     judged = run_judged("autograder.graphio", workdir,
                         {"graph.json": text.encode(), "feeds.npz": buffer.getvalue(),
                          "spec.json": json.dumps(spec).encode()},
-                        outputs=("values.npz",), hide=hide, cap=64 * MAX_TENSOR_BYTES)
+                        outputs=("values.npz",), hide=hide, cap=cap)
     if judged.problem:
         raise RuntimeError(judged.problem)
     if judged.failure:
@@ -402,12 +406,17 @@ def judge_graph(case: GraphCase, text: str, workdir: Path,
     if report.get("outputs") != len(g.outputs):
         return 0.0, f"expected {len(g.outputs)} outputs, got {report.get('outputs')}"
     try:
-        values = np.load(io.BytesIO(judged.files["values.npz"]), allow_pickle=False)
-    except (KeyError, ValueError, OSError) as err:
+        data = judged.files["values.npz"]
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:  # stored as np.savez writes it
+            if any(i.compress_type != zipfile.ZIP_STORED or i.file_size > cap
+                   for i in archive.infolist()):
+                raise ValueError("compressed or larger than the outputs can be")
+        values = np.load(io.BytesIO(data), allow_pickle=False)
+    except (KeyError, ValueError, OSError, zipfile.BadZipFile) as err:
         return 0.0, f"the graph's values cannot be read: {err}"
     with values:
-        for k, feed in enumerate(feeds):
-            for j, e in enumerate(graph.evaluate(g, feed)):
+        for k in range(len(feeds)):
+            for j, e in enumerate(expected[k]):
                 name = f"t{k}_o{j}"
                 if name not in values.files:
                     return 0.0, f"output {j} of the returned graph is missing"

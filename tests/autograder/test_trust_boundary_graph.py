@@ -62,3 +62,28 @@ def test_the_grader_path_evaluates_the_graph_in_a_separate_process(tmp_path):
     fraction, message = case.check_export(exports, grader_path=GRADER, workdir=tmp_path,
                                           run_trusted=run)
     assert fraction == 0.0 and "ops left" in message
+
+
+def test_values_the_judged_step_could_forge_are_read_only_as_stored_arrays(tmp_path,
+                                                                         monkeypatch):
+    """Were code to run in the judged step, its values file is still data: a compressed
+    archive (a zip bomb for the trusted side's memory) or a wrong one scores nothing."""
+    import io
+    import zipfile
+
+    from autograder import judged
+    from autograder.judged import Judged
+
+    case = A3.case("fold_mlp")
+    g, _ = load_graph(case.params["graph"])
+    text = dump_graph(graph.fold_constant(g))[0]
+    report = {"ran": True, "message": "", "outputs": len(g.outputs),
+              "inputs": [[v.name, list(v.shape), v.dtype] for v in g.inputs],
+              "ops": [n.op.name for n in graph.fold_constant(g).calls()]}
+    bomb = io.BytesIO()
+    with zipfile.ZipFile(bomb, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("t0_o0.npy", b"\0" * (64 << 20))
+    monkeypatch.setattr(judged, "run_judged", lambda *a, **k: Judged(
+        report, {"values.npz": bomb.getvalue()}, {}, ""))
+    fraction, message = judge_graph(case, text, tmp_path)
+    assert fraction == 0.0 and "compressed or larger" in message
