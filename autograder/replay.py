@@ -216,7 +216,7 @@ def _replay_and_time(case: TraceCase, trace_text: str, rounds: int, min_time: fl
     expected = np.asarray(case.reference(*arrays.values(), **params))
     try:
         sch = _schedule_from_trace(case.make_func(**params), trace_text)
-        student = mlc.build(sch.mod, target="llvm")
+        student = mlc.build(sch.mod, target="llvm", allow_calls=False)
     except Exception as err:  # noqa: BLE001 - any failure is the schedule's
         return {"correct": False, "message": f"the schedule does not replay: "
                 f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"}
