@@ -13,7 +13,19 @@ warp shuffle             ``__shfl_down_sync(0xffffffffu, v, 16, 32)`` (a cross-t
                          reduction's steps within a warp: no shared memory, no barrier)
 ``FloorDiv/FloorMod``    ``mlc_floordiv``/``mlc_floormod`` (C's ``/`` and ``%`` truncate)
 math                     ``expf``, ``sqrtf``, ... for float32 (the "f" functions)
+index read from data     ``B[mlc_index(I[i], 256, 0)]``; a store ``if (mlc_inside(I[i],
+                         256, 1)) { B[I[i]] = ...; }`` (see below)
 =======================  =================================================================
+
+An index read from data (``B[I[i]]``, or a dimension ``flatten_buffers`` wrapped in
+``check_index``) cannot be checked before the run. A GPU reads whatever lies at the address,
+so each such access is checked on the device: a thread whose index falls outside its array
+skips the access (a load gives the array's element 0) and records the first failure in the
+``__device__`` array ``mlc_error`` (the check's number plus one, the index, the block, the
+thread); the module reads it after the launch and raises
+:class:`~mlc.errors.GPUIndexError` (an :class:`~mlc.errors.IndexOutOfBoundsError`) naming
+the kernel, the access, the index and the thread, as ``cuda-sim`` does. ``CUDASource.checks``
+describes each numbered check. Kernels without such accesses carry none of this.
 
 The source needs no header, so NVRTC compiles it as it is.
 """
@@ -21,6 +33,7 @@ The source needs no header, so NVRTC compiles it as it is.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from mlc.errors import CodegenError
@@ -42,6 +55,7 @@ from mlc.tir.expr import (
     PrimExpr,
     Ramp,
     Var,
+    convert,
 )
 from mlc.tir.float_int import int_range
 from mlc.tir.functor import collect
@@ -79,6 +93,40 @@ __device__ __forceinline__ int64_t mlc_floormod(int64_t a, int64_t b) {
 }
 """
 
+_ERROR_PRELUDE = """
+// The first thread whose index (read from data) leaves its array records 1 + the check's
+// number, the index, its block and its thread; the module raises after the launch.
+__device__ unsigned long long mlc_error[4];
+__device__ __noinline__ void mlc_fail(int site, int64_t index) {
+  if (atomicCAS(&mlc_error[0], 0ull, (unsigned long long)site + 1ull) == 0ull) {
+    mlc_error[1] = (unsigned long long)index;
+    mlc_error[2] = blockIdx.x + (unsigned long long)gridDim.x *
+                   (blockIdx.y + (unsigned long long)gridDim.y * blockIdx.z);
+    mlc_error[3] = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  }
+}
+__device__ __forceinline__ bool mlc_inside(int64_t i, int64_t n, int site) {
+  if ((uint64_t)i < (uint64_t)n) return true;
+  mlc_fail(site, i);
+  return false;
+}
+__device__ __forceinline__ int64_t mlc_index(int64_t i, int64_t n, int site) {
+  return mlc_inside(i, n, site) ? i : 0;
+}
+"""
+ERROR_SYMBOL = "mlc_error"
+"""The ``__device__`` array a kernel's failed index check writes (:data:`_ERROR_PRELUDE`)."""
+
+
+@dataclass(frozen=True)
+class IndexCheck:
+    """One index checked on the device: the kernel, what it does (``"reads B[I[i]]"``) and
+    the array's size as printed."""
+
+    kernel: str
+    access: str
+    size: str
+
 
 _DOUBLE_BITS = "__longlong_as_double(0x{}000000000000LL)"  # NaN/inf without math.h
 
@@ -98,13 +146,16 @@ class CodeGenCUDA(CodeGenC):
 
     language = "cuda"  # the intrinsic table's CUDA forms (mlc/tir/intrin.py)
 
-    def __init__(self) -> None:
+    def __init__(self, checks: list[IndexCheck] | None = None) -> None:
         super().__init__()
+        self.checks = checks if checks is not None else []  # shared by a source's kernels
+        self.kernel_name = ""
         self.builtin: dict[int, str] = {}
         self.ranges: dict[int, Bound] = {}  # thread indices, loop and let variables in scope
         self.bound = BoundEvaluator(lambda v: self.ranges.get(id(v), UNKNOWN))
 
     def kernel(self, k: KernelLaunch, pointer_names: dict[int, str]) -> str:
+        self.kernel_name = k.name
         for tag, v in k.index_vars.items():
             self.names[id(v)] = tag
             extent = k.threads.get(tag, getattr(k.grid.get(tag), "value", math.inf))
@@ -150,11 +201,47 @@ class CodeGenCUDA(CodeGenC):
         if vector is not None:
             self.line(vector)
             return
-        super().stmt_BufferStore(s)
+        index = flat_index(s.buffer, s.indices)
+        if not _read_from_data(index):
+            super().stmt_BufferStore(s)
+            return
+        lanes = max(dt.lanes(index.dtype), dt.lanes(s.value.dtype))
+        target = self.name_of(s.buffer.data)
+        lane = None
+        if lanes > 1:
+            lane = self.name_of(Var("v", "int32"))
+            self.line(f"for (int32_t {lane} = 0; {lane} < {lanes}; ++{lane}) {{  "
+                      f"/* {lanes} lanes */")
+            self.indent += 1
+        at = self.expr(index, lane)
+        site = self._site("writes", s.buffer, index)
+        self.line(f"if (mlc_inside({at}, {self._size(s.buffer)}, {site})) {{")
+        self.line(f"  {target}[{at}] = {self.expr(s.value, lane)};")
+        self.line("}")
+        if lanes > 1:
+            self.indent -= 1
+            self.line("}")
+
+    # -- indices read from data: checked on the device ------------------------------------
+    def _site(self, verb: str, buf: Buffer, index: PrimExpr) -> int:
+        self.checks.append(IndexCheck(self.kernel_name, f"{verb} {buf.name}[{index}]",
+                                      str(_numel(buf))))
+        return len(self.checks) - 1
+
+    def _size(self, buf: Buffer) -> str:
+        return self.expr(_numel(buf))
+
+    def expr_BufferLoad(self, e: BufferLoad, lane: str | None) -> str:
+        index = flat_index(e.buffer, e.indices)
+        if not _read_from_data(index):
+            return super().expr_BufferLoad(e, lane)
+        site = self._site("reads", e.buffer, index)
+        return (f"{self.name_of(e.buffer.data)}[mlc_index({self.expr(index, lane)}, "
+                f"{self._size(e.buffer)}, {site})]")
 
     def _vector_copy(self, s: BufferStore) -> str | None:
         ends = _vector_copy_ends(s)
-        if ends is None:
+        if ends is None or any(_read_from_data(at) for _, at in ends):
             return None
         vector_type = _VECTOR_TYPES[(dt.element(s.value.dtype), dt.lanes(s.value.dtype))]
         (dst, dst_at), (src, src_at) = ends
@@ -265,6 +352,12 @@ class CodeGenCUDA(CodeGenC):
     def expr_Call(self, e: Call, lane: str | None) -> str:
         if e.op == "omp_get_thread_num":
             raise CodegenError("a parallel (CPU) loop inside a GPU kernel; remove parallel()")
+        if e.op == "check_index":  # one dimension's index, from flatten_buffers
+            index, extent, what = e.args
+            text = getattr(what, "value", str(what))
+            self.checks.append(IndexCheck(self.kernel_name, f"indexes {text}", str(extent)))
+            return (f"mlc_index({self.expr(index, lane)}, {self.expr(extent, lane)}, "
+                    f"{len(self.checks) - 1})")
         return super().expr_Call(e, lane)
 
 
@@ -299,6 +392,46 @@ def _vector_copy_ends(s: BufferStore) -> tuple[tuple[Buffer, PrimExpr], ...] | N
     return tuple(ends)
 
 
+def _read_from_data(index: PrimExpr) -> bool:
+    """Does ``index`` read memory outside a ``check_index`` (which checks its own)?"""
+    found = False
+
+    def visit(node: PrimExpr) -> bool:
+        nonlocal found
+        if isinstance(node, Call) and node.op == "check_index":
+            return True  # checked there
+        if isinstance(node, BufferLoad):
+            found = True
+            return True
+        return False
+
+    _walk(index, visit)
+    return found
+
+
+def _walk(e: object, stop: Callable[[PrimExpr], bool]) -> None:
+    """Visit the expressions in ``e`` top-down, not below a node where ``stop`` is true."""
+    if isinstance(e, PrimExpr):
+        if stop(e):
+            return
+        for name in getattr(e, "__dataclass_fields__", {}):
+            _walk(getattr(e, name), stop)
+    elif isinstance(e, tuple):
+        for x in e:
+            _walk(x, stop)
+
+
+def _numel(buf: Buffer) -> PrimExpr:
+    total: PrimExpr = IntImm(1, "int64")
+    for extent in buf.shape:
+        total = total * convert(extent) if not _is_one(total) else convert(extent)
+    return total
+
+
+def _is_one(e: PrimExpr) -> bool:
+    return getattr(e, "value", None) == 1
+
+
 def _is_zero(e: PrimExpr) -> bool:
     return getattr(e, "value", None) == 0
 
@@ -312,6 +445,7 @@ class CUDASource:
     func: PrimFunc
     kernels: tuple[KernelLaunch, ...]
     intermediates: tuple[Buffer, ...]
+    checks: tuple[IndexCheck, ...] = ()  # the indices checked on the device, by number
 
 
 def codegen_cuda(func: PrimFunc) -> CUDASource:
@@ -329,11 +463,15 @@ def codegen_cuda(func: PrimFunc) -> CUDASource:
             taken.add(name)
             names[id(buf.data)] = name
     parts = [_PRELUDE]
+    checks: list[IndexCheck] = []
     for k in launches:
         for buf in k.shared:
             numel(buf)  # a CodegenError if a shared buffer has a symbolic size
-        parts.append(CodeGenCUDA().kernel(k, names))
-    return CUDASource("\n\n".join(parts) + "\n", func, launches, temps)
+        parts.append(CodeGenCUDA(checks).kernel(k, names))
+    if checks:
+        parts[0] += _ERROR_PRELUDE
+    return CUDASource("\n\n".join(parts) + "\n", func, launches, temps, tuple(checks))
 
 
-__all__ = ["CUDASource", "CodeGenCUDA", "codegen_cuda", "cuda_type"]
+__all__ = ["ERROR_SYMBOL", "CUDASource", "CodeGenCUDA", "IndexCheck", "codegen_cuda",
+           "cuda_type"]

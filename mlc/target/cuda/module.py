@@ -55,6 +55,7 @@ class CUDAModule(Module):
         self._ptx: str | None = None
         self._checker = ArgumentChecker(func)
         self._gpu_functions: dict[str, Any] | None = None
+        self._error_flag: Any = None  # the device's mlc_error record (device_errors)
         self._symbolic_grid = any(not isinstance(e, IntImm) for k in source.kernels
                                   for _, e in k.grid_extents)
         self._calls: Any = None
@@ -210,7 +211,11 @@ class CUDAModule(Module):
 
     def _functions(self, ctx: cuda_driver.Context) -> dict[str, Any]:
         if self._gpu_functions is None:
-            self._gpu_functions = ctx.load(self.ptx(), [c_name(k.name) for k in self.kernels])
+            from mlc.target.cuda import device_errors
+
+            self._gpu_functions, self._error_flag = device_errors.load(
+                ctx, self.ptx(), [c_name(k.name) for k in self.kernels],
+                bool(self.source.checks))
         return self._gpu_functions
 
     def signature(self) -> str:
@@ -268,6 +273,7 @@ class _DeviceCall:
         }
         self.arrays = [np.asarray(args[k]) for k in checker.buffer_positions]
         self.device: dict[int, Any] = {}
+        self.grids: dict[str, list[int]] = {}  # each kernel's last grid, for error messages
 
     def __enter__(self) -> _DeviceCall:
         ctx, func = self.ctx, self.module.func
@@ -282,6 +288,8 @@ class _DeviceCall:
                     count *= evaluate(extent, self.env)
                 nbytes = count * dt.nbytes(dt.element(buf.dtype))
                 self.device[id(buf.data)] = ctx.alloc(nbytes)
+            if self.module._error_flag is not None:
+                self.module._error_flag.clear()
         except BaseException:
             self._free()
             raise
@@ -314,12 +322,15 @@ class _DeviceCall:
         kargs: list[Any] = [ctypes.c_uint64(self.device[id(p)].value) for p in k.pointers]
         kargs += [_c_scalar(v.dtype, env[id(v)]) for v in k.size_vars]
         if min(grid) > 0:
+            self.grids[c_name(k.name)] = grid
             self.ctx.launch(self.functions[c_name(k.name)], grid, block, kargs)
 
     def __exit__(self, kind: Any, error: Any, trace: Any) -> None:
         try:
             if kind is None:
                 self.ctx.synchronize()
+                if self.module._error_flag is not None:  # an index read from data left its
+                    self.module._error_flag.raise_if_set(self.module.source, self.grids)
                 for buf, arr in zip(self.module.func.params, self.arrays):
                     if arr.flags.writeable:
                         self.ctx.to_host(arr, self.device[id(buf.data)])
