@@ -21,6 +21,13 @@
 # deeper. There is nothing to write in this chapter.
 
 # %%
+import mlc  # first: a folder named "mlc" where Jupyter started would hide the package
+
+if not hasattr(mlc, "build"):
+    raise ImportError(f"'import mlc' found the folder {list(mlc.__path__)[0]}, not the mlc "
+                      "package: start Jupyter from another folder (`make lab` in the "
+                      "checkout does), or rename that folder")
+
 import numpy as np
 
 from mlc import graph
@@ -85,6 +92,9 @@ print(kernel.schedule.trace)                                      # level 3: the
 
 # %%
 print(kernel.lowered)                                             # level 4: the loop IR
+loops = str(kernel.lowered)
+assert "add" not in loops.replace("_add_", "") and "ramp(0, 1, 8)" in loops  # as said above
+assert "for ax0 " not in loops  # the 4 rows unrolled: no loop over them is left
 
 # %% [markdown]
 # And the **machine code** LLVM made from it: here, the fused multiply-adds on 8 lanes
@@ -109,7 +119,7 @@ print("the compiled layer agrees with numpy; largest difference",
 #
 # | chapter | level | what you will do |
 # |---|---|---|
-# | 01 tensor expressions | tensor expression | declare element-wise ops, reductions, convolution, scans |
+# | 01 tensor expressions | tensor expression | element-wise ops, reductions, convolution, scans |
 # | 02 schedule primitives | schedule | split, reorder, tile, fuse, cache, parallelize, vectorize |
 # | 03 loop IR and lowering | loop IR | read the passes from blocks to loops, write one |
 # | 04 CPU code generation | schedule → code | make a matmul run near the machine's peak |
@@ -119,6 +129,7 @@ print("the compiled layer agrees with numpy; largest difference",
 # | 08 GPUs | schedule → code | threads, shared memory, races, a GPU matmul |
 # | 09 hardware acceleration | loop IR | tensorize a matmul into an intrinsic; int8 |
 # | 10 an accelerator | code | a small deep-learning accelerator, its queues and tokens |
+# | 11 deployment | code | the model as a shared library called from C, cross-compiled, run remotely |
 #
 # The map again, drawn for one chapter (this is what chapter 04 opens with):
 

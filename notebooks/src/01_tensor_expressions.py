@@ -11,16 +11,35 @@
 # scan (cumsum); read the loop program each one becomes; check it against numpy.
 
 # %%
+import mlc  # first: a folder named "mlc" where Jupyter started would hide the package
+
+if not hasattr(mlc, "build"):
+    raise ImportError(f"'import mlc' found the folder {list(mlc.__path__)[0]}, not the mlc "
+                      "package: start Jupyter from another folder (`make lab` in the "
+                      "checkout does), or rename that folder")
+
 import matplotlib
 import numpy as np
 
 import mlc
 from mlc import te, tir, viz
-from mlc.testing.exercises import exercise, expect
+from mlc.testing.exercises import exercise, expect, hint  # noqa: F401 (hint("1") asks for a hint)
 
 matplotlib.rcParams["figure.dpi"] = 80
 
 np.random.seed(0)
+
+# %% [markdown]
+# **Why:** a compiler can only optimize what it can see. A tensor expression states what each
+# output element is and nothing about loops, so every later level is free to choose the loops;
+# this chapter writes the programs the rest of the course transforms.
+#
+# Where this chapter works, on the map of chapter 00 (its levels in blue):
+
+# %% tags=["nbval-ignore-output"]
+from mlc.viz.concepts import stack
+
+stack(chapter=1)
 
 # %% [markdown]
 # ## Element-wise: vector add
@@ -273,9 +292,19 @@ print("expf:", y.round(4))
 print("np.exp:", np.exp(x).round(4))
 
 # %% [markdown]
+# > **What to remember**
+# > * `te.compute(shape, fn)` says what each output element is; `te.reduce_axis` plus
+# >   `te.sum`/`te.max` reduce; sizes may be symbolic (`te.var`).
+# > * `te.create_prim_func` turns the description into a loop program of blocks; `mlc.build`
+# >   compiles it, and numpy is the answer key.
+# > * Nothing in a tensor expression says how to loop: that is the schedule's job (chapter
+# >   02).
+
+# %% [markdown]
 # ## Exercises
 # Each exercise is a function to complete: replace `raise NotImplementedError()` with your
-# code and run the check under it. A check prints ✓, or ✗ with what is wrong and a hint.
+# code and run the check under it. A check prints ✓, or ✗ with what is wrong
+# (`hint("1")` gives a hint for exercise 1, the idea first, when you want one).
 # Run the next cell first: it defines the checks (read it when you are stuck; it says
 # exactly what is tested). The exercises need nothing from the cells above but the imports.
 
@@ -290,7 +319,10 @@ def run_te(out, inputs, arrays):
     mlc.build(te.create_prim_func([*inputs, out]))(*arrays, result)
     return result
 
-@exercise("1. multiply-add", hint="one te.compute over A.shape whose lambda takes (i, j)")
+@exercise("1. multiply-add", hint=[
+          "every output element depends only on the three input elements at the same "
+          "position: one formula per pair of indices",
+          "one te.compute over A's shape; its lambda receives the indices"])
 def check_multiply_add(multiply_add):
     A, B, C = (te.placeholder((3, 5), name=nm) for nm in "ABC")
     a, b, c = (rng.standard_normal((3, 5)).astype("float32") for _ in range(3))
@@ -299,8 +331,11 @@ def check_multiply_add(multiply_add):
     expect(d.shape == (3, 5), f"D should have A's shape (3, 5), not {d.shape}")
     expect(np.allclose(d, a * b + c, atol=1e-5), "D[i, j] should be A[i, j] * B[i, j] + C[i, j]")
 
-@exercise("2. row max", hint="a te.reduce_axis over A's columns, and te.max(..., axis=k) "
-          "as the body of a te.compute of shape (A.shape[0],)")
+@exercise("2. row max", hint=[
+          "R[i] looks at a whole row of A: one index runs along the row, and its elements "
+          "are combined by keeping the largest",
+          "a reduce axis over A's columns, and te.max: the reduction that keeps the "
+          "largest, as te.sum keeps the total"])
 def check_row_max(row_max):
     A = te.placeholder((3, 7), name="A")
     a = -rng.random((3, 7)).astype("float32") - 0.5  # all negative: a max that starts at 0 is wrong
@@ -310,8 +345,12 @@ def check_row_max(row_max):
            "te.max over a reduce axis rather than comparing with 0.0")
     expect(np.allclose(r, a.max(axis=1)), "R[i] should be the largest element of row i")
 
-@exercise("3. zero padding", hint="the output is (H + 2 * p, W + 2 * p); te.if_then_else(inside, "
-          "X[i - p, j - p], 0.0), with te.all of four comparisons for inside")
+@exercise("3. zero padding", hint=[
+          "the output is larger than X by p on every side; an output element inside the "
+          "border copies the X element p rows up and p columns left, every other one is "
+          "zero",
+          "te.if_then_else chooses between two values; te.all joins the four comparisons "
+          "that say 'inside'"])
 def check_pad2d(pad2d):
     X = te.placeholder((4, 6), name="X")
     x = rng.random((4, 6)).astype("float32") + 1.0

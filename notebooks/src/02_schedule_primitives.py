@@ -14,19 +14,38 @@
 # tile-size slider.
 
 # %%
+import mlc  # first: a folder named "mlc" where Jupyter started would hide the package
+
+if not hasattr(mlc, "build"):
+    raise ImportError(f"'import mlc' found the folder {list(mlc.__path__)[0]}, not the mlc "
+                      "package: start Jupyter from another folder (`make lab` in the "
+                      "checkout does), or rename that folder")
+
 import matplotlib
 import numpy as np
 from IPython import get_ipython
 
 import mlc
 from mlc import te, tir, viz
-from mlc.testing.exercises import exercise, expect
+from mlc.testing.exercises import exercise, expect, hint  # noqa: F401 (hint("1") asks for a hint)
 
 if get_ipython() is not None:  # in Jupyter, draw figures as pictures: %matplotlib inline
     get_ipython().run_line_magic("matplotlib", "inline")
 matplotlib.rcParams["figure.dpi"] = 80
 
 np.random.seed(0)
+
+# %% [markdown]
+# **Why:** the same tensor expression runs 1x or 100x as fast depending on its loop order,
+# tiling and vector lanes. A schedule changes those and never the answer, so speed can be
+# explored safely, one primitive at a time.
+#
+# Where this chapter works, on the map of chapter 00 (its levels in blue):
+
+# %% tags=["nbval-ignore-output"]
+from mlc.viz.concepts import stack
+
+stack(chapter=2)
 
 # %% [markdown]
 # ## te style: split and reorder
@@ -321,6 +340,16 @@ tile_bytes, l2 = (TILE + 2) * W * 4, cache_bytes(2)
 print(f"compute_at's blurx: {tile_bytes // 1024} KiB per tile; this CPU's L2 cache: "
       f"{l2 // 1024} KiB per core ({'fits' if tile_bytes <= l2 else 'does not fit'}); "
       f"compute_root's blurx: {(H + 2) * W * 4 // 2**20} MiB")
+why = {
+    "compute_inline": "recomputing was cheaper than memory here: a blurx value is three loads "
+                      "from rows of inp that are in cache anyway and two adds, while "
+                      "the other two schedules write blurx and read it back",
+    "compute_at": "locality paid: each tile's blurx rows were still in cache when read, for "
+                  "a quarter extra work",
+    "compute_root": "no recomputation paid more than locality: the 16 MiB blurx streamed "
+                    "through memory at full bandwidth",
+}
+print(f"why {best} won: {why[best]}")
 
 # %% [markdown]
 # ## cache_read and cache_write: staging data in a faster scope
@@ -420,9 +449,20 @@ explorer
 # ahead of time. Both put a learned model where timing everything would cost too much.
 
 # %% [markdown]
+# > **What to remember**
+# > * A schedule transforms loops (split, reorder, tile, fuse, vectorize, unroll, parallel)
+# >   and where producers run (compute_at, compute_inline, caches); it never changes the
+# >   result.
+# > * Tiling changes the order in which memory is touched, so that data is reused while it is
+# >   still in cache.
+# > * Every primitive is recorded in the trace, which can be printed and replayed.
+
+# %% [markdown]
 # ## Exercises
 # Complete each function (replace `raise NotImplementedError()`) and run the check under
-# it: ✓, or ✗ with what is wrong and a hint. Run the next cell first; it defines the
+# it: ✓, or ✗ with what is wrong
+# (`hint("1")` gives a hint for exercise 1, the idea first, when you want one). Run the next cell
+# first; it defines the
 # checks, and you may read it. The exercises use nothing from the cells above but the
 # imports.
 
@@ -446,8 +486,12 @@ def run_matmul(func, n):
 def extents(sch, block):
     return [int(sch.get(lp).extent) for lp in sch.get_loops(sch.get_block(block))]
 
-@exercise("1. tile", hint="sch.split(i, factors=[None, 4]), the same for j, then "
-          "sch.reorder(i_0, j_0, k, i_1, j_1)")
+@exercise("1. tile", hint=[
+          "a tile is a block of rows by a block of columns: each of the two loops becomes "
+          "a loop over blocks and a loop within one, and the two loops within go "
+          "innermost",
+          "sch.split each spatial loop, then sch.reorder: the outer parts first, k next, "
+          "the inner parts last"])
 def check_tile(tile_matmul):
     sch = tir.Schedule(matmul_func(16))
     tile_matmul(sch)
@@ -457,8 +501,11 @@ def check_tile(tile_matmul):
            "4 x 4 tiles, k between the tile loops and the loops inside a tile")
     run_matmul(sch.mod, 16)
 
-@exercise("2. blur per tile", hint="yo, yi = s[out].split(out.op.axis[0], factor=8); then "
-          "s[blurx].compute_at(s[out], yo)")
+@exercise("2. blur per tile", hint=[
+          "computing blurx whole before out keeps a full-size intermediate; computing it "
+          "inside out's loop over strips of rows keeps only the rows one strip needs",
+          "split out's row axis into strips, then move blurx into the strip loop with "
+          "compute_at"])
 def check_blur_per_tile(schedule_blur):
     inp = te.placeholder((34, 34), name="inp")
     blurx = te.compute((34, 32), lambda y, x: inp[y, x] + inp[y, x + 1] + inp[y, x + 2],
@@ -481,8 +528,12 @@ def check_blur_per_tile(schedule_blur):
     ref = a[:, :-2] + a[:, 1:-1] + a[:, 2:]
     expect(np.allclose(res, ref[:-2] + ref[1:-1] + ref[2:], rtol=1e-5), "the blur is wrong")
 
-@exercise("3. an eighth of numpy", hint="split j by 16 and vectorize the inner part, split i "
-          "by 4 and unroll it, reorder to (i_0, j_0, k, i_1, j_1), parallelize i_0")
+@exercise("3. an eighth of numpy", hint=[
+          "speed comes from three places: vector lanes along the contiguous columns, "
+          "several rows sharing each loaded row of B, and both cores",
+          "split j and vectorize its inner part, split i and unroll its inner part, "
+          "reorder so that k sits between the tile loops and the tile, and parallel on "
+          "the outermost loop"])
 def check_fast_matmul(fast_matmul, n=256):
     sch = tir.Schedule(matmul_func(n))
     fast_matmul(sch)

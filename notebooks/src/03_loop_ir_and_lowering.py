@@ -12,6 +12,13 @@
 # your own with the IR's visitor and mutator.
 
 # %%
+import mlc  # first: a folder named "mlc" where Jupyter started would hide the package
+
+if not hasattr(mlc, "build"):
+    raise ImportError(f"'import mlc' found the folder {list(mlc.__path__)[0]}, not the mlc "
+                      "package: start Jupyter from another folder (`make lab` in the "
+                      "checkout does), or rename that folder")
+
 import matplotlib
 import numpy as np
 
@@ -24,10 +31,22 @@ from mlc.errors import (
     LoweringError,
     ScheduleError,
 )
-from mlc.testing.exercises import exercise, expect
+from mlc.testing.exercises import exercise, expect, hint  # noqa: F401 (hint("1") asks for a hint)
 from mlc.tir.functor import IRMutator, IRVisitor
 
 matplotlib.rcParams["figure.dpi"] = 80
+
+# %% [markdown]
+# **Why:** every schedule ends as a loop program, and that program is what runs. Reading it,
+# and the passes that lower blocks to loops, is how you find out why a schedule is fast, slow
+# or refused.
+#
+# Where this chapter works, on the map of chapter 00 (its levels in blue):
+
+# %% tags=["nbval-ignore-output"]
+from mlc.viz.concepts import stack
+
+stack(chapter=3)
 
 # %% [markdown]
 # ## Blocks
@@ -312,13 +331,22 @@ except ScriptError as err:
     print(err)
 
 # %% [markdown]
+# > **What to remember**
+# > * A block declares its iteration variables and what it reads and writes; lowering turns
+# >   blocks into plain loops, one visible pass at a time.
+# > * Errors come at schedule time (refused), lowering time or run time, each naming the
+# >   block, loop or buffer.
+# > * A pass is a visitor or mutator over the IR: you wrote two.
+
+# %% [markdown]
 # ## Exercises: passes of your own
 # A pass is a function `PrimFunc -> PrimFunc` built on the IR's visitor and mutator
 # (`mlc/tir/functor.py`): subclass `IRVisitor` (to look) or `IRMutator` (to rewrite) and
 # define `visit_<NodeName>` for the nodes you care about; every other node is walked field
 # by field, and `self.generic_visit(node)` walks (or rebuilds) a node's children.
 #
-# Complete each one and run its check (✓, or ✗ with what is wrong and a hint). Run the next
+# Complete each one and run its check (✓, or ✗ with what is wrong
+# (`hint("1")` gives a hint for exercise 1, the idea first, when you want one)). Run the next
 # cell first: it defines the checks. Nothing from the cells above is needed but the imports.
 
 # %%
@@ -329,14 +357,23 @@ def matmul_func(n):
     C = te.compute((n, n), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
     return te.create_prim_func([A, B, C])
 
+def two_stage_func(n):  # two loops one after the other (sibling nests), one FLOP each
+    X = te.placeholder((n,), name="X")
+    B = te.compute((n,), lambda i: X[i] * 2.0, name="B")
+    Y = te.compute((n,), lambda i: B[i] + 1.0, name="Y")
+    return te.create_prim_func([X, Y])
+
 def scaled_func(n):  # y = x / 3.0 + 1.0 / x: two float divisions, one by a constant
     X = te.placeholder((n,), name="X")
     Y = te.compute((n,), lambda i: X[i] / 3.0 + 1.0 / X[i], name="Y")
     return te.create_prim_func([X, Y])
 
-@exercise("1. count the FLOPs", hint="visit_For: multiply self.trips by int(loop.extent), "
-          "self.generic_visit(loop), then restore self.trips; float_op: add self.trips when "
-          "op.dtype starts with 'float', then self.generic_visit(op)")
+@exercise("1. count the FLOPs", hint=[
+          "an operation runs once per iteration of every loop around it, and of those "
+          "only: a loop that has ended no longer multiplies what comes after it",
+          "visit_For changes self.trips before visiting the loop's body and must leave it "
+          "as it found it; float_op looks at the operation's dtype, then visits its "
+          "operands"])
 def check_count_flops(count_flops):
     for n in (4, 8):
         got = count_flops(mlc.lower(matmul_func(n)))
@@ -350,9 +387,16 @@ def check_count_flops(count_flops):
                f"{got}: are index computations (integers) counted too?")
     got = count_flops(mlc.lower(scaled_func(16)))
     expect(got == 48, f"y = x / 3.0 + 1.0 / x over 16 elements is 48 FLOPs, you counted {got}")
+    got = count_flops(mlc.lower(two_stage_func(16)))
+    expect(got == 32, f"B = 2 * X, then Y = B + 1, over 16 elements: two loops one after the "
+           f"other, 16 FLOPs each, 32 in all; you counted {got}. When a loop ends, do the "
+           "loops after it still count its iterations?")
 
-@exercise("2. divide by multiplying", hint="in visit_Div: op = self.generic_visit(op); if "
-          "isinstance(op.b, tir.FloatImm), return op.a * tir.FloatImm(1.0 / op.b.value, op.dtype)")
+@exercise("2. divide by multiplying", hint=[
+          "x / c is x * (1 / c), and 1 / c can be computed at compile time when c is a "
+          "constant; rewrite the children first, so that nested divisions are handled too",
+          "self.generic_visit rebuilds a node's children; tir.FloatImm is the float "
+          "constant node; the * operator builds a product of IR expressions"])
 def check_reciprocal(ReciprocalDivision):
     func = scaled_func(16)
     new = ReciprocalDivision().visit(func)
@@ -366,8 +410,11 @@ def check_reciprocal(ReciprocalDivision):
     expect(np.allclose(y, x / 3.0 + 1.0 / x, rtol=1e-6), "the rewritten program computes "
            "something else than x / 3.0 + 1.0 / x")
 
-@exercise("3. vector code for a stencil", hint="compute B once per tile, at the outer "
-          "loop: sch.compute_at(b, xo); the vectorized xi then only reads B")
+@exercise("3. vector code for a stencil", hint=[
+          "the lanes of a vector loop cannot each compute their own piece of an "
+          "intermediate: compute the intermediate once for the whole tile, before the "
+          "vector loop reads it",
+          "compute_at B at the outer tile loop rather than at the vectorized one"])
 def check_vector_blur(vector_blur):
     sch = tir.Schedule(blur_func(32))
     vector_blur(sch)

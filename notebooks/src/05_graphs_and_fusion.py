@@ -17,6 +17,13 @@
 # XLA's and TensorRT's, and write graph rewrites of your own.
 
 # %%
+import mlc  # first: a folder named "mlc" where Jupyter started would hide the package
+
+if not hasattr(mlc, "build"):
+    raise ImportError(f"'import mlc' found the folder {list(mlc.__path__)[0]}, not the mlc "
+                      "package: start Jupyter from another folder (`make lab` in the "
+                      "checkout does), or rename that folder")
+
 import matplotlib
 import numpy as np
 
@@ -25,11 +32,23 @@ from mlc import graph, viz
 from mlc.graph import relax
 from mlc.graph.op import list_ops
 from mlc.script import R, ir_module
-from mlc.testing.exercises import exercise, expect
+from mlc.testing.exercises import exercise, expect, hint  # noqa: F401 (hint("1") asks for a hint)
 
 matplotlib.rcParams["figure.dpi"] = 80
 
 rng = np.random.default_rng(0)
+
+# %% [markdown]
+# **Why:** a model is hundreds of small operators, and launching each as its own kernel moves
+# every intermediate through memory. The graph level fuses, folds and plans memory before any
+# kernel exists.
+#
+# Where this chapter works, on the map of chapter 00 (its levels in blue):
+
+# %% tags=["nbval-ignore-output"]
+from mlc.viz.concepts import stack
+
+stack(chapter=5)
 
 # %%
 W1 = rng.standard_normal((32, 64)).astype("float32")
@@ -78,6 +97,15 @@ viz.graph_drawing(g2, "after")
 # `wp[j // 16, k, j % 16]` (TVM's `dense_pack`), so the 16 outputs of one vector read 16
 # neighbouring floats, and `fold_constant` does that copy once, at compile time. (`W2`, with
 # only 10 outputs, is packed by 10: the `(1, 32, 10)` constant above.)
+
+#
+# The fusion rules on the MLP of chapter 06 (the cells below show them on this chapter's
+# graph):
+
+# %% tags=["nbval-ignore-output"]
+from mlc.viz import concepts
+
+concepts.fusion_patterns()
 
 # %%
 packed = [n for n in g2.topo() if isinstance(n, graph.Call) and n.op.name == "nn.dense_pack"]
@@ -328,9 +356,20 @@ np.testing.assert_allclose(out, xs * ys + ys, rtol=1e-6)
 print("ewise_fma(x, y, y) == x * y + y")
 
 # %% [markdown]
+# > **What to remember**
+# > * Ops carry patterns (ELEMWISE, BROADCAST, INJECTIVE, COMM_REDUCE, OUT_ELEMWISE_FUSABLE,
+# >   OPAQUE) and fusion rules combine them: a dense takes its bias and activation into its
+# >   kernel.
+# > * Fusion removes the intermediate's trip through memory; the memory plan lets
+# >   intermediates share buffers.
+# > * Graph rewrites are visitor-based, like the loop IR's passes.
+
+# %% [markdown]
 # ## Exercises
 # Complete each rewrite (replace `raise NotImplementedError()`) and run the check under it:
-# ✓, or ✗ with what is wrong and a hint. Run the next cell first: it defines the checks.
+# ✓, or ✗ with what is wrong
+# (`hint("1")` gives a hint for exercise 1, the idea first, when you want one). Run the next cell
+# first: it defines the checks.
 # Nothing from the cells above is needed but the imports.
 
 # %%
@@ -356,8 +395,11 @@ class Once:
 def run_relax(fn, xv):
     return mlc.build(relax.from_graph(relax.to_graph(fn)), target="llvm")["main"](xv)
 
-@exercise("1. relu of relu", hint="in visit_call_, after visit_expr_post_order: when call.op "
-          "is relu and self.lookup_binding(call.args[0]) is a relu call too, return call.args[0]")
+@exercise("1. relu of relu", hint=[
+          "relu(relu(x)) is relu(x): when the argument of a relu is itself a relu, the "
+          "outer one can go",
+          "in visit_call_, after the children are rewritten, look up what the argument is "
+          "bound to (lookup_binding) and compare the two ops"])
 def check_relu_of_relu(Rewriter):
     xv = np.random.default_rng(7).standard_normal((2, 3)).astype("float32")
     once = relax.analysis.remove_all_unused(Rewriter().visit_expr(Once["main"]))
@@ -380,9 +422,11 @@ def run_graph(gr, seed=9):
     feeds = {v.name: rng_in.standard_normal(v.shape).astype("float32") for v in gr.inputs}
     return graph.build(graph.optimize(gr))(**feeds)[0]
 
-@exercise("2. horizontal fusion", hint="take the weights with branch.args[0].args[1].value, "
-          "stack them with np.concatenate(..., axis=0) and return "
-          "graph.nn.relu(graph.nn.dense(x, graph.const(stacked)))")
+@exercise("2. horizontal fusion", hint=[
+          "two dense layers that read the same input are one dense whose weight stacks "
+          "the rows of both: one larger kernel instead of two small ones",
+          "the branches' weights are constants among their calls' arguments; stack them "
+          "along the output axis (np.concatenate) and build one dense and one relu"])
 def check_horizontal(merge_branches):
     for k in (2, 3):
         g_in = branch_graph(k)

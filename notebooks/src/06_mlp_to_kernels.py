@@ -10,17 +10,35 @@
 # kernels it made line by line, and write the graph of the model yourself.
 
 # %%
+import mlc  # first: a folder named "mlc" where Jupyter started would hide the package
+
+if not hasattr(mlc, "build"):
+    raise ImportError(f"'import mlc' found the folder {list(mlc.__path__)[0]}, not the mlc "
+                      "package: start Jupyter from another folder (`make lab` in the "
+                      "checkout does), or rename that folder")
+
 import matplotlib
 import numpy as np
 from IPython import get_ipython
 
 from mlc import graph, viz
 from mlc.examples import mlp
-from mlc.testing.exercises import exercise, expect
+from mlc.testing.exercises import exercise, expect, hint  # noqa: F401 (hint("1") asks for a hint)
 
 if get_ipython() is not None:  # in Jupyter, draw figures as pictures: %matplotlib inline
     get_ipython().run_line_magic("matplotlib", "inline")
 matplotlib.rcParams["figure.dpi"] = 80
+
+# %% [markdown]
+# **Why:** each level so far was shown alone. Here one real model goes through all of them, so
+# you can see where its time and its bytes go, and check the result against numpy and PyTorch.
+#
+# Where this chapter works, on the map of chapter 00 (its levels in blue):
+
+# %% tags=["nbval-ignore-output"]
+from mlc.viz.concepts import stack
+
+stack(chapter=6)
 
 # %% [markdown]
 # ## Train (numpy, a few seconds)
@@ -108,23 +126,34 @@ print(first.schedule.trace)
 print(first.lowered)
 
 # %% [markdown]
-# Read it from the outside in:
-# * `parallel(90)`: the 360 rows in 90 blocks of 4, spread over the cores;
-# * `i1_0 in range(4)`: the 64 output columns in 4 tiles of 16;
-# * `dense_pack = alloc_buffer((64,))`: the accumulators of one 4 × 16 tile, 64 floats that
-#   LLVM may keep in vector registers (the second cell below counts how many registers of
-#   this CPU they take); `decompose_reduction` split off the zeroing loop before them;
-# * in the `k` loop, 4 lines (the unrolled rows): `broadcast(x[...], 16)` copies one input
-#   value into 16 lanes, `w0[ramp(..., 1, 16)]` loads 16 neighbouring weights (neighbours
-#   thanks to the packed layout), and one 16-lane multiply-add updates 16 accumulators (LLVM
-#   splits it into as many of this CPU's vectors as it takes);
-# * the last 4 lines are the fused epilogue: bias add and relu (`max(..., broadcast(0.0,
+# Read it from the outside in (the cell after it checks each point on the text):
+# * `i0_0 in range(90)`: the 360 rows in 90 blocks of 4, one after another. The default
+#   schedule makes a loop `parallel` only for kernels of 8M multiply-adds or more (waking
+#   the threads costs more than a small kernel); this one has 360 × 64 × 64 = 1.5M;
+# * `dense_pack = alloc_buffer((256,))`: the accumulators of one 4 × 64 tile, 4 rows by
+#   all 64 output columns, 256 floats that LLVM may keep in vector registers (the second
+#   cell below counts how many registers of this CPU they take); `decompose_reduction`
+#   split off the zeroing loop before them;
+# * in the `k` loop, 16 lines: 4 rows × 4 vectors of 16 columns. `broadcast(x[...], 16)`
+#   copies one input value into 16 lanes, `w0[ramp(..., 1, 16)]` loads 16 neighbouring
+#   weights (neighbours thanks to the packed layout), and each line is one 16-lane
+#   multiply-add into its own accumulators: 16 independent chains, so no multiply-add waits
+#   for the one before it, and each loaded weight vector serves 4 rows;
+# * the last loops are the fused epilogue: bias add and relu (`max(..., broadcast(0.0,
 #   16))`) on the accumulators, stored to `relu` 16 floats at a time. The dense output is
-#   never stored as a `(360, 64)` tensor: only this 64-float tile of it exists.
+#   never stored as a `(360, 64)` tensor: only this 256-float tile of it exists.
 
 # %%
+from mlc.topi.schedule import PARALLEL_MIN_WORK
+
 text = str(first.lowered)
-assert "parallel(90)" in text and "alloc_buffer((64,)" in text and "broadcast(0.0, 16)" in text
+k_loop = text.split("for k in range(64):")[1].split("for ")[0]
+fmas = [ln for ln in k_loop.splitlines() if "dense_pack[ramp(" in ln]
+print(f"{360 * 64 * 64:,} multiply-adds, parallel from {PARALLEL_MIN_WORK:,}; "
+      f"{len(fmas)} vector multiply-adds per step of k")
+assert "for i0_0 in range(90)" in text and "parallel" not in text
+assert 360 * 64 * 64 < PARALLEL_MIN_WORK and "alloc_buffer((256,)" in text
+assert len(fmas) == 16 and "broadcast(0.0, 16)" in text
 assert len(mod.kernels) == len(g2.groups) and mod.num_native_calls == 1
 
 # %% tags=["nbval-ignore-output"]
@@ -133,7 +162,9 @@ from mlc.target.llvm.cpu import host_simd
 simd = host_simd()
 print(f"this CPU ({simd.isa}): {simd.lanes} fp32 lanes per vector, {simd.registers} vector "
       f"registers; a 16-lane multiply-add is {max(1, 16 // simd.lanes)} instruction(s), and the "
-      f"64 accumulators take {64 // simd.lanes} of the {simd.registers} registers")
+      f"256 accumulators take {256 // simd.lanes} vector registers; it has {simd.registers}"
+      + ("" if 256 // simd.lanes < simd.registers else
+         " (too few: LLVM keeps some accumulators in L1, a cycle or so away)"))
 
 # %% [markdown]
 # ## From PyTorch
@@ -317,9 +348,19 @@ np.testing.assert_allclose(out, logits_ref, rtol=1e-4, atol=1e-5)
 print("the fused module matches numpy")
 
 # %% [markdown]
+# > **What to remember**
+# > * A whole model goes graph → fused groups → te → schedule → loops → one native function,
+# >   checked against numpy at each step.
+# > * Packed weights, fused epilogues and a memory plan come from the graph level; speed comes
+# >   from each kernel's schedule.
+# > * PyTorch models enter through torch.fx: one converter per layer type.
+
+# %% [markdown]
 # ## Exercises
 # Complete each function (replace `raise NotImplementedError()`) and run the check under
-# it: ✓, or ✗ with what is wrong and a hint. Run the next cell first: it defines the
+# it: ✓, or ✗ with what is wrong
+# (`hint("1")` gives a hint for exercise 1, the idea first, when you want one). Run the next cell
+# first: it defines the
 # checks. Nothing from the cells above is needed but the imports.
 
 # %%
@@ -336,9 +377,11 @@ def numpy_logits(params, x):
         h = np.maximum(h, 0) if k < len(params) - 1 else h
     return h
 
-@exercise("1. the MLP as a graph", hint="h = x; for each (w, b): h = graph.nn.dense(h, "
-          "graph.const(w)) + graph.const(b), then graph.nn.relu(h) except after the last; "
-          "return graph.Graph([x], [h])")
+@exercise("1. the MLP as a graph", hint=[
+          "each layer is a dense with its weight, then a bias add, then a relu between "
+          "layers (not after the last)",
+          "graph.nn.dense, + on graph values, graph.nn.relu, graph.const around each "
+          "numpy array, graph.Graph for the whole"])
 def check_mlp_graph(my_mlp_graph):
     g_ex = my_mlp_graph(ex_params, 8)
     expect(isinstance(g_ex, graph.Graph), f"return a graph.Graph, not {type(g_ex).__name__}")
@@ -352,8 +395,11 @@ def check_mlp_graph(my_mlp_graph):
     expect(len(opt.groups) == 3, f"optimized, it should be 3 kernels (one per layer), "
            f"not {len(opt.groups)}")
 
-@exercise("2. bytes between kernels", hint="sum g.groups[i].root.type.nbytes over the groups "
-          "whose root is not one of g.outputs")
+@exercise("2. bytes between kernels", hint=[
+          "a value crosses memory between kernels when one fused group writes it and "
+          "another reads it: every group's output, except the graph's own outputs",
+          "each group's root node has a type with nbytes; compare the roots with "
+          "g.outputs"])
 def check_intermediate_bytes(intermediate_bytes):
     g_ex = mlp.mlp_graph(ex_params, 8)
     for level in (0, 2):
@@ -362,6 +408,42 @@ def check_intermediate_bytes(intermediate_bytes):
         want = opt.memory.bytes_before
         expect(got == want, f"at level {level} ({len(opt.groups)} kernels) the kernels pass "
                f"{want} bytes to each other, you counted {got}")
+
+
+@exercise("3. torch.fx to the graph", hint=[
+          "torch.fx gives one node per layer call; its first argument is the node of the "
+          "layer's input, already converted. A Linear multiplies by its weight (stored "
+          "out x in, as the graph's dense wants it) and adds its bias, if it has one; a "
+          "ReLU is one op",
+          "node_map turns an fx node into the graph value made for it; graph.const wraps "
+          "the layer's parameters (detached to numpy); graph.nn.dense, + and graph.nn.relu "
+          "build the value; bb.emit returns it"])
+def check_fx_map(map_nn_linear, map_nn_relu):
+    try:
+        import torch
+    except ImportError:
+        expect(False, "this exercise needs PyTorch (pip install torch); the others do not")
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(5, 7), torch.nn.ReLU(),
+                                torch.nn.Linear(7, 3, bias=False), torch.nn.ReLU(),
+                                torch.nn.Linear(3, 2))
+    calls = []
+    def spy(fn, kind):
+        def run(bb, node_map, node, module):
+            calls.append(kind)
+            return fn(bb, node_map, node, module)
+        return run
+    g_fx = graph.from_torch(model, [(4, 5)], call_module_map={
+        torch.nn.Linear: spy(map_nn_linear, "Linear"), torch.nn.ReLU: spy(map_nn_relu, "ReLU")})
+    expect(calls == ["Linear", "ReLU", "Linear", "ReLU", "Linear"],
+           f"from_torch called your maps for {calls}, not for the five layers")
+    xs = np.random.default_rng(8).standard_normal((4, 5)).astype("float32")
+    want = model(torch.from_numpy(xs)).detach().numpy()
+    got = graph.evaluate(g_fx, {g_fx.inputs[0].name: xs})[0]
+    expect(got.shape == want.shape, f"the graph's output has shape {got.shape}, torch's "
+           f"{want.shape}")
+    expect(np.allclose(got, want, rtol=1e-4, atol=1e-5), "the graph computes something "
+           "else than the torch model (the second Linear has no bias)")
 
 # %% [markdown]
 # **1. The MLP as a graph.** Write the graph of a 3-layer MLP yourself: `graph.var` for the
@@ -397,3 +479,28 @@ def intermediate_bytes(g):
     ### END SOLUTION
 
 check_intermediate_bytes(intermediate_bytes)
+
+# %% [markdown]
+# **3. From torch.fx to the graph.** `graph.from_torch` takes, as the MLC course's
+# `from_fx` does, a map from layer classes to your converters: `call_module_map={
+# torch.nn.Linear: map_nn_linear, torch.nn.ReLU: map_nn_relu}`. Each converter gets the
+# builder `bb`, `node_map` (each fx node already converted, to its graph value), the fx
+# `node` of the layer call, and the layer itself, and returns the layer's graph value.
+# Write the two (a Linear may have no bias).
+
+# %%
+def map_nn_linear(bb, node_map, node, linear):
+    ### BEGIN SOLUTION
+    x = node_map[node.args[0]]
+    y = graph.nn.dense(x, graph.const(linear.weight.detach().numpy()))
+    if linear.bias is not None:
+        y = y + graph.const(linear.bias.detach().numpy())
+    return bb.emit(y)
+    ### END SOLUTION
+
+def map_nn_relu(bb, node_map, node, relu):
+    ### BEGIN SOLUTION
+    return bb.emit(graph.nn.relu(node_map[node.args[0]]))
+    ### END SOLUTION
+
+check_fx_map(map_nn_linear, map_nn_relu)

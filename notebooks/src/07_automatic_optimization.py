@@ -16,6 +16,13 @@
 # space has 128 points.)
 
 # %%
+import mlc  # first: a folder named "mlc" where Jupyter started would hide the package
+
+if not hasattr(mlc, "build"):
+    raise ImportError(f"'import mlc' found the folder {list(mlc.__path__)[0]}, not the mlc "
+                      "package: start Jupyter from another folder (`make lab` in the "
+                      "checkout does), or rename that folder")
+
 import numpy as np
 %matplotlib inline
 import matplotlib
@@ -23,6 +30,18 @@ matplotlib.rcParams["figure.dpi"] = 80
 from matplotlib.figure import Figure
 import mlc
 from mlc import te, tune, viz
+
+# %% [markdown]
+# **Why:** the best tile sizes differ per shape and per machine, and a space of schedules is
+# too large to measure whole. A tuner measures some, learns a cost model from them, and lets
+# the model choose what to measure next.
+#
+# Where this chapter works, on the map of chapter 00 (its levels in blue):
+
+# %% tags=["nbval-ignore-output"]
+from mlc.viz.concepts import stack
+
+stack(chapter=7)
 
 # %% [markdown]
 # ## A template: the schedule with holes
@@ -120,11 +139,19 @@ assert (c_at_k.touched_bytes, c_at_k.reuse) == (4 * 16 * 4, 128.0)
 # Read the `k` row: while `k` runs, C touches 256 bytes, the 4 x 16 tile of accumulators, and
 # uses each of them 128 times; B touches a 128 x 16 panel (8192 bytes) and uses each element 4
 # times (once per row `i_1` of the tile), A a 4 x 128 panel (2048 bytes), each element 16
-# times (once per column `j_1`). A 1 x 1 tile would show, in its `k` row, C reused the same
-# 128 times but A and B each used once per element: nothing for the registers to keep. The
-# columns name the reasons one schedule beats another (reuse, the bytes a loop keeps live,
-# which loop is vectorized), so a model can learn from them across programs of different
-# shapes, where a knob's value means nothing outside its template.
+# times (once per column `j_1`). A 1 x 1 tile shows, in its `k` row, C reused the same
+# 128 times but A and B each used once per element: nothing for the registers to keep (the
+# cell below prints that row, and checks it). The columns name the reasons one schedule
+# beats another (reuse, the bytes a loop keeps live, which loop is vectorized), so a model
+# can learn from them across programs of different shapes, where a knob's value means
+# nothing outside its template.
+
+# %%
+one_by_one = loop_context(space.build(index_of(1, 1, 0)))
+k_one = next(r for r in one_by_one if r.loop == "k")
+reuse = {b.buffer: b.reuse for b in k_one.buffers}
+print("1 x 1 tile, the k row's reuse:", reuse)
+assert reuse == {"C": 128.0, "A": 1.0, "B": 1.0}
 
 # %% [markdown]
 # ## The truth: measure every configuration
@@ -168,6 +195,14 @@ fig
 # A random search needs no new measurement: it picks configurations in a random order, so its
 # curve is the running maximum of the sweep over a random permutation. Two hundred orders
 # give its median and its spread.
+
+#
+# The loop every tuner of this chapter runs:
+
+# %% tags=["nbval-ignore-output"]
+from mlc.viz import concepts
+
+concepts.tuning_loop()
 
 # %% tags=["nbval-ignore-output"]
 import os, tempfile
@@ -225,6 +260,82 @@ for t in (4, 8, 16):
 print("within 10% of the sweep's best: xgboost " + ", ".join(first_within(c) for c in xgb_curves)
       + f"; random by trial {TRIALS} in {np.mean(random_curves[:, -1] >= target):.0%} "
       "of the orders")
+for seed, c in zip(runs, xgb_curves):
+    gain = c[-1] / c[3]  # what the model-guided trials 5..16 added to the random first batch
+    print(f"seed {seed}: the random first batch reached {c[3] / sweep.max():.0%} of the best, "
+          f"the model's 12 trials after it {'added nothing' if gain < 1.02 else f'{gain:.2f}x'}")
+print(f"xgboost runs ahead of random's median at trial {TRIALS}: "
+      f"{sum(c[-1] > np.median(random_curves[:, -1]) for c in xgb_curves)} of {len(xgb_curves)}")
+
+# %% [markdown]
+# Three runs cannot settle whether the model helps: one lucky first batch decides a run.
+# Since the sweep is the answer key, the search can be **replayed** many times without
+# measuring anything: a "measurement" is a lookup in the sweep. The replay below is the same
+# search (batches of 4, the first at random, the xgboost rank model on loop context vectors
+# refit after every batch) over 40 seeds, except that the model scores every unmeasured point
+# instead of annealing (the space is small enough to score whole; annealing is for spaces
+# that are not). Random search gets the same 40 seeds. The last lines say which is ahead,
+# from the numbers, and why.
+
+# %% tags=["nbval-ignore-output"]
+from math import comb
+
+from mlc.tune.model import XGBoostCostModel
+
+FEATURES = np.array([itervar_features(space.build(i)) for i in range(SIZE)])
+def replay(seed, trials=TRIALS, batch=4):
+    rng = np.random.default_rng(seed)
+    measured = [int(i) for i in rng.permutation(SIZE)[:batch]]
+    while len(measured) < trials:
+        model = XGBoostCostModel(lambda i: FEATURES[i], seed=seed)
+        model.fit(measured, sweep[measured])
+        rest = [i for i in range(SIZE) if i not in measured]
+        scores = model.predict(rest)
+        measured += [rest[k] for k in np.argsort(-scores)[:batch]]
+    return np.maximum.accumulate(sweep[measured[:trials]])
+
+SEEDS = 40
+replayed = np.array([replay(seed) for seed in range(SEEDS)]) / sweep.max()
+random_share = random_curves[:SEEDS] / sweep.max()
+for t in (4, 8, 12, 16):
+    print(f"after {t:2d} trials, median share of the best: model "
+          f"{np.median(replayed[:, t - 1]):.0%}, random "
+          f"{np.median(random_share[:, t - 1]):.0%}; within 10%: model "
+          f"{np.mean(replayed[:, t - 1] >= 0.9):.0%} of the seeds, random "
+          f"{np.mean(random_share[:, t - 1] >= 0.9):.0%}")
+near = int(np.sum(sweep >= 0.9 * sweep.max()))
+p_random = 1 - comb(SIZE - near, TRIALS) / comb(SIZE, TRIALS)
+lead = np.mean(replayed[:, -1] >= 0.9) - np.mean(random_share[:, -1] >= 0.9)
+print(f"\n{near} of the {SIZE} configurations are within 10% of the best, so {TRIALS} random "
+      f"draws hold one with probability {p_random:.0%}.")
+if lead >= 0.1:
+    print(f"The model is ahead: {lead * 100:.0f} points more of its seeds reach 10% of the "
+          f"best by trial {TRIALS}: where few configurations are near the best, a model that "
+          f"learns from the first batches where the fast tiles are finds them sooner.")
+elif lead > -0.1:
+    print(f"Random search is as good here (the model reaches 10% of the best in {lead * 100:+.0f} "
+          f"points more of the seeds): in a space of {SIZE} points with {near} near the best, "
+          f"{TRIALS} random draws already cover {TRIALS / SIZE:.0%} of it, and the model, "
+          f"fitted on 4 to 12 points, has little to learn from. Its advantage needs a space "
+          f"where random draws rarely land near the best.")
+else:
+    print(f"Random search is ahead ({-lead * 100:.0f} points more of its seeds reach 10% of "
+          f"the best): "
+          f"a model fitted on 4 to 12 points can lead the search away from the fast region.")
+
+# %% tags=["nbval-ignore-output"]
+fig = viz.tuning_curve({"replayed xgboost (median of 40 seeds)":
+                        np.median(replayed, axis=0) * sweep.max(),
+                        "random (median of 40 seeds)": np.median(random_share, axis=0)
+                        * sweep.max()},
+                       title=f"matmul {N}, replayed on the sweep: best GFLOPS so far")
+ax = fig.axes[0]
+for curves_, color in ((replayed, "C0"), (random_share, "C1")):
+    ax.fill_between(range(1, TRIALS + 1), np.percentile(curves_, 25, axis=0) * sweep.max(),
+                    np.percentile(curves_, 75, axis=0) * sweep.max(), step="post", alpha=0.2,
+                    color=color)
+ax.legend(fontsize=7)
+fig
 
 # %% [markdown]
 # ## Does the model rank configurations it has not seen?
@@ -414,20 +525,30 @@ print("the best schedule computes the right answer")
 # ## Lucky measurements: measure the winners again
 # A tuner keeps the fastest measurement it has seen. Each measurement is off by a few
 # percent, and the largest of many noisy numbers is biased upwards: the configuration that
-# won may be the luckiest rather than the best (the *winner's curse*). The sweep timed every
-# configuration apart from the tuners' runs; here are the three runs' winners, the
-# measurement that made each one win against the sweep's:
+# won may be the luckiest rather than the best (the *winner's curse*). If the curse is at
+# work, a winner timed again, apart from the run that chose it, comes out slower. The sweep
+# timed every configuration apart from the tuners' runs; the cell compares each run's winner
+# with its sweep timing and says what the numbers show:
 
 # %% tags=["nbval-ignore-output"]
+ratios = []
 for seed, t in runs.items():
     first, again = t.best_flops / 1e9, sweep[t.best_index]
+    ratios.append(again / first)
     print(f"seed {seed}: configuration {t.best_index}: {first:.1f} GFLOPS when chosen, "
           f"{again:.1f} in the sweep ({again / first:.0%})")
+slower = sum(r < 0.95 for r in ratios)
+print(f"{slower} of {len(ratios)} winners were more than 5% slower in the sweep: "
+      + ("what the winner's curse predicts (a machine busier during the sweep would look "
+         "the same; the next cell times the winners again in one run)" if slower == len(ratios)
+         else "not all were, so no clear sign of the curse in this run"))
 
 # %% [markdown]
 # `tune(..., confirm=4)` guards against it: after the trials it measures the four fastest
 # configurations again, in alternating rounds so a passing burst of load hits them alike, and
-# chooses by the median of the new runs only (the first ones are why they look fast).
+# chooses by the median of the new runs only: the first runs are the ones that selected
+# them, biased up by the selection, while the new runs are not. Whether the first runs were
+# *lucky* this time is a measurement, which the cell prints; the choice is sound either way.
 # Re-measuring adds no trials. `tune_tir` does it by default with one configuration per 16
 # trials, at most 4 (so from 32 trials on, and the four fastest from 64 trials on); the
 # 1024 x 1024 GEMM benchmark uses it.
@@ -441,7 +562,17 @@ for i, cost in sorted(medians.items(), key=lambda kv: kv[1]):
     print(f"configuration {i}: {first:.1f} GFLOPS at first, {task.flop / cost / 1e9:.1f} "
           f"re-measured (median of {len(confirmed.confirmed[i])} runs)")
 assert len(medians) == 4 and confirmed.best_index == min(medians, key=medians.__getitem__)
-print("chosen:", confirmed.best_index)
+firsts = {i: confirmed.ys[confirmed.xs.index(i)] / 1e9 for i in medians}
+again = {i: task.flop / medians[i] / 1e9 for i in medians}
+slower = [i for i in medians if again[i] < 0.95 * firsts[i]]
+faster = [i for i in medians if again[i] > 1.05 * firsts[i]]
+first_winner = max(firsts, key=firsts.__getitem__)
+print(f"re-measured: {len(slower)} of 4 slower than at first, {len(faster)} faster, "
+      f"{4 - len(slower) - len(faster)} within 5%"
+      + (" (so the first runs were not the lucky ones this time)"
+         if len(faster) > len(slower) else ""))
+print(f"chosen: {confirmed.best_index}; by the first runs alone it would have been "
+      f"{first_winner}" + (" (the same)" if first_winner == confirmed.best_index else ""))
 
 # %% [markdown]
 # ## A stochastic schedule is a search space (MetaSchedule style)
@@ -545,30 +676,53 @@ for name, (wall, t) in walls.items():
     print(f"{name}: {wall:.1f} s for {len(t.results)} trials, best {t.best_flops / 1e9:.1f} GFLOPS")
 
 # %% [markdown]
-# Same seed, same candidates: the two runs measured the same configurations, whichever
-# worker took each one. The wall times above compare the two on the machine that ran this
-# (they change from run to run): on a machine with few cores, with milliseconds per candidate,
-# Dask's overhead per task can cost more than the second worker saves. The point is that the
-# same code runs on a cluster of many machines.
+# Same seed, same candidates: the two runs drew the same configurations, whichever worker
+# took each one (the cell below asserts it). They did not get the same *timings*: each run
+# timed every configuration once, at its own moment, so their bests can differ; the cell
+# prints by how much the same configuration's two timings differ, which is all the
+# difference between the bests. The wall times above compare the two on the machine that
+# ran this (they change from run to run): on a machine with few cores, with milliseconds per
+# candidate, Dask's overhead per task can cost more than the second worker saves. The point
+# is that the same code runs on a cluster of many machines.
 
-# %%
+# %% tags=["nbval-ignore-output"]
 if HAVE_DASK:
     local_run, dask_run = (t for _, t in walls.values())
     assert sorted(local_run.xs) == sorted(dask_run.xs)
+    local_by, dask_by = dict(zip(local_run.xs, local_run.ys)), dict(zip(dask_run.xs, dask_run.ys))
+    ratio = np.array([dask_by[i] / local_by[i] for i in local_by if local_by[i] > 0])
+    print(f"the same {len(local_by)} configurations; Dask's timing / local's, per "
+          f"configuration: {ratio.min():.2f}x to {ratio.max():.2f}x "
+          f"(median {np.median(ratio):.2f}x)")
+    print(f"best: local #{local_run.best_index} {local_run.best_flops / 1e9:.1f} GFLOPS, Dask "
+          f"#{dask_run.best_index} {dask_run.best_flops / 1e9:.1f} GFLOPS"
+          + (": the same configuration, timed twice" if local_run.best_index ==
+             dask_run.best_index else ": two configurations whose timings cross"))
     client.close()
     cluster.close()
 print("same configurations measured")
 
 # %% [markdown]
+# > **What to remember**
+# > * A template (or a sampled schedule) defines a space; a tuner measures points of it and
+# >   keeps the best.
+# > * The cost model learns from loop-context features, trained to rank; it pays where few
+# >   configurations are near the best and random draws rarely land there.
+# > * Measurements are noisy: re-measure the winners, and compare two tuners over many seeds,
+# >   not one run.
+
+# %% [markdown]
 # ## Exercises
 # Complete each function (replace `raise NotImplementedError()`) and run the check under it:
-# ✓, or ✗ with what is wrong and a hint. Run the next cell first: it defines the checks.
+# ✓, or ✗ with what is wrong
+# (`hint("1")` gives a hint for exercise 1, the idea first, when you want one). Run the next cell
+# first: it defines the checks.
 # Nothing from the cells above is needed but the imports.
 
 # %%
 import math
 import random
-from mlc.testing.exercises import exercise, expect
+from mlc.testing.exercises import exercise, expect, hint  # noqa: F401 (hint("1") asks for a hint)
 
 def knob_choices(index, dims):
     """The choice of each knob in config ``index`` (mixed radix, first knob fastest)."""
@@ -578,11 +732,11 @@ def knob_choices(index, dims):
         index //= d
     return out
 
-@exercise("1. a move for simulated annealing",
-          hint="decode index into one choice per knob (index % d, then index //= d, first knob "
-               "fastest), pick at random a knob k with dims[k] > 1 and a *different* choice "
-               "for it, and encode the choices back (index = sum of choice * product of the "
-               "earlier dims)")
+@exercise("1. a move for simulated annealing", hint=[
+          "a configuration index is a number in mixed radix, one digit per knob; a move "
+          "changes exactly one digit to another of its values",
+          "decode with % and // (the first knob is the fastest digit), change one digit "
+          "chosen at random among the knobs with more than one choice, encode back"])
 def check_neighbour(neighbour):
     dims = (8, 8, 2, 1)
     size = math.prod(dims)
@@ -605,10 +759,11 @@ def check_neighbour(neighbour):
     expect(neighbour(0, (1, 1), random.Random(0)) == 0,
            "in a space of one point the only move is to stay: return index")
 
-@exercise("2. the rank loss's gradient",
-          hint="for each pair with measured[i] > measured[j], let g = 1 / (1 + exp(scores[i] "
-               "- scores[j])) (the pair's term falls as scores[i] rises): grad[i] -= g, "
-               "grad[j] += g")
+@exercise("2. the rank loss's gradient", hint=[
+          "differentiate one pair's term with respect to s_i and to s_j: the two "
+          "derivatives are equal and opposite, which is why the gradient sums to zero",
+          "the derivative of log(1 + exp(-d)) with respect to d is -1 / (1 + exp(d)); add "
+          "each pair's contribution to both of its entries"])
 def check_rank_loss_grad(rank_loss_grad):
     def loss(s, y):  # the rank loss of the lecture
         return sum(np.log1p(np.exp(-(s[i] - s[j]))) for i in range(len(y))
@@ -630,10 +785,11 @@ def check_rank_loss_grad(rank_loss_grad):
     expect(np.allclose(g, numeric, atol=1e-5), f"on scores {np.round(s, 2)} and speeds {y} "
            f"the gradient is {np.round(numeric, 4)} (by finite differences), not {np.round(g, 4)}")
 
-@exercise("3. a knob of your own",
-          hint="after the vectorize lines: cfg.define_knob(\"unroll\", [0, 1]) and, when "
-               "cfg[\"unroll\"].val is 1, s[C].unroll(yi); the knob must change the loop "
-               "program for every choice")
+@exercise("3. a knob of your own", hint=[
+          "a knob is a decision the schedule can take more than one way, and each choice "
+          "must give a different loop program",
+          "cfg.define_knob with a list of choices, then read cfg[name].val to decide "
+          "which schedule primitive to apply"])
 def check_knob(template_name):
     n = 64
     task7 = tune.create_task(template_name, args=(n, "float32"))

@@ -26,6 +26,13 @@
 # dot-product instructions.
 
 # %%
+import mlc  # first: a folder named "mlc" where Jupyter started would hide the package
+
+if not hasattr(mlc, "build"):
+    raise ImportError(f"'import mlc' found the folder {list(mlc.__path__)[0]}, not the mlc "
+                      "package: start Jupyter from another folder (`make lab` in the "
+                      "checkout does), or rename that folder")
+
 import matplotlib
 import numpy as np
 from IPython import get_ipython
@@ -42,6 +49,18 @@ if get_ipython() is not None:  # in Jupyter, draw figures as pictures: %matplotl
     get_ipython().run_line_magic("matplotlib", "inline")
 matplotlib.rcParams["figure.dpi"] = 80
 np.random.seed(0)
+
+# %% [markdown]
+# **Why:** new hardware adds instructions that compute a whole tile at once (dot products,
+# matrix units). Tensorize replaces a loop nest by such an instruction when the two compute
+# the same thing, and low precision makes them faster still.
+#
+# Where this chapter works, on the map of chapter 00 (its levels in blue):
+
+# %% tags=["nbval-ignore-output"]
+from mlc.viz.concepts import stack
+
+stack(chapter=9)
 
 # %% [markdown]
 # ## The matmul of the lecture, tiled by 16
@@ -644,16 +663,26 @@ print(f"7-bit int8 is {min(speedups):.2f}x to {max(speedups):.2f}x the speed of 
 # the rounds above alternate the builds so that they see the same load.
 
 # %% [markdown]
+# > **What to remember**
+# > * blockize makes a block compute a whole tile; tensorize replaces it by an instruction (a
+# >   TensorIntrin: a description and an implementation that must agree).
+# > * int8 dot-product instructions need a zero point and a shift, which the compiler
+# >   compensates for exactly.
+# > * Whether a micro-kernel pays is measured against numpy on this machine.
+
+# %% [markdown]
 # ## Exercises
 # Complete each answer (replace `raise NotImplementedError()`) and run the check under it:
-# ✓, or ✗ with what is wrong and a hint. Run the next cell first: it defines the checks.
+# ✓, or ✗ with what is wrong
+# (`hint("1")` gives a hint for exercise 1, the idea first, when you want one). Run the next cell
+# first: it defines the checks.
 # Nothing from the cells above is needed but the imports.
 
 # %%
 import warnings
 
 from mlc import graph
-from mlc.testing.exercises import exercise, expect
+from mlc.testing.exercises import exercise, expect, hint  # noqa: F401 (hint("1") asks for a hint)
 
 
 def matmul_kj(n):
@@ -675,10 +704,13 @@ def tiled_by(func, t):
     return sch, i1
 
 
-@exercise("1. your own intrinsic", hint="desc = te.create_prim_func([a, b, c]) of an 8 x 8 x 8 "
-          "te.compute with c[i, j] = te.sum(a[i, k] * b[k, j], axis=k); impl: sch = "
-          "tir.Schedule(the same), reorder its loops to (i, k, j), unroll k, vectorize j; "
-          "tir.TensorIntrin.register(name, desc, sch.mod, override=True)")
+@exercise("1. your own intrinsic", hint=[
+          "an intrinsic has two halves: a description of what it computes (here an 8 x 8 "
+          "x 8 matmul) and an implementation the hardware runs, which must compute the "
+          "same",
+          "te.create_prim_func makes the description; a tir.Schedule of the same makes "
+          "the implementation (reorder, unroll, vectorize); tir.TensorIntrin.register "
+          "joins the two under a name"])
 def check_own_intrinsic(declare):
     name = declare()
     intrin = tir.TensorIntrin.get(name)
@@ -701,8 +733,10 @@ def check_own_intrinsic(declare):
            "describe an 8 x 8 x 8 tile only")
 
 
-@exercise("2. the zero point", hint="vpdpbusd sees the stored bytes, x + 128, so it adds "
-          "sum((x + 128) * w); the shift added 128 * sum(w), which qnn.dense subtracts")
+@exercise("2. the zero point", hint=[
+          "the instruction multiplies unsigned bytes: the stored value is x shifted by "
+          "128, so the sum it computes has an extra term that depends only on w",
+          "expand sum((x + 128) * w) into two sums"])
 def check_zero_point(zero_point_terms):
     rng_ex = np.random.default_rng(6)
     for _ in range(3):

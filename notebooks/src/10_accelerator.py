@@ -21,6 +21,13 @@
 # `vdla.gemm8x8`) with `target="vdla"`, and place it on the accelerator's roofline.
 
 # %%
+import mlc  # first: a folder named "mlc" where Jupyter started would hide the package
+
+if not hasattr(mlc, "build"):
+    raise ImportError(f"'import mlc' found the folder {list(mlc.__path__)[0]}, not the mlc "
+                      "package: start Jupyter from another folder (`make lab` in the "
+                      "checkout does), or rename that folder")
+
 import dataclasses
 import inspect
 
@@ -40,12 +47,33 @@ matplotlib.rcParams["figure.dpi"] = 80
 rng = np.random.default_rng(0)
 
 # %% [markdown]
+# **Why:** an accelerator has no caches and no out-of-order core: the compiler moves every
+# tile and orders every module by hand, with tokens. Here the course's schedules target such a
+# machine, and its cycle simulator shows the cost.
+#
+# Where this chapter works, on the map of chapter 00 (its levels in blue):
+
+# %% tags=["nbval-ignore-output"]
+from mlc.viz.concepts import stack
+
+stack(chapter=10)
+
+# %% [markdown]
 # ## The machine
 # Everything on chip is counted in **tiles**. With the default configuration a tile of
 # `inp_buffer` is 8 x 8 int8 activations, a tile of `wgt_buffer` 8 x 8 int8 weights, a tile of
 # `acc_buffer` 8 x 8 int32 accumulators. One GEMM micro-op is the notes' `gemm8x8`:
 # `acc[b, o] += sum_i inp[b, i] * wgt[o, i]`, 512 multiply-adds in one cycle. A DMA costs a
 # fixed latency plus its bytes over the DRAM bandwidth.
+
+#
+# The machine as a picture: three modules, their buffers, and the four token queues by which
+# one waits for another (the tokens of exercise 1):
+
+# %% tags=["nbval-ignore-output"]
+from mlc.viz import concepts
+
+concepts.vdla_queues()
 
 # %%
 cfg = vdla.DEFAULT
@@ -347,14 +375,25 @@ assert nets[1].stats[0].alu_cycles > 0.8 * nets[1].stats[0].gemm_cycles
 # instruction, and fewer ALU operations per tile, would pay more than another thread.
 
 # %% [markdown]
+# > **What to remember**
+# > * VDLA has load, compute and store modules that run at once, on-chip buffers, and token
+# >   queues between them; a missing token is a race the simulator names.
+# > * Virtual threads split the work so that loads overlap compute: the Gantt chart shows the
+# >   gaps closing.
+# > * The same te schedule style targets the accelerator (`target="vdla"`); its roofline and
+# >   cycles are the cost.
+
+# %% [markdown]
 # ## Exercises
 # Complete each answer (replace `raise NotImplementedError()`) and run the check under it:
-# ✓, or ✗ with what is wrong and a hint. Run the next cell first: it defines the checks, and
+# ✓, or ✗ with what is wrong
+# (`hint("1")` gives a hint for exercise 1, the idea first, when you want one). Run the next cell
+# first: it defines the checks, and
 # again the one-tile program and the GEMM schedule of the sections above, so that nothing
 # from the cells above is needed but the imports.
 
 # %%
-from mlc.testing.exercises import exercise, expect
+from mlc.testing.exercises import exercise, expect, hint  # noqa: F401 (hint("1") asks for a hint)
 
 rng_ex = np.random.default_rng(1)
 
@@ -380,13 +419,13 @@ a_steps = rng_ex.integers(-128, 128, (2, 8, 8), dtype=np.int8)
 w_steps = rng_ex.integers(-128, 128, (2, 8, 8), dtype=np.int8)
 
 
-@exercise("1. tokens", hint="a token goes from the module that produces tiles to the one "
-          "that uses them: each weight load pushes to compute (push_next) and its GEMM pops "
-          "it (pop_prev); the last GEMM pushes to store, the store pops it and pushes back to "
-          "compute (push_prev) for FINISH (pop_next). And the other way: the loads of step 2 "
-          "overwrite the tiles the first GEMM reads, so that GEMM gives the load module a "
-          "token when it is done (push_prev) and the first load of step 2 waits for it "
-          "(pop_next)")
+@exercise("1. tokens", hint=[
+          "a module that uses a tile waits for the module that produced it; a module that "
+          "overwrites a buffer waits for the one still reading it; and FINISH waits until "
+          "the result is in DRAM",
+          "push_next / pop_prev carry a token downstream (load to compute to store), "
+          "push_prev / pop_next upstream; the one-tile program of 'A program by hand' is "
+          "half the answer"])
 def check_tokens(flags):
     bare_program = bare_two_step_program()
     table = flags()
@@ -398,9 +437,15 @@ def check_tokens(flags):
     dram.put("AW", np.stack([a_steps[0], w_steps[0], a_steps[1], w_steps[1]]))
     dram.alloc("C", 256)
     try:
-        vdla.simulate(mine, dram)
+        stats = vdla.simulate(mine, dram)
     except VDLAError as err:
         raise AssertionError(f"the program does not run: {str(err).split('. ')[0]}") from err
+    finish = next(e for e in stats.timeline if e.opcode.name == "FINISH")
+    store = next(e for e in stats.timeline if e.opcode.name == "STORE")
+    expect(finish.start >= store.end, f"FINISH (instruction {finish.index}) starts at cycle "
+           f"{finish.start}, before the store ends at cycle {store.end}: the host would read C "
+           "before it is in DRAM. FINISH runs on the compute module: how does compute learn "
+           "that the store is done?")
     c_tile = dram.get("C", np.int32, (8, 8))
     want = sum(a_steps[s].astype(np.int32) @ w_steps[s].astype(np.int32).T for s in (0, 1))
     expect(np.array_equal(c_tile, want), "the program runs but C is not A0 @ W0.T + A1 @ W1.T")
@@ -445,9 +490,12 @@ def gemm_cycles(block, kblock, threads):
     return f_big.stats.cycles
 
 
-@exercise("2. fewer cycles", hint="bigger blocks move fewer bytes per operation (each tile of A "
-          "and B loaded once serves more of C), and two virtual threads overlap the loads with "
-          "the GEMMs; try block=128 with kblock=128 or 64 and threads=2")
+@exercise("2. fewer cycles", hint=[
+          "cycles go to moving bytes and to waiting: a bigger block serves more of C with "
+          "each tile it loads, and virtual threads let the loads of one overlap the GEMMs "
+          "of another",
+          "vary block and kblock (the buffers must still hold them) with more than one "
+          "thread, and read the cycle counts the check prints"])
 def check_fewer_cycles(choose):
     block, kblock, threads = choose()
     baseline = gemm_cycles(64, 64, 2)

@@ -13,6 +13,7 @@ import contextlib
 import importlib.util
 import io
 import linecache
+import re
 from pathlib import Path
 
 import nbformat
@@ -70,7 +71,118 @@ def test_solutions_pass_and_blanks_fail_with_a_hint(src: Path) -> None:
     assert [r.title for r in blank] == [r.title for r in solved]
     for r in blank:
         assert not r.passed, f"{src.name}: the blank '{r.title}' passes its check"
-        assert "hint:" in r.message and len(r.message) > 40, r
+        assert "not written yet" in r.message and 'hint("' in r.message, r
+        assert len(r.hints) >= 2, f"{src.name}: '{r.title}' needs the idea, then the tools"
+        assert not any(h in r.message for h in r.hints), (
+            f"{src.name}: the blank '{r.title}' prints its hint on the first run")
+
+
+# A method call with arguments (``sch.split(i, factors=[None, 4])``), a keyword argument or
+# a subscript with a slice: code, which a hint never gives (math such as log(1 + exp(-d))
+# may appear). The first hint is the idea: no API name either.
+CODE = re.compile(r"\b\w+\.\w+\([^)\s]|\(\s*[^)]*\b\w+=[\w\"'\[]|\[[^\]]*:[^\]]*\]")
+API = re.compile(r"\b(te|tir|sch|graph|np|cfg|vdla|mlc|s)\.\w|\b\w+\.\w+\(")
+
+
+@pytest.mark.parametrize("src", SOURCES, ids=[p.stem for p in SOURCES])
+def test_hints_give_the_idea_first_and_never_code(src: Path) -> None:
+    exercises.HINTS.clear()
+    code = exercise_code(build.student_notebook(src.read_text()))
+    run_checks(code, src.name)
+    assert exercises.HINTS, f"{src.name}: no exercise registered its hints"
+    for title, hints in exercises.HINTS.items():
+        assert len(hints) >= 2, f"{src.name}: '{title}' has {len(hints)} hint(s)"
+        for h in hints:
+            assert not CODE.search(h), f"{src.name}: a hint of '{title}' gives code: {h!r}"
+        assert not API.search(hints[0]), f"{src.name}: '{title}''s first hint names an API"
+
+
+def with_answer(text: str, region: int, answer: str) -> str:
+    """``text`` with its ``region``-th solution (0 first) replaced by ``answer``, indented
+    as the region's marker."""
+    lines, out, k, inside = text.splitlines(), [], -1, False
+    for line in lines:
+        if line.strip() == build.BEGIN_SOLUTION:
+            k += 1
+            inside = k == region
+            if inside:
+                pad = line[: len(line) - len(line.lstrip())]
+                out += [pad + a for a in answer.strip("\n").splitlines()]
+                continue
+        if inside:
+            if line.strip() == build.END_SOLUTION:
+                inside = False
+            continue
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+WRONG = [
+    # a FLOP counter that never restores its trip count: right on one loop nest, wrong on
+    # two nests one after the other
+    ("03_loop_ir_and_lowering", 0, "1. count the FLOPs",
+     "self.trips *= int(loop.extent)\nself.generic_visit(loop)"),
+    # a flag table in which FINISH does not wait for the store
+    ("10_accelerator", 0, "1. tokens",
+     'return {3: {"push_next": True}, 4: {"pop_prev": True, "push_prev": True},\n'
+     '        5: {"pop_next": True}, 6: {"push_next": True},\n'
+     '        7: {"pop_prev": True, "push_next": True}, 8: {"pop_prev": True}}'),
+]
+
+
+@pytest.mark.parametrize("chapter, region, title, answer", WRONG, ids=[w[2] for w in WRONG])
+def test_a_wrong_answer_fails_its_check(chapter: str, region: int, title: str,
+                                        answer: str) -> None:
+    src = NOTEBOOKS / "src" / (chapter + ".py")
+    text = with_answer(src.read_text(), region, answer)
+    results = {r.title: r for r in run_checks(exercise_code(build.parse(text)), chapter)}
+    assert not results[title].passed, f"{chapter}: the wrong answer passes '{title}'"
+    assert "your code raised" not in results[title].message, results[title]
+
+
+def test_who_raised_is_told_apart() -> None:
+    @exercises.exercise("9. demo", hint=["the idea", "the tools"])
+    def check(answer):
+        value = answer()
+        exercises.expect(value.shape == (2,), "two elements")  # AttributeError on an int
+
+    def raises():
+        return [][1]
+
+    def returns_int():
+        return 3
+
+    exercises.RESULTS.clear()
+    with contextlib.redirect_stdout(io.StringIO()):
+        check(raises)
+        check(returns_int)
+    mine, theirs = exercises.RESULTS
+    assert mine.message.startswith("your code raised IndexError"), mine
+    assert theirs.message.startswith("checking your answer raised AttributeError"), theirs
+    assert "not in yours" in theirs.message, theirs
+
+
+def test_hint_on_request_one_at_a_time() -> None:
+    @exercises.exercise("8. demo", hint=["first the idea", "then the tools"])
+    def check(answer):
+        answer()
+
+    def stub():
+        raise NotImplementedError()
+
+    exercises.RESULTS.clear()
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        check(stub)
+    assert "first the idea" not in out.getvalue() and 'hint("8")' in out.getvalue()
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exercises.hint()
+        exercises.hint("8")
+        exercises.hint("8")
+    lines = out.getvalue().splitlines()
+    assert "hint 1 of 2: first the idea" in lines[0] and "hint 2 of 2: then the tools" in lines[1]
+    assert "last hint" in lines[2]
 
 
 @pytest.mark.parametrize("src", SOURCES, ids=[p.stem for p in SOURCES])
