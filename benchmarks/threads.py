@@ -17,6 +17,8 @@ workers. Each round of a worker measures:
 * ``next_us``: numpy's 256^3 matmul (OpenBLAS, its own threads) timed right after each MLP
   call: what a notebook's next line pays for mlc's idle threads, beside ``alone_us``, the
   same matmul after a matmul;
+* ``mlp_cpu_us``: the CPU time of the whole process (every thread) per MLP call: what the
+  spinning costs the machine, whoever else needed the CPU;
 * ``guard_ns``: what the interrupt guard adds to a bound call (mlc.runtime.interrupt).
 
 ONNX Runtime (when installed, a process of its own, 2 intra-op threads) runs the same MLP as
@@ -39,7 +41,7 @@ import time
 import numpy as np
 
 WORKER = r"""
-import json, os, sys, time
+import json, os, resource, sys, time
 import numpy as np
 if os.environ.get("BENCH_TORCH_FIRST"):
     import torch  # its libgomp is loaded and initialised before mlc's
@@ -83,12 +85,18 @@ def per_call(fn, n):
         fn()
     return (time.perf_counter() - t0) / n
 
+def cpu():  # every thread of the process: spinning ones count
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
 def one_round():
     mlp()
     out = {}
     out["region_us"] = (per_call(par_run, 2000) - per_call(ser_run, 2000)) * 1e6
     out["guard_ns"] = (per_call(guarded_run, 4000) - per_call(lambda: raw(*ptrs), 4000)) * 1e9
+    cpu0 = cpu()
     out["mlp_us"] = per_call(mlp, 300) * 1e6
+    out["mlp_cpu_us"] = (cpu() - cpu0) / 300 * 1e6
     spent = 0.0
     for _ in range(100):
         mlp()
@@ -105,7 +113,7 @@ for line in sys.stdin:
 """
 
 ORT_WORKER = r"""
-import json, sys, time
+import json, resource, sys, time
 import numpy as np
 import onnx, onnxruntime as ort
 from onnx import helper, TensorProto, numpy_helper
@@ -143,7 +151,11 @@ def per_call(fn, n):
 print(json.dumps({"ready": True}), flush=True)
 for line in sys.stdin:
     run_mlp()
-    out = {"region_us": per_call(run_add, 2000) * 1e6, "mlp_us": per_call(run_mlp, 300) * 1e6}
+    out = {"region_us": per_call(run_add, 2000) * 1e6}
+    r0 = resource.getrusage(resource.RUSAGE_SELF)
+    out["mlp_us"] = per_call(run_mlp, 300) * 1e6
+    r1 = resource.getrusage(resource.RUSAGE_SELF)
+    out["mlp_cpu_us"] = (r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime) / 300 * 1e6
     spent = 0.0
     for _ in range(100):
         run_mlp()
@@ -161,7 +173,7 @@ def _environment(extra: dict[str, str]) -> dict[str, str]:
     return {**env, **extra}
 
 
-METRICS = ("region_us", "mlp_us", "next_us", "alone_us", "guard_ns")
+METRICS = ("region_us", "mlp_us", "mlp_cpu_us", "next_us", "alone_us", "guard_ns")
 
 
 class Worker:
@@ -246,21 +258,22 @@ def main() -> None:
         if before:
             print(f"  {w.name}: OpenMP runtimes loaded before mlc's: {before}")
     base = {k: summary(workers[0].rounds, k)[0] for k in METRICS}
-    head = (f"{'policy':<20}{'region us':>14}{'MLP b64 us':>16}{'numpy next us':>16}"
-            f"{'numpy alone':>13}{'guard ns':>10}")
+    head = (f"{'policy':<20}{'region us':>14}{'MLP b64 us':>16}{'MLP CPU us':>14}"
+            f"{'numpy next us':>16}{'numpy alone':>14}{'guard ns':>12}")
     print(head)
     for w in workers:
         cells = []
-        for k, width in zip(METRICS, (14, 16, 16, 13, 10)):
+        for k, width in zip(METRICS, (14, 16, 14, 16, 14, 12)):
             med, spread = summary(w.rounds, k)
             cell = "-" if med != med else f"{med:.1f} ±{spread * 100:.0f}%"
             cells.append(f"{cell:>{width}}")
         print(f"{w.name:<20}" + "".join(cells))
     print(f"ratios to {workers[0].name} (below 1: faster)")
     for w in workers[1:]:
-        r = {k: summary(w.rounds, k)[0] / base[k] for k in ("region_us", "mlp_us", "next_us")}
+        r = {k: summary(w.rounds, k)[0] / base[k]
+             for k in ("region_us", "mlp_us", "mlp_cpu_us", "next_us")}
         print(f"  {w.name:<20} region {r['region_us']:.2f}  MLP {r['mlp_us']:.2f}  "
-              f"numpy next {r['next_us']:.2f}")
+              f"MLP CPU {r['mlp_cpu_us']:.2f}  numpy next {r['next_us']:.2f}")
     print(f"load average after: {os.getloadavg()}")
     if args.json:
         with open(args.json, "w") as fh:

@@ -105,7 +105,7 @@ def loaded_openmp_runtimes() -> list[str]:
 def _spin_env() -> dict[str, str]:
     """The settings mlc's copy of libgomp is loaded with. A wait policy or spin count the
     user set (``OMP_WAIT_POLICY``, ``GOMP_SPINCOUNT``) is kept as it is."""
-    if os.environ.get("GOMP_SPINCOUNT") or os.environ.get("OMP_WAIT_POLICY"):
+    if _state.get("user"):
         return {}
     spin_us = config.thread_spin_us()
     if math.isinf(spin_us):
@@ -119,11 +119,11 @@ def _load(path: str) -> ctypes.CDLL | None:
     """A fresh instance of the libgomp in ``path``, loaded with :func:`_spin_env`: a copy of
     the file in memory when the system allows it (a separate library to the dynamic
     linker), else the file itself."""
+    real = _file_of(path)
     settings = _spin_env()
     saved = {k: os.environ.get(k) for k in settings}
     os.environ.update(settings)  # libgomp reads them once, in its constructor
     try:
-        real = _file_of(path)
         if real is not None and hasattr(os, "memfd_create"):
             try:
                 with open(real, "rb") as src:
@@ -155,29 +155,40 @@ def libgomp() -> str | None:
     return the file it was copied from, or None when there is none."""
     if "path" in _state:
         return _state["path"]  # type: ignore[return-value]
-    # Libraries that load a libgomp after mlc (xgboost, scikit-learn) get sleeping threads:
-    # their spinning threads would slow down mlc's next call (a 64^3 GEMM took 2.3 ms
-    # instead of 0.1 on a busy machine) and the tuner's timings after each model fit.
-    user_policy = os.environ.get("OMP_WAIT_POLICY")
+    with _LOADING:
+        if "path" not in _state:
+            _state["path"] = _load_first()
+    return _state["path"]  # type: ignore[return-value]
+
+
+_LOADING = threading.Lock()
+_OPENMP = ("GOMP_parallel", "omp_get_thread_num", "omp_get_num_threads")
+
+
+def _load_first() -> str | None:
     _state["user"] = {k: os.environ[k] for k in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
                       if os.environ.get(k)}
     _state["others"] = loaded_openmp_runtimes()
-    path: str | None = None
+    # Libraries that load a libgomp after mlc (xgboost, scikit-learn) get sleeping threads,
+    # as before mlc had its own copy: their spinning threads would slow down mlc's next call
+    # (a 64^3 GEMM took 2.3 ms instead of 0.1 on a busy machine) and the tuner's timings
+    # after each model fit. (mlc's copy spins anyway: GOMP_SPINCOUNT wins over the policy.)
+    if "OMP_WAIT_POLICY" not in _state["user"]:  # type: ignore[operator]
+        os.environ["OMP_WAIT_POLICY"] = "passive"
     for candidate in _candidates():
         lib = _load(candidate)
-        if lib is None:
+        try:
+            addresses = [ctypes.cast(getattr(lib, f), ctypes.c_void_p).value or 0
+                         for f in _OPENMP] if lib is not None else []
+        except AttributeError:  # not a libgomp after all
             continue
-        native.bind_openmp(*(ctypes.cast(getattr(lib, f), ctypes.c_void_p).value or 0 for f in
-                             ("GOMP_parallel", "omp_get_thread_num", "omp_get_num_threads")))
+        if not all(addresses):
+            continue
+        native.bind_openmp(*addresses)
         _state["lib"] = lib
-        path = candidate
-        break
-    if user_policy is None:
-        os.environ.setdefault("OMP_WAIT_POLICY", "passive")
-    if path is not None:
         os.register_at_fork(after_in_child=_after_fork)
-    _state["path"] = path
-    return path
+        return candidate
+    return None
 
 
 def _after_fork() -> None:
