@@ -47,8 +47,9 @@ statement(s) calling the hardware, as the notes declare ``gemm8x8``::
 ``access_ptr`` is the address of the tile's first element (``tir.access_ptr(A[0, 0], "r")``,
 which tensorize moves onto the real tile); ``hardware_intrin`` is a call the target's
 lowering turns into an instruction. Of the three statements mlc keeps ``update`` as the
-implementation (tensorize matches the update; the zeroing stays the block's init, which a
-target lowers to its own ``reset``, VDLA's ``fill_zero``).
+implementation (tensorize matches the update) and ``reset`` as the tile's init: the
+tensorized tile starts with the declared ``fill_zero(C_tile)`` call, not a zeroing loop.
+The target that has the instructions lowers them (``vdla``); building for the CPU says so.
 """
 
 from __future__ import annotations
@@ -82,7 +83,8 @@ def decl_tensor_intrin(
       output);
     * ``None``: the description itself (useful to try tensorize before writing a kernel);
     * TVM's lowering function ``fimpl(inputs, outputs)`` returning ``te.hardware_intrin``
-      calls (one statement, or ``(compute, reset, update)``: mlc keeps ``update``).
+      calls (one statement, or ``(compute, reset, update)``: mlc keeps ``update`` and
+      ``reset``, which becomes the tile's init).
 
     Returns the registered :class:`mlc.tir.TensorIntrin`; pass it (or its name) to
     ``s[C].tensorize(axis, intrin)`` or ``sch.tensorize(loop, intrin)``.
@@ -100,7 +102,8 @@ def decl_tensor_intrin(
     elif isinstance(fimpl, PrimFunc):
         impl = fimpl
     elif callable(fimpl) and _takes_two_arguments(fimpl):
-        impl = _lowered_impl(desc, fimpl, name)
+        impl, reset = _lowered_impl(desc, fimpl, name)
+        return TensorIntrin.register(name, desc, impl, override=override, reset=reset)
     elif callable(fimpl):
         sch = Schedule(create_prim_func(tensors, name=f"{name}_impl"))
         result = fimpl(sch)
@@ -153,19 +156,30 @@ def _takes_two_arguments(fn: Callable[..., Any]) -> bool:
     return len(positional) == 2
 
 
-def _lowered_impl(desc: PrimFunc, fimpl: Callable[..., Any], name: str) -> PrimFunc:
-    """The implementation from a TVM-style lowering function ``fimpl(inputs, outputs)``."""
+def _lowered_impl(desc: PrimFunc, fimpl: Callable[..., Any],
+                  name: str) -> tuple[PrimFunc, PrimFunc | None]:
+    """The implementation (the ``update``) and the reset from a TVM-style lowering function
+    ``fimpl(inputs, outputs)``."""
     params = [IntrinBuffer(b) for b in desc.params]
     result = fimpl(params[:-1], params[-1:])
+    reset = None
     if isinstance(result, (tuple, list)):
         if len(result) != 3:
             raise TEError(
                 f"te.decl_tensor_intrin({name!r}): a lowering function returns one statement or "
                 f"(compute, reset, update); got {len(result)} values")
-        result = result[2]
+        reset, result = result[1], result[2]
+        if reset is not None and not isinstance(reset, Stmt):
+            raise TEError(
+                f"te.decl_tensor_intrin({name!r}): the reset must be a statement "
+                f"(te.hardware_intrin('fill_zero', ptr)) or None, got {type(reset).__name__}")
     if not isinstance(result, Stmt):
         raise TEError(
             f"te.decl_tensor_intrin({name!r}): the lowering function must return statements "
             f"(te.hardware_intrin(...)), got {type(result).__name__}")
-    root = Block("root", (), (), (), result)
-    return PrimFunc(desc.params, BlockRealize((), const(True), root), f"{name}_impl")
+
+    def func(stmt: Stmt, role: str) -> PrimFunc:
+        root = Block("root", (), (), (), stmt)
+        return PrimFunc(desc.params, BlockRealize((), const(True), root), f"{name}_{role}")
+
+    return func(result, "impl"), None if reset is None else func(reset, "reset")

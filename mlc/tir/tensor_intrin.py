@@ -44,11 +44,16 @@ class TensorIntrin:
     name: str
     desc: PrimFunc
     impl: PrimFunc
+    reset: PrimFunc | None = None
+    """How the hardware zeroes the output tile (TVM's ``reduce_reset``: the notes'
+    ``fill_zero``), with the description's parameters; tensorize makes it the tile's init.
+    None: the tile keeps its own zeroing loops."""
 
     _registry: ClassVar[dict[str, TensorIntrin]] = {}
 
     @staticmethod
-    def register(name: str, desc: PrimFunc, impl: PrimFunc, override: bool = False) -> TensorIntrin:
+    def register(name: str, desc: PrimFunc, impl: PrimFunc, override: bool = False,
+                 reset: PrimFunc | None = None) -> TensorIntrin:
         """Register ``desc``/``impl`` under ``name``; returns the TensorIntrin.
 
         Registering the same name again is allowed when the programs are structurally the
@@ -60,6 +65,8 @@ class TensorIntrin:
                     f"te.create_prim_func([a, b, c]) or a Schedule's .mod), got "
                     f"{type(func).__name__}")
         _check_signature(name, desc, impl)
+        if reset is not None:
+            _check_signature(name, desc, reset)
         if desc_nest(desc) is None:
             raise ScheduleError(
                 f"TensorIntrin.register({name!r}): the description must be one chain of loops "
@@ -67,13 +74,15 @@ class TensorIntrin:
                 f"{desc}")
         old = TensorIntrin._registry.get(name)
         if old is not None and not override:
-            same = structural_equal(old.desc, desc) and structural_equal(old.impl, impl)
+            same = (structural_equal(old.desc, desc) and structural_equal(old.impl, impl)
+                    and (old.reset is None) == (reset is None)
+                    and (reset is None or structural_equal(old.reset, reset)))
             if not same:
                 raise ScheduleError(
                     f"a tensor intrinsic named {name!r} is registered already with a different "
                     "description or implementation; pick another name or pass override=True")
             return old
-        intrin = TensorIntrin(name, desc, impl)
+        intrin = TensorIntrin(name, desc, impl, reset)
         TensorIntrin._registry[name] = intrin
         return intrin
 

@@ -100,6 +100,29 @@ def test_notes_hardware_intrin_gemm_on_the_cpu_names_the_target_that_has_it() ->
     ko, ki = s[C].split(C.op.reduce_axis[0], factor=8)
     s[C].reorder(yo, xo, ko, yi, xi, ki)
     s[C].tensorize(yi, gemm8x8)
-    assert "fuse_gemm8x8_add(access_ptr(" in str(mlc.lower(s, [A, B, C]))
-    with pytest.raises(CodegenError, match=r"fuse_gemm8x8_add .*the vdla target implements"):
+    lowered = str(mlc.lower(s, [A, B, C]))
+    assert "fuse_gemm8x8_add(access_ptr(" in lowered
+    # the reset is the declared call, not a zeroing loop
+    assert 'fill_zero(access_ptr(C[' in lowered and "_init in range" not in lowered
+    with pytest.raises(CodegenError, match=r"fill_zero, fuse_gemm8x8_add .*the vdla target "
+                                           r"implements"):
         mlc.build(s, [A, B, C])
+
+
+def test_vdla_runs_the_declared_reset_against_numpy() -> None:
+    """The accelerator's own intrinsic is declared as the notes do, reset included: the
+    tensorized tiles now start with the declared fill_zero call, which the vdla target
+    turns into its fill_zero instruction; the result still matches numpy."""
+    from mlc.vdla import schedules
+
+    n = 16
+    s, args = schedules.gemm_schedule(n, n, n, 8, 8, 1, True)
+    text = str(mlc.lower(s, args, target="vdla"))
+    assert "vdla.fill_zero(" in text
+    f = mlc.build(s, args, target="vdla")
+    rng = np.random.default_rng(0)
+    a = rng.integers(-4, 4, (n, n)).astype("int8")
+    b = rng.integers(-4, 4, (n, n)).astype("int8")
+    c = np.zeros((n, n), "int32")
+    f(a, b, c)
+    np.testing.assert_array_equal(c, a.astype("int32") @ b.astype("int32").T)

@@ -43,6 +43,7 @@ from mlc.tir.stmt import (
     BufferStore,
     Evaluate,
     For,
+    ForKind,
     PrimFunc,
     SeqStmt,
     Stmt,
@@ -92,7 +93,32 @@ def lower_tensor_intrins(func: PrimFunc) -> PrimFunc:
     tensorized ``fuse_gemm8x8_add`` calls and the loops around them that only index tiles
     become one GEMM instruction, ``vdla.gemm(inp_ptr, wgt_ptr, acc_ptr)`` inside loops
     marked ``vdla.uop_loop`` (the micro-op kernel's two-level loop and its micro-ops)."""
-    return func.with_body(_Intrins().visit(func.body))
+    return func.with_body(_Intrins().visit(_DeclaredResets().visit(func.body)))
+
+
+class _DeclaredResets(IRMutator):
+    """The gemm intrinsic's declared reset, ``fill_zero(access_ptr(acc[r, c], "w"))`` (the
+    tensorized tile's init), as the zeroing loops of one accumulator tile: then it merges
+    with the loops around it into one ``vdla.fill_zero`` as a zeroing nest does."""
+
+    def visit_Evaluate(self, op: Evaluate) -> Any:
+        call = op.value
+        if not (isinstance(call, Call) and call.op == "fill_zero" and len(call.args) == 1):
+            return op
+        ptr = call.args[0]
+        if not (isinstance(ptr, Call) and ptr.op == "access_ptr"
+                and isinstance(ptr.args[0], BufferLoad) and len(ptr.args[0].indices) == 2):
+            return op
+        from mlc.vdla.config import DEFAULT
+
+        load = ptr.args[0]
+        rows, cols = DEFAULT.tile_shape(MemScope.ACC)
+        r, c = Var("fill_r", "int32"), Var("fill_c", "int32")
+        zero = IntImm(0, load.buffer.dtype) if "int" in load.buffer.dtype else const(
+            0.0, load.buffer.dtype)
+        store = BufferStore(load.buffer, zero, (load.indices[0] + r, load.indices[1] + c))
+        inner = For(c, const(0), const(cols), ForKind.SERIAL, store)
+        return For(r, const(0), const(rows), ForKind.SERIAL, inner)
 
 
 class _Intrins(IRMutator):

@@ -84,8 +84,10 @@ class BlockizePrimitives(ScheduleBase):
             mlc.tir.tensor_intrin.register_cpu_gemm(16, 16, 16)   # "gemm_16x16x16_cpu"
             sch.tensorize(i_1, "gemm_16x16x16_cpu")
 
-        The outer block keeps its reads, writes and init (the tile zeroing); the
-        implementation's own inits are dropped. A body that does not match raises
+        The outer block keeps its reads, writes and init (the tile zeroing), unless the
+        intrinsic declares how the hardware zeroes a tile (``TensorIntrin.reset``, the
+        notes' ``fill_zero``): that becomes the init. The implementation's own inits are
+        dropped. A body that does not match raises
         ScheduleError showing the block, the description and the first difference.
         Returns the tensorized block (TVM returns nothing; the handle helps the te facade).
         """
@@ -107,8 +109,14 @@ class BlockizePrimitives(ScheduleBase):
             self._update(before)  # a refused tensorize leaves the program as it was
             raise
         body, allocs = T.instantiate(intrin, match, self._fresh)
+        init = outer.block.init
+        if init is not None and intrin.reset is not None:  # the declared reset (fill_zero)
+            init, reset_allocs = T.instantiate(
+                dataclasses.replace(intrin, impl=intrin.reset), match, self._fresh)
+            allocs = (*allocs, *reset_allocs)
         new_block = dataclasses.replace(
-            outer.block, body=body, alloc_buffers=(*outer.block.alloc_buffers, *allocs))
+            outer.block, body=body, init=init,
+            alloc_buffers=(*outer.block.alloc_buffers, *allocs))
         self._update(state.replace(self._func, outer, dataclasses.replace(outer, block=new_block)))
         rv = self._handle_of_block(new_block.name)
         self._record("tensorize", {"block_or_loop": block_or_loop, "tensor_intrin": intrin.name},
