@@ -231,6 +231,12 @@ def tune_tir(mod: Any, target: Any = "llvm", config: TuneConfig | None = None,
         warnings.warn(f"tune_tir: {measured}", stacklevel=2)
         option = dataclasses.replace(measure_option(), runner=ModelRunner(gpu))
         build_target = "cuda-sim"
+    elif tgt.has_feature("gpu") and tgt.tag is not None:
+        # a GPU is here: time on it, compiled for its own architecture (code for the tag's
+        # sm_60 may not load on a newer GPU), and say which GPU measured
+        build_target = "cuda"
+        measured = (f"timed on this machine's GPU, compiled for it (the target named "
+                    f"{tgt.tag})")
     if space is None:
         space = gpu_space if tgt.has_feature("gpu") else None
     best = _tune_tir(func, max_trials=config.trials, space=space, target=build_target,
