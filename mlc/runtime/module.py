@@ -208,6 +208,11 @@ class Module:
         """What export needs: the program's signature, its LLVM IR and its target."""
         from mlc.runtime.export import ExportError, Exportable
 
+        if getattr(self, "_ir", None) is None:
+            raise ExportError(
+                f"{self.entry_name} was built for {self.target}, whose code is not a CPU "
+                "function: only CPU modules (target 'llvm', 'c', or -mtriple=...) export as "
+                "a library. A GPU module's kernels are its CUDA source (get_source('cuda'))")
         if not self._ir:
             raise ExportError(f"{self.entry_name} was loaded from a library and has no IR to "
                               "export again; copy the library file instead")

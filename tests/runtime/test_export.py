@@ -386,3 +386,15 @@ def test_null_arrays_to_mlc_run_are_refused_and_bad_paths_are_typed(tmp_path: Pa
         _scale().save(str(tmp_path))  # a folder
     with pytest.raises(ExportError, match="linker failed"):
         _scale().export_library(tmp_path / "no" / "such" / "dir" / "x.so")
+
+
+def test_gpu_modules_say_they_do_not_export(tmp_path: Path) -> None:
+    A = te.placeholder((64,), name="A")
+    B = te.compute((64,), lambda i: A[i] * 2.0, name="B")
+    s = te.create_schedule(B.op)
+    xo, xi = s[B].split(B.op.axis[0], factor=32)
+    s[B].bind(xo, te.thread_axis("blockIdx.x"))
+    s[B].bind(xi, te.thread_axis("threadIdx.x"))
+    f = mlc.build(s, [A, B], "cuda-sim")
+    with pytest.raises(ExportError, match="only CPU modules"):
+        f.export_library(tmp_path / "gpu.so")
