@@ -113,3 +113,28 @@ def test_a_gpu_target_cannot_promise_it():
     func = from_source(ATTACKS["statement"])
     with pytest.raises(CodegenError, match="CPU back end"):
         mlc.build(func, target="cuda-sim", allow_calls=False)
+
+
+@pytest.mark.parametrize("name", ["exp", "free", "aligned_alloc", "memset", "expf",
+                                  "__mlc_workspace_release"])
+def test_a_program_named_like_a_function_the_code_calls_still_computes(name):
+    """A program named ``exp`` (``emit_te(topi.exp, ...)`` names it so) that calls libm's
+    float64 ``exp`` called itself; ``free``, ``aligned_alloc`` or ``__mlc_*`` with a heap
+    buffer failed to build (IndexError, TypeError, DuplicatedNameError). The compiled
+    symbol is then ``<name>_kernel``."""
+    n = 4096
+    A = te.placeholder((n,), name="A", dtype="float64")
+    T1 = te.compute((n,), lambda i: te.exp(A[i]), name="T1")
+    C = te.compute((n,), lambda i: T1[(i + 7) % n] + 1.0, name="C")
+    f = mlc.build(_named(te.create_prim_func([A, C]), name), target="llvm")
+    a = np.linspace(-2, 2, n)
+    c = np.zeros_like(a)
+    f(a, c)
+    np.testing.assert_allclose(c, np.roll(np.exp(a), -7) + 1.0, rtol=1e-12)
+    assert f.entry_name == f"{name}_kernel"
+
+
+def _named(func, name):
+    from dataclasses import replace
+
+    return replace(func, name=name)

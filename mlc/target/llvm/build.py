@@ -18,7 +18,8 @@ from mlc.runtime.module import Module
 from mlc.target.llvm.codegen import codegen_llvm
 from mlc.target.llvm.cpu import cannot_run_here
 from mlc.target.llvm.dot import cpu_features
-from mlc.target.llvm.extern import check_calls, may_call_out
+from mlc.target.common import c_name
+from mlc.target.llvm.extern import check_calls, entry_name, may_call_out
 from mlc.target.target import Target, parse_target
 from mlc.tir.functor import contains
 from mlc.tir.stmt import For, ForKind, PrimFunc
@@ -47,7 +48,7 @@ def compile_lowered(
     tm = jit.machine_for(tgt)
     src = codegen_llvm(
         func,
-        name,
+        entry_name(c_name(name or func.name)),
         parallel_runtime=use_threads,
         num_threads=config.num_threads() if use_threads else 0,
         triple=tm.triple,
@@ -81,7 +82,7 @@ def _compile_cross(func: PrimFunc, tgt: Target, name: str | None) -> CrossModule
     threads = has_parallel(func)
     src = codegen_llvm(
         func,
-        name,
+        entry_name(c_name(name or func.name)),
         parallel_runtime=threads,
         num_threads=config.num_threads() if threads else 0,
         triple=tm.triple,

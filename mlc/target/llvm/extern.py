@@ -173,6 +173,17 @@ RUNTIME_SYMBOLS = frozenset({
     "memset", "memcpy", "memmove",  # what LLVM may turn a fill or a copy loop into
 })
 
+def entry_name(name: str) -> str:
+    """The compiled function's symbol for a program named ``name``: ``name`` itself, unless
+    the compiled code may call a function of that name (``free`` for a heap buffer,
+    ``expf``/``exp`` for ``te.exp``, ``memset`` for a fill loop, mlc's own ``__mlc_*``),
+    where the module's own definition would stand in for the C library's (the build failed
+    with IndexError/TypeError, or a float64 ``exp`` called itself): then ``name_kernel``."""
+    reserved = (name in RUNTIME_SYMBOLS or name in _libm_types() or name == registry.SYMBOL
+                or name.startswith(("__mlc", "llvm.", "GOMP_", "omp_")))
+    return f"{name}_kernel" if reserved else name
+
+
 _ALLOW_CALLS: ContextVar[bool] = ContextVar("mlc_allow_calls", default=True)
 
 
