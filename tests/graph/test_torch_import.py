@@ -226,3 +226,22 @@ def test_op_names_are_tvms_and_the_notes_op_map_by_name_works() -> None:
     assert len(lowered.prim_funcs()) == 1  # the relu found its lowering by name
     xv = np.linspace(-1, 1, 8, dtype=np.float32).reshape(2, 4)
     np.testing.assert_allclose(np.asarray(mlc.build(lowered)["main"](xv)), np.maximum(xv, 0))
+
+
+def test_onnx_takes_converters_in_the_same_style() -> None:
+    onnx = pytest.importorskip("onnx", reason="onnx is not installed (optional extra)")
+    from onnx import TensorProto, helper
+
+    nodes = [helper.make_node("Relu", ["x"], ["h"]),
+             helper.make_node("Exp", ["h"], ["y"], name="the_exp")]
+    x_info = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    y_info = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
+    model = helper.make_model(helper.make_graph(nodes, "g", [x_info], [y_info]))
+    if "Exp" not in str(graph.frontend.onnx.SUPPORTED):
+        with pytest.raises(GraphError, match=r"convert_map=\{'Exp': lambda bb, node_map, node"):
+            graph.from_onnx(model)
+    g = graph.from_onnx(model, convert_map={
+        "Exp": lambda bb, node_map, node: bb.emit(graph.exp(node_map[node.input[0]]))})
+    xv = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_allclose(graph.build(g)(x=xv)[0], np.exp(np.maximum(xv, 0)), rtol=1e-5)
+    _ = onnx

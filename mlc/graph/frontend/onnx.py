@@ -126,8 +126,18 @@ def _convert(op: str, xs: list[Any], a: dict[str, Any], opset: int = 13) -> Any:
     return convert_nn(op, xs, a, _UNSUPPORTED)
 
 
-def from_onnx(model: Any, shape: Mapping[str, Sequence[int]] | None = None) -> ir.Graph:
-    """Convert an ONNX model; ``shape`` overrides input shapes (e.g. a dynamic batch)."""
+def from_onnx(model: Any, shape: Mapping[str, Sequence[int]] | None = None,
+              convert_map: Mapping[str, Any] | None = None) -> ir.Graph:
+    """Convert an ONNX model; ``shape`` overrides input shapes (e.g. a dynamic batch).
+
+    ``convert_map`` takes the caller's converters first, in the torch importers' style:
+    ``{"Erf": lambda bb, node_map, node: bb.emit(graph.<op>(node_map[node.input[0]]))}``,
+    where ``node_map`` maps the model's tensor names to graph values and ``node`` is the
+    ONNX node (``node.input``, ``node.attribute``)."""
+    from mlc.graph.frontend.torch import GraphBuilder
+
+    mine = dict(convert_map or {})
+    bb = GraphBuilder()
     try:
         import onnx
         from onnx import numpy_helper
@@ -158,11 +168,16 @@ def from_onnx(model: Any, shape: Mapping[str, Sequence[int]] | None = None) -> i
         env[inp.name] = v
     for k, node in enumerate(g.node):
         xs = [env[n] for n in node.input if n]
+        if node.op_type in mine:
+            env[node.output[0]] = mine[node.op_type](bb, env, node)
+            continue
         out = _convert(node.op_type, xs, _attrs(node, onnx), opset)
         if out is _UNSUPPORTED:
             raise GraphError(
                 f"from_onnx: no conversion for op {node.op_type}, node {k} "
                 f"{node.name or '(unnamed)'!r} (inputs {list(node.input)}, outputs "
-                f"{list(node.output)}); mlc converts {SUPPORTED}")
+                f"{list(node.output)}); mlc converts {SUPPORTED}. Give from_onnx a "
+                f"converter for it, one line:\n    convert_map={{{node.op_type!r}: lambda bb, "
+                "node_map, node: bb.emit(graph.<op>(node_map[node.input[0]]))}")
         env[node.output[0]] = out
     return ir.Graph(inputs, [env[o.name] for o in g.output])
