@@ -15,10 +15,10 @@ from mlc.runtime import jit, parallel
 from mlc.runtime.cross import CrossModule
 from mlc.runtime.export import is_cross, target_machine
 from mlc.runtime.module import Module
+from mlc.target.common import c_name
 from mlc.target.llvm.codegen import codegen_llvm
 from mlc.target.llvm.cpu import cannot_run_here
 from mlc.target.llvm.dot import cpu_features
-from mlc.target.common import c_name
 from mlc.target.llvm.extern import check_calls, entry_name, may_call_out
 from mlc.target.target import Target, parse_target
 from mlc.tir.functor import contains
