@@ -143,11 +143,7 @@ class TECase(Case):
         out_file = workdir / f"{self.id}.program-report.json"
         cmd = [sys.executable, "-m", "autograder.program", str(grader_path), self.id,
                str(path), str(out_file)]
-        rc, output = run_trusted(cmd, workdir)
-        if rc != 0 or not out_file.is_file():
-            tail = output.strip().splitlines()[-1:] or ["no output"]
-            return 0.0, f"running the program failed ({tail[0]})"
-        report = json.loads(out_file.read_text())
+        report = run_step(run_trusted, cmd, workdir, out_file, f"running {self.id}'s program")
         return (1.0 if report["correct"] else 0.0), report["message"]
 
 
@@ -265,11 +261,34 @@ def replay_export(case_id: str, exports: Path, workdir: Path,
     trace_file = workdir / f"{case_id}.trace.json"
     trace_file.write_text(text)
     out_file = workdir / f"{case_id}.replay.json"
-    rc, output = run_trusted(command(trace_file, out_file), workdir)
+    return run_step(run_trusted, command(trace_file, out_file), workdir, out_file,
+                    f"replaying {case_id}'s schedule"), ""
+
+
+class CheckNotRun(RuntimeError):
+    """A check's trusted step failed for a reason that is not the student's (it crashed, was
+    killed, ran past its limit, wrote no report): the grader makes it a ``grader-error`` row
+    naming the step, never a zero. What the student's export does is judged inside the step,
+    and reported; only the step itself failing lands here."""
+
+
+def run_step(run_trusted: Callable[[list[str], Path], tuple[int, str]], cmd: list[str],
+             workdir: Path, out_file: Path, what: str) -> Any:
+    """Run a check's trusted step and return its JSON report; :class:`CheckNotRun` (or the
+    sandbox's own error, for a judged step that could not start) when there is none."""
+    from autograder.judged import raise_if_grader_error
+
+    rc, output = run_trusted(cmd, workdir)
+    raise_if_grader_error(output)
     if rc != 0 or not out_file.is_file():
-        tail = output.strip().splitlines()[-1:] or ["no output"]
-        return None, f"replaying the schedule failed ({tail[0]})"
-    return json.loads(out_file.read_text()), ""
+        lines = output.strip().splitlines()
+        tail = " / ".join(lines[-2:]) if lines else "no output"
+        raise CheckNotRun(f"{what} failed (exit status {rc}, "
+                          f"{'no report' if not out_file.is_file() else 'a report'}): {tail}")
+    try:
+        return parse_json(out_file.read_text())
+    except (ValueError, UnicodeDecodeError) as err:
+        raise CheckNotRun(f"{what} wrote an unreadable report: {err}") from None
 
 
 class Grader:

@@ -12,7 +12,7 @@ folder and limits, and stops, loudly, unless it gets every point::
     scores 0 / 10 (status ok) on this grading path (local jobs); nobody was graded.
     ...
       t_conv2d: 0 / 3
-        hidden test conv2d_a: failed (running the program failed (...))
+        hidden test conv2d_a: failed (wrong result: 96 of 96 values differ; ...)
 
 ``doctor`` runs the same check for every assignment. ``--skip-reference-check`` skips it; the
 gradebook's ``reference_check`` column then says ``skipped``.

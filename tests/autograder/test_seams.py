@@ -114,3 +114,27 @@ def test_a_shipped_job_over_the_cap_is_neither_read_nor_sent(demo, tmp_path):
     assert job.notebook == b"" and job.size > 2_000_000
     result = grade_shipped(job)
     assert result.status == "too large" and result.score == 0 and result.student == "huge"
+
+
+def test_a_trusted_step_that_fails_is_a_grader_error_never_a_zero(tmp_path, monkeypatch,
+                                                                  capsys):
+    """A replay or program run that crashed, was killed or wrote no report used to be the
+    student's zero ("running the program failed"); it is the grader's failure, named."""
+    from autograder import grade
+
+    monkeypatch.setattr(grade, "_run_trusted", lambda cmd, cwd, config, timed=False:
+                        (-9, "Killed"))
+    sub = tmp_path / "solution.ipynb"
+    sub.write_bytes((REPO / "instructor" / A1 / f"{A1}.ipynb").read_bytes())
+    out = tmp_path / "out"
+    rc = main(["grade", "--assignment", A1, "--out", str(out), "--timeout", "60", "--quiet",
+               "--skip-reference-check", str(sub)])
+    row = _rows(out)["solution"]
+    assert rc == 1 and row["status"] == "grader-error"
+    assert "CheckNotRun" in row["reason"] and "program failed (exit status -9" in row["reason"]
+    assert "grader-error for solution" in capsys.readouterr().err
+    out2 = tmp_path / "out2"  # and the reference check stops the run, naming it
+    assert main(["grade", "--assignment", A1, "--out", str(out2), "--timeout", "60",
+                 "--quiet", str(sub)]) == 4
+    err = capsys.readouterr().err
+    assert "status grader-error: CheckNotRun" in err and not (out2 / "grades.csv").exists()
