@@ -19,6 +19,7 @@ from mlc.transform.compact_buffers import compact_buffers
 from mlc.transform.flatten_buffers import flatten_buffers
 from mlc.transform.lower_blocks import lower_blocks
 from mlc.transform.lower_cross_thread_reduction import lower_cross_thread_reduction
+from mlc.transform.reroll import reroll_sums
 from mlc.transform.simplify import simplify
 from mlc.transform.unroll import unroll_loops
 from mlc.transform.unswitch import unswitch_loops
@@ -30,6 +31,7 @@ PASSES: list[tuple[str, Pass]] = [
     ("check_bounds", check_bounds),          # refuse accesses outside an array (no crash)
     ("lower_cross_thread_reduction", lower_cross_thread_reduction),  # reduce loop on threads
     ("lower_blocks", lower_blocks),          # blocks -> loops, ifs, allocations
+    ("reroll_sums", reroll_sums),            # a 10,000-term sum built in Python -> a loop
     ("compact_buffers", compact_buffers),    # allocate intermediates small, where used
     ("flatten_buffers", flatten_buffers),    # A[i, j] -> A[i * m + j]
     ("simplify", simplify),                  # fold index arithmetic, drop proven guards

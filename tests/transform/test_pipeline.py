@@ -27,9 +27,9 @@ def _add_one(n=16):
 def test_passes_are_one_visible_list():
     assert PASSES is PIPELINE_PASSES
     names = [name for name, _ in PASSES]
-    assert names[:6] == [
-        "check_bounds", "lower_cross_thread_reduction", "lower_blocks", "compact_buffers",
-        "flatten_buffers", "simplify",
+    assert names[:7] == [
+        "check_bounds", "lower_cross_thread_reduction", "lower_blocks", "reroll_sums",
+        "compact_buffers", "flatten_buffers", "simplify",
     ]
     assert "vectorize_loops" in names and "unroll_loops" in names
     assert all(callable(fn) for _, fn in PASSES)
