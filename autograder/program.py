@@ -192,7 +192,33 @@ def _probe(probe: dict[str, Any]) -> dict[str, Any]:
             found["write"][path] = "written"
         except OSError as err:
             found["write"][path] = err.strerror
+    if probe.get("compiled"):  # the same from compiled code that calls libc's open()
+        found["compiled_read"] = {p: _compiled_open(p, os.O_RDONLY)
+                                  for p in probe.get("read", [])}
+        found["compiled_write"] = {p: _compiled_open(p, os.O_WRONLY | os.O_CREAT)
+                                   for p in probe.get("write", [])}
     return found
+
+
+def _compiled_open(path: str, flags: int) -> int:
+    """``open(path, flags, 0644)`` called from a compiled program (as a call that got past
+    every check would): the descriptor, or -1 (tests only: calls allowed here)."""
+    import mlc
+    from mlc.tir.expr import Call, StringImm, convert
+    from mlc.tir.stmt import Buffer, BufferStore, PrimFunc
+
+    name = Buffer("name", (convert(4096),), "uint8")
+    fd = Buffer("fd", (convert(1),), "int32")
+    call = Call("int32", "call_extern", (StringImm("open"), name.data, convert(flags),
+                                         convert(0o644)))
+    module = mlc.build(PrimFunc((name, fd), BufferStore(fd, call, (convert(0),))),
+                       target="llvm")
+    data = np.zeros(4096, np.uint8)
+    raw = os.fsencode(path)[:4095]
+    data[:len(raw)] = np.frombuffer(raw, np.uint8)
+    out = np.full(1, -1, np.int32)
+    module(data, out)
+    return int(out[0])
 
 
 def judge_main(in_dir: Path, out_dir: Path) -> int:

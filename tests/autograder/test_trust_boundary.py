@@ -103,8 +103,13 @@ def test_a_call_the_check_missed_is_refused_by_the_compiled_code_check(where, mo
 
 
 def _probe_paths(work: Path) -> dict[str, list[str]]:
-    return {"read": [str(GRADER), str(GRADER.parent), str(SOLUTION), str(REPO / "instructor"),
-                     str(REPO / "autograder" / "tests"), str(work)],
+    """Files the judged step must not read (the hidden tests, the reference solution, the
+    grader's own folder) and places it must not write."""
+    secret = work / "expected.txt"  # as the grader's folder of the job would hold
+    secret.write_text("the reference's answer")
+    return {"read": [str(GRADER), str(SOLUTION),
+                     str(REPO / "autograder" / "tests" / "a1_tensor_expressions" / "grader.py"),
+                     str(secret)],
             "write": [str(REPO / "pwned-by-export"), str(work / "pwned"), "/etc/pwned",
                       str(Path.home() / "pwned")]}
 
@@ -117,7 +122,8 @@ def _judge(text: str, probe: bool = True) -> tuple[bool, str, dict]:
     try:
         ok, message, report = judge_program(CASE, text, work, seed=5,
                                             hide=[str(GRADER.parent)],
-                                            probe=paths if probe else None)
+                                            probe={**paths, "compiled": True} if probe
+                                            else None)
         report["left"] = [p for p in paths["write"] if os.path.lexists(p)]
         return ok, message, report
     finally:
@@ -135,6 +141,8 @@ def test_the_judged_process_has_no_privilege_and_sees_no_secret():
     assert probe["caps"]["CapBnd"] == 0 and probe["caps"]["CapAmb"] == 0
     assert probe["status"]["NoNewPrivs"] == "1" and probe["status"]["Seccomp"] == "2"
     assert all(v != "read" for v in probe["read"].values()), probe["read"]
+    # the same from compiled code calling libc's open() (as a call past every check would)
+    assert all(fd < 0 for fd in probe["compiled_read"].values()), probe["compiled_read"]
     # a write can only land in the judged process's private /tmp (gone with it)
     assert report["left"] == [], (report["left"], probe["write"])
     assert probe["write"][str(REPO / "pwned-by-export")] != "written"
