@@ -20,10 +20,13 @@ The "RPC server on the device" is a ``dask worker`` started there (``dask schedu
 and the arrays back (the remote function writes its outputs there; they are copied into the
 caller's ``mlc.nd`` arrays). A module for another machine (``-target=armv7l-...``) loads only
 on a worker of that machine; elsewhere ``load_module`` raises TargetError saying so.
+
+``mlc.rpc.LocalSession()`` is the same API with this process as the device (TVM's
+tutorials use it when no board is at hand).
 """
 
 from __future__ import annotations
 
-from mlc.rpc.session import RemoteModule, RPCSession, connect
+from mlc.rpc.session import LocalSession, RemoteModule, RPCSession, connect
 
-__all__ = ["RPCSession", "RemoteModule", "connect"]
+__all__ = ["LocalSession", "RPCSession", "RemoteModule", "connect"]

@@ -61,6 +61,15 @@ def store(session: str, name: str, data: bytes) -> str:
     return name
 
 
+def fetch(session: str, name: str) -> bytes:
+    """``remote.download``: the bytes of a file in the session's folder."""
+    path = os.path.join(folder(session), safe_name(name))
+    if not os.path.isfile(path):
+        raise ExportError(f"no file {name!r} on the remote device")
+    with open(path, "rb") as fh:
+        return fh.read()
+
+
 def listdir(session: str) -> list[str]:
     return sorted(os.listdir(folder(session)))
 

@@ -87,6 +87,10 @@ class RPCSession:
         name = server.safe_name(target or path.name)
         return str(self._run(server.store, self.session, name, path.read_bytes()))
 
+    def download(self, name: str) -> bytes:
+        """The bytes of a file on the remote device (one uploaded, or one a program wrote)."""
+        return bytes(self._run(server.fetch, self.session, server.safe_name(name)))
+
     def listdir(self) -> list[str]:
         return list(self._run(server.listdir, self.session))
 
@@ -111,6 +115,25 @@ class RPCSession:
 
     def __repr__(self) -> str:
         return f"RPCSession({self.worker}, {self.machine.get('triple')})"
+
+
+class LocalSession(RPCSession):
+    """TVM's ``rpc.LocalSession()``: the same session API with this process as the device
+    (the tutorials' ``local_demo``): files go to a temporary folder here, modules load here."""
+
+    def __init__(self) -> None:
+        self.worker = "local"
+        self.session = uuid.uuid4().hex
+        self.machine = server.machine()
+
+    def _run(self, fn: Callable[..., Any], *args: Any) -> Any:
+        import copy
+
+        result = fn(*copy.deepcopy(args))  # as if sent: the caller's arrays are not shared
+        return copy.deepcopy(result)
+
+    def close(self) -> None:
+        server.close(self.session)
 
 
 def _plain(args: tuple[Any, ...]) -> list[Any]:

@@ -108,3 +108,43 @@ def test_remote_graph_module_and_hostile_names(cluster, tmp_path: Path) -> None:
         remote.upload(b"garbage", target="junk.so")
         with pytest.raises(ExportError, match="cannot load"):
             remote.load_module("junk.so")
+
+
+def test_tvm_tutorial_cross_compilation_and_rpc_local_demo(tmp_path) -> None:
+    """TVM's "Cross Compilation and RPC" tutorial, local_demo branch, as written
+    (tvm -> mlc, te.lang as in mlc)."""
+    tvm = mlc
+    rpc = mlc.rpc
+    n = te.var("n")
+    A = te.placeholder((n,), name="A")
+    B = te.compute((n,), lambda i: A[i] + 1.0, name="B")
+    s = te.create_schedule(B.op)
+    local_demo = True
+    if local_demo:
+        target = "llvm"
+    else:
+        target = "llvm -mtriple=armv7l-linux-gnueabihf"
+    func = tvm.build(s, [A, B], target=target, name="add_one")
+    temp = tmp_path
+    path = str(temp / "lib.tar")
+    func.export_library(path)
+    if local_demo:
+        remote = rpc.LocalSession()
+    remote.upload(path)
+    func = remote.load_module("lib.tar")
+    dev = remote.cpu()
+    a = tvm.nd.array(np.random.uniform(size=1024).astype(A.dtype), dev)
+    b = tvm.nd.array(np.zeros(1024, dtype=A.dtype), dev)
+    func(a, b)
+    np.testing.assert_equal(b.numpy(), a.numpy() + 1)
+    time_f = func.time_evaluator(func.entry_name, dev, number=10)
+    cost = time_f(a, b).mean
+    assert cost > 0
+    assert remote.download("lib.tar") == (temp / "lib.tar").read_bytes()
+    # the tutorial's cross-compiled target builds here too
+    arm = tvm.build(s, [A, B], target="llvm -mtriple=armv7l-linux-gnueabihf", name="add_one")
+    arm.save(str(temp / "arm.o"))
+    remote.upload(str(temp / "arm.o"))
+    with pytest.raises(TargetError, match="needs an arm machine"):
+        remote.load_module("arm.o")
+    remote.close()
