@@ -133,6 +133,11 @@ def test_graph_module_exports_with_its_weights(tmp_path: Path) -> None:
     loaded.run()
     np.testing.assert_allclose(loaded.get_output(0), _numpy_mlp(x, params), rtol=1e-5,
                                atol=1e-6)
+    mod2 = graph.build(graph.optimize(g))
+    mod2.save(str(tmp_path / "mlp.o"))  # the object carries the weights too
+    from_object = mlc.runtime.load_module(tmp_path / "mlp.o")
+    np.testing.assert_allclose(from_object(x=x)[0], _numpy_mlp(x, params), rtol=1e-5,
+                               atol=1e-6)
     with pytest.raises(ExportError, match="no input 'y'"):
         loaded.set_input(y=x)
     with pytest.raises(ExportError, match="shape"):
