@@ -89,16 +89,20 @@ class _Evaluator:
         if mask is not None:
             shape = np.broadcast_shapes(shape, mask.shape)
         full = np.broadcast_to(idx.reshape(idx.shape if idx.ndim == 2 else (1, 1)), shape)
-        if mask is None:
-            lanes = np.repeat(np.arange(L), shape[1])
+        if mask is None and shape[1] == 1 and self._lane_map is not None:
+            lanes = self._lane_map  # iterations run as lanes: the thread of each
             elems = full.reshape(-1)
         else:
-            m = np.broadcast_to(mask, shape)
-            rows, _ = np.nonzero(m)
-            lanes = rows
-            elems = full[m]
-        if self._lane_map is not None:  # iterations run as lanes: the thread of each
-            lanes = self._lane_map[lanes]
+            if mask is None:
+                lanes = np.repeat(np.arange(L), shape[1])
+                elems = full.reshape(-1)
+            else:
+                m = np.broadcast_to(mask, shape)
+                rows, _ = np.nonzero(m)
+                lanes = rows
+                elems = full[m]
+            if self._lane_map is not None:  # iterations run as lanes: the thread of each
+                lanes = self._lane_map[lanes]
         key = id(buf.data)
         if key not in self.mem:
             raise InterpreterError(f"the buffer {buf.name} is not allocated here")

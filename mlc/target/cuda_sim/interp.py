@@ -94,7 +94,9 @@ class Interpreter(_Evaluator):
                  blocks: int | None = None, loops: int | None = None,
                  neighbours: bool = False, deadline: float | None = None) -> None:
         self.func = func
-        # ``deadline`` (a time.perf_counter() value): stop with OutOfTime once it has passed
+        # ``deadline`` (a time.process_time() value: the CPU time this process has used, so
+        # that a check covers as much on a busy machine as on an idle one): stop with
+        # OutOfTime once it has passed
         self.deadline = deadline
         self.observers = list(observers)
         self.block_limit = _count_or_none("blocks", blocks)
@@ -124,6 +126,7 @@ class Interpreter(_Evaluator):
         self._plans: dict[Any, Any] = {}
         self._inner: dict[int, frozenset[int]] = {}
         self._free: dict[int, tuple[E.Var, ...]] = {}
+        self._arrays: dict[Any, tuple[Any, np.ndarray]] = {}  # repeated arrays, per kernel
 
     # -- entry ----------------------------------------------------------------------------
     def run(self, *args: Any) -> None:
@@ -226,6 +229,7 @@ class Interpreter(_Evaluator):
         self.n_blocks_total = n_blocks
         self._running_kernel = k
         self._plans = {}
+        self._arrays = {}
         self.epoch = 0
         L = len(block_ids)
         self.n_lanes = L
@@ -261,7 +265,7 @@ class Interpreter(_Evaluator):
                 self._stmt(c, mask)
             return
         self.stmt = s
-        if self.deadline is not None and time.perf_counter() > self.deadline:
+        if self.deadline is not None and time.process_time() > self.deadline:
             raise OutOfTime(self._position())
         if isinstance(s, S.BufferStore):
             value = self._eval(s.value, mask)
@@ -401,18 +405,17 @@ class Interpreter(_Evaluator):
             if isinstance(value, np.ndarray) and value.ndim == 2 and value.shape[0] == n:
                 saved[id(var)] = value
         for key, value in saved.items():
-            self.env[key] = np.repeat(value, count, axis=0)
+            self.env[key] = self._repeated(value, count)
         old_map, old_approved = self._lane_map, self._approved
-        self._lane_map = np.repeat(old_map if old_map is not None else np.arange(n), count)
+        self._lane_map = self._repeated(old_map if old_map is not None else None, count, n)
         if nest:
             if id(s) not in self._inner:
                 self._inner[id(s)] = vectorize.inner_loops(s)
             self._approved = old_approved | self._inner[id(s)]
         self.n_lanes = n * count
-        self.env[id(s.loop_var)] = np.tile(np.arange(lo, lo + count, dtype=np.int64),
-                                           n).reshape(-1, 1)
+        self.env[id(s.loop_var)] = self._tiled(lo, count, n)
         if mask is not None and mask.shape[0] == n:
-            mask = np.repeat(mask, count, axis=0)
+            mask = self._repeated(mask, count)
         self._loops.append((s, lo, count))
         try:
             self._stmt(s.body, mask)
@@ -421,6 +424,25 @@ class Interpreter(_Evaluator):
             self.n_lanes = n
             self._lane_map, self._approved = old_map, old_approved
             self.env.update(saved)
+
+    def _repeated(self, value: np.ndarray | None, count: int, n: int = 0) -> np.ndarray:
+        """``value`` with each row ``count`` times (``arange(n)`` for None), kept for the
+        kernel: a loop run at once over and over repeats the same arrays."""
+        key = ("repeat", id(value), count, n)
+        hit = self._arrays.get(key)
+        if hit is None or hit[0] is not value:
+            out = np.repeat(value if value is not None else np.arange(n), count, axis=0)
+            hit = self._arrays[key] = (value, out)
+        return hit[1]
+
+    def _tiled(self, lo: int, count: int, n: int) -> np.ndarray:
+        """``lo .. lo + count - 1`` for each of ``n`` lanes, as a column."""
+        key = ("tile", lo, count, n)
+        hit = self._arrays.get(key)
+        if hit is None:
+            column = np.tile(np.arange(lo, lo + count, dtype=np.int64), n).reshape(-1, 1)
+            hit = self._arrays[key] = (None, column)
+        return hit[1]
 
     def real_lane(self, lane: Any) -> Any:
         """The thread (lane of :attr:`lanes`) of a lane of the running step."""
