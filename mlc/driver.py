@@ -99,13 +99,14 @@ def build(
     C function, ``call_packed``): the compiled module may then call only the math functions
     of the intrinsic table and mlc's runtime, else :class:`~mlc.errors.ForbiddenCallError`
     names the symbol (the autograder builds a student's exported program so; see
-    :mod:`mlc.target.llvm.extern`). It is checked by the CPU back end (``"llvm"``, ``"c"``).
+    :mod:`mlc.target.llvm.extern`). It is checked where LLVM compiles for this CPU
+    (``"llvm"``, ``"c"``, and ``"cuda-sim"``, whose kernels run as CPU loops).
     """
     from mlc.target.llvm.extern import calls_allowed
 
-    if not allow_calls and parse_target(target).kind not in ("llvm", "c"):
-        raise CodegenError(f"allow_calls=False is checked by the CPU back end (llvm, c) only; "
-                           f"the target is {parse_target(target).kind}")
+    if not allow_calls and parse_target(target).kind not in ("llvm", "c", "cuda-sim"):
+        raise CodegenError(f"allow_calls=False is checked where LLVM compiles for this CPU "
+                           f"(llvm, c, cuda-sim) only; the target is {parse_target(target).kind}")
     if hasattr(getattr(obj, "mod", None), "__mlc_build__"):  # tir.Schedule(MyModule)
         obj = obj.mod
     with calls_allowed(False if not allow_calls else None):

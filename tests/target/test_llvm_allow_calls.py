@@ -109,10 +109,24 @@ def test_the_allowlist_holds_no_way_out():
     assert forbidden_symbols('declare float @expf(float)\n', []) == []
 
 
-def test_a_gpu_target_cannot_promise_it():
-    func = from_source(ATTACKS["statement"])
-    with pytest.raises(CodegenError, match="CPU back end"):
-        mlc.build(func, target="cuda-sim", allow_calls=False)
+def test_cuda_sim_kernels_are_checked_and_a_real_gpu_cannot_promise_it():
+    """cuda-sim's kernels are CPU loops compiled by LLVM: checked the same way. A real GPU's
+    CUDA C is not, so ``allow_calls=False`` is refused there rather than ignored."""
+    from mlc import tir
+    from mlc.tir.call import call_extern
+
+    A = te.placeholder((64,), name="A")
+    B = te.compute((64,), lambda i: A[i] + te.const(0.0) * call_extern(
+        "int32", "getpid").astype("float32"), name="B")
+    sch = tir.Schedule(te.create_prim_func([A, B]))
+    (i,) = sch.get_loops(sch.get_block("B"))
+    bx, tx = sch.split(i, factors=[None, 32])
+    sch.bind(bx, "blockIdx.x")
+    sch.bind(tx, "threadIdx.x")
+    with pytest.raises(ForbiddenCallError, match="'getpid'"):
+        mlc.build(sch.mod, target="cuda-sim", allow_calls=False)
+    with pytest.raises(CodegenError, match="compiles for this CPU"):
+        mlc.build(sch.mod, target="cuda", allow_calls=False)
 
 
 @pytest.mark.parametrize("name", ["exp", "free", "aligned_alloc", "memset", "expf",
