@@ -40,6 +40,7 @@ from autograder.sandbox import (
 JUDGE_HIDE = (str(Path(__file__).resolve().parent.parent / "instructor"),
               str(Path(__file__).resolve().parent / "tests"))
 JUDGE_RESULT = "result.json"
+INSECURE_ENV = "AUTOGRADER_INSECURE"  # "1" in a check's runner when grading with --insecure
 
 
 @dataclass
@@ -177,7 +178,8 @@ def _judge_problem(result: SandboxResult) -> str:
     if not result.status or result.status.get("error"):
         return ("the sandbox for checking the export did not start: "
                 f"{result.status.get('error') or result.output.strip()[-300:]}")
-    missing = missing_protections(result.status)
+    # ``grade --insecure`` (its runner's environment says so): the walls that are there
+    missing = missing_protections(result.status, os.environ.get(INSECURE_ENV) == "1")
     if missing:
         return ("the sandbox for checking the export lacks: "
                 + "; ".join(PROTECTIONS[m] for m in missing))
