@@ -30,11 +30,13 @@ a program that stores a tensor and loads it again must route a token through com
 from __future__ import annotations
 
 import dataclasses
+from collections import deque
+from typing import Any
 
-from mlc.errors import VDLAProgramError
+from mlc.errors import VDLAProgramError, VDLARaceError
 from mlc.vdla.config import DEFAULT, MemScope, VDLAConfig
 from mlc.vdla.isa import Finish, Instruction, Module, Program
-from mlc.vdla.verify import analyze
+from mlc.vdla.verify import analyze, where
 
 
 def insert_dependencies(program: Program, config: VDLAConfig = DEFAULT) -> Program:
@@ -85,3 +87,82 @@ def insert_dependencies(program: Program, config: VDLAConfig = DEFAULT) -> Progr
     out: list[Instruction] = [dataclasses.replace(ins, **f) if f else ins
                               for ins, f in zip(instrs, flags)]
     return Program(tuple(out), program.uops)
+
+
+def check_dependencies(program: Program, infos: list[Any]) -> None:
+    """Raise :class:`VDLARaceError`, before anything runs, when two instructions of
+    different modules touch overlapping tiles of one buffer (one of them writing) and no
+    chain of dependency tokens orders them, whether or not they would overlap in time in
+    this simulation (they may on hardware, or with other latencies).
+
+    What orders ``i`` before ``j``: ``i`` comes first on its own module's queue, or a token
+    ``i`` (or something after it on its queue) pushes is popped by ``j`` (or by something
+    before ``j`` on its queue), or a chain of such steps. Each instruction carries a vector
+    clock: for every module, the last position of that module's queue known to finish
+    before it starts. A token pairs the k-th push on a queue with its k-th pop (FIFO).
+    Programs that deadlock are left to :func:`mlc.vdla.simulator.schedule` to report."""
+    instrs = program.instructions
+    queues: dict[Module, list[int]] = {m: [] for m in Module}
+    position: list[int] = [0] * len(instrs)
+    for k, ins in enumerate(instrs):
+        position[k] = len(queues[ins.module])
+        queues[ins.module].append(k)
+    tokens: dict[tuple[Module, Module], deque[int]] = {}
+    clock: list[dict[Module, int] | None] = [None] * len(instrs)
+    pos = {m: 0 for m in Module}
+    last: dict[Module, dict[Module, int]] = {m: {} for m in Module}
+    progressed = True
+    while progressed:
+        progressed = False
+        for m in Module:
+            while pos[m] < len(queues[m]):
+                k = queues[m][pos[m]]
+                ins = instrs[k]
+                sources = [s for s, flag in ((m.prev, ins.pop_prev), (m.next, ins.pop_next))
+                           if flag and s is not None]
+                if any(not tokens.get((s, m)) for s in sources):
+                    break
+                vc = dict(last[m])
+                for s in sources:
+                    p = tokens[(s, m)].popleft()
+                    for mod, at in (clock[p] or {}).items():
+                        vc[mod] = max(vc.get(mod, -1), at)
+                    vc[s] = max(vc.get(s, -1), position[p])
+                clock[k] = vc
+                for d, flag in ((m.prev, ins.push_prev), (m.next, ins.push_next)):
+                    if flag and d is not None:
+                        tokens.setdefault((m, d), deque()).append(k)
+                last[m] = {**vc, m: position[k]}
+                pos[m] += 1
+                progressed = True
+    if any(pos[m] < len(queues[m]) for m in Module):
+        return  # a deadlock: schedule() names it
+    history: dict[tuple[MemScope, Module], list[tuple[int, int, int, int, bool]]] = {}
+    for j, info in enumerate(infos):
+        me = info.module
+        vc = clock[j] or {}
+        for access in info.accesses:
+            for other in Module:
+                if other is me:
+                    continue
+                done = vc.get(other, -1)
+                for pos_i, i, lo, hi, write in reversed(history.get((access.scope, other), [])):
+                    if pos_i <= done:
+                        break
+                    if (write or access.write) and lo < access.hi and access.lo < hi:
+                        raise VDLARaceError(
+                            f"race on {access.scope.label}: {where(i, instrs[i], program)} "
+                            f"and {where(j, instrs[j], program)} touch tiles "
+                            f"[{max(lo, access.lo)}, {min(hi, access.hi)}) and one of them "
+                            "writes, but no dependency token orders them, so they may run "
+                            "at the same time (found before running, whatever the timing). "
+                            f"Add a token: push_{_side(instrs[i].module, me)}=True on the "
+                            f"first and pop_{_side(me, instrs[i].module)}=True on the second, "
+                            "or let vdla.insert_dependencies place the tokens")
+        for access in info.accesses:
+            history.setdefault((access.scope, me), []).append(
+                (position[j], j, access.lo, access.hi, access.write))
+
+
+def _side(me: Module, other: Module) -> str:
+    return "next" if me.next is other else "prev"

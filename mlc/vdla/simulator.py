@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 
 from mlc.errors import VDLADeadlockError, VDLAProgramError, VDLARaceError
 from mlc.vdla.config import DEFAULT, MemScope, VDLAConfig
+from mlc.vdla.deps import check_dependencies
 from mlc.vdla.dram import DRAM
 from mlc.vdla.execute import Machine
 from mlc.vdla.isa import Gemm, Instruction, Load, Module, Opcode, Program, Store
@@ -263,6 +264,7 @@ def simulate(program: Program, dram: DRAM, config: VDLAConfig = DEFAULT) -> Stat
                                f"got {type(dram).__name__}")
     infos = analyze(program, config, dram)
     events, token_events = schedule(program, infos)
+    check_dependencies(program, infos)  # every missing token, whatever the timing
     check_races(program, infos, events)
     machine = Machine(config, dram)
     with _one_blas_thread():
