@@ -40,7 +40,7 @@ class CrossModule(Module):
 
     @property
     def triple(self) -> str:
-        return str(self.target.mtriple)
+        return str(getattr(self.target, "mtriple", None))
 
     def _refuse(self) -> NoReturn:
         machine, here = arch_of(self.triple), arch_of(host_triple())

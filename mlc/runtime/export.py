@@ -381,8 +381,8 @@ def elf_machine(path: str | os.PathLike[str]) -> str | None:
         head = fh.read(20)
     if len(head) < 20 or head[:4] != b"\x7fELF":
         return None
-    order = "little" if head[5] == 1 else "big"
-    code = int.from_bytes(head[18:20], order)
+    code = (int.from_bytes(head[18:20], "little") if head[5] == 1
+            else int.from_bytes(head[18:20], "big"))
     return ELF_MACHINES.get(code, f"machine {code}")
 
 
@@ -444,9 +444,9 @@ def _check_machine(path: str) -> None:
     if machine is not None and machine != here:
         raise TargetError(
             f"{path} holds code for {machine}, and this machine is {here}: it needs "
-            f"{'an' if machine[0] in 'aeiou' else 'a'} {machine} machine to run. Run it there (mlc.rpc.connect to a worker on that "
-            "machine, remote.upload, remote.load_module), or build for target='llvm' to run "
-            "here")
+            f"{'an' if machine[0] in 'aeiou' else 'a'} {machine} machine to run. Run it there "
+            "(mlc.rpc.connect to a worker on that machine, remote.upload, "
+            "remote.load_module), or build for target='llvm' to run here")
 
 
 def load_module(path: str | os.PathLike[str], cc: str | None = None) -> Any:

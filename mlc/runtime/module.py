@@ -206,7 +206,8 @@ class Module:
     # -- leaving the process (mlc.runtime.export) --------------------------------------------
     def exportable(self) -> Any:
         """What export needs: the program's signature, its LLVM IR and its target."""
-        from mlc.runtime.export import ExportError, Exportable
+        from mlc.errors import ExportError
+        from mlc.runtime.export import Exportable
 
         if getattr(self, "_ir", None) is None:
             raise ExportError(

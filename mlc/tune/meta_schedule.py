@@ -229,7 +229,8 @@ def tune_tir(mod: Any, target: Any = "llvm", config: TuneConfig | None = None,
         measured = (f"predicted by cuda-sim's performance model of the {gpu.name} (no GPU "
                     "on this machine: nothing was timed)")
         warnings.warn(f"tune_tir: {measured}", stacklevel=2)
-        option = dataclasses.replace(measure_option(), runner=ModelRunner(gpu))
+        option = dataclasses.replace(measure_option(),
+                                     runner=ModelRunner(gpu))  # type: ignore[arg-type]
         build_target = "cuda-sim"
     elif tgt.has_feature("gpu") and tgt.tag is not None:
         # a GPU is here: time on it, compiled for its own architecture (code for the tag's

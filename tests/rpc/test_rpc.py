@@ -20,7 +20,7 @@ pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="no C compile
 
 @pytest.fixture(scope="module")
 def cluster():
-    from distributed import Client, LocalCluster
+    from distributed import LocalCluster
 
     cl = LocalCluster(n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1",
                       dashboard_address=None)

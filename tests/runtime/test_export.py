@@ -326,7 +326,7 @@ def test_a_library_exported_again_under_the_same_name_loads_the_new_code(
     twice must get the second program, not the first."""
     A = te.placeholder((4,), name="A")
     for scale in (2.0, 3.0):
-        B = te.compute((4,), lambda i: A[i] * scale, name="B")
+        B = te.compute((4,), lambda i, scale=scale: A[i] * scale, name="B")
         mlc.build(te.create_schedule(B.op), [A, B], name="myfunc").export_library(
             tmp_path / "same.so")
         g = mlc.runtime.load_module(tmp_path / "same.so")
@@ -340,7 +340,7 @@ def test_two_libraries_with_one_entry_name_stay_apart(tmp_path: Path) -> None:
     A = te.placeholder((4,), name="A")
     mods = []
     for k, scale in enumerate((2.0, 5.0)):
-        B = te.compute((4,), lambda i: A[i] * scale, name="B")
+        B = te.compute((4,), lambda i, scale=scale: A[i] * scale, name="B")
         mlc.build(te.create_schedule(B.op), [A, B], name="myfunc").export_library(
             tmp_path / f"lib{k}.so")
         mods.append(mlc.runtime.load_module(tmp_path / f"lib{k}.so"))

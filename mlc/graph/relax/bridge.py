@@ -293,7 +293,7 @@ def from_fx(fx_mod: Any, input_shapes: Sequence[Sequence[int]],
     import torch
     import torch.fx
 
-    from mlc.graph.frontend.torch import convert_node, user_converter
+    from mlc.graph.frontend.torch import user_converter
 
     maps = (dict(call_function_map or {}), dict(call_module_map or {}),
             dict(call_method_map or {}))
