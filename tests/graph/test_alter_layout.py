@@ -46,10 +46,10 @@ def test_constant_matmul_weight_becomes_dense_pack() -> None:
     ops = {n.op.name for n in opt.calls()}
     assert "nn.matmul" not in ops
     assert "nn.dense_pack" in ops
-    # the packed weight is a folded constant: (units / bn, in, bn)
+    # the packed weight is a folded constant: (units / bn, in, bn), 64 outputs a block
     packed = [n.args[1] for n in opt.calls() if n.op.name == "nn.dense_pack"]
     assert all(isinstance(p, ir.Constant) for p in packed)
-    assert packed[0].shape == (16, 784, 16)
+    assert [p.shape for p in packed] == [(4, 784, 64), (2, 256, 64), (1, 128, 10)]
 
 
 @pytest.mark.parametrize("batch", [1, 3, 64])
@@ -88,3 +88,10 @@ def test_matmul_with_units_no_block_divides(units: int) -> None:
     assert "nn.matmul" not in {n.op.name for n in opt.calls()}
     xv = rng.random((5, 9), dtype=np.float32)
     np.testing.assert_allclose(graph.build(opt, target="llvm")(x=xv)[0], xv @ w, rtol=1e-5)
+
+
+@pytest.mark.parametrize("units,bn", [(256, 64), (96, 32), (48, 16), (10, 10), (7, 7), (34, 0), (2, 2)])
+def test_pick_block(units: int, bn: int) -> None:
+    from mlc.graph.passes.layout import pick_block
+
+    assert pick_block(units) == bn

@@ -35,10 +35,11 @@ def test_conv_tiles_output_rows() -> None:
     assert register_tile("conv2d", 16, 16, 16) == (8, 1)
 
 
-@pytest.mark.parametrize("m,k,n", [(1, 784, 256), (64, 784, 256), (5, 17, 48), (3, 9, 40),
-                                   (64, 128, 10), (9, 33, 33), (1, 1, 1), (4, 3, 64)])
-def test_dense_pack_tiles_compute_numpy(m: int, k: int, n: int) -> None:
-    bn = next((b for b in range(16, 1, -1) if n % b == 0), 1)
+@pytest.mark.parametrize("m,k,n,bn", [(1, 784, 256, 16), (64, 784, 256, 16), (5, 17, 48, 16),
+                                      (3, 9, 40, 8), (64, 128, 10, 10), (9, 33, 33, 11),
+                                      (1, 1, 1, 1), (4, 3, 64, 16), (64, 100, 192, 64),
+                                      (1, 100, 192, 64), (6, 20, 96, 32), (4, 8, 64, 64)])
+def test_dense_pack_tiles_compute_numpy(m: int, k: int, n: int, bn: int) -> None:
     x = te.placeholder((m, k), name="x")
     wp = te.placeholder((n // bn, k, bn), name="wp")
     b = te.placeholder((n,), name="b")
