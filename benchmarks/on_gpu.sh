@@ -2,7 +2,11 @@
 # Run mlc's GPU tests and GPU benchmarks on a machine with an NVIDIA GPU and CUDA (used with a
 # lent GPU machine that has Python, numpy, pytest and hypothesis but maybe not llvmlite: wheels
 # in .whl/ are installed to /tmp/site first). Writes logs under ${OUT:-/tmp/mlc-gpu}.
-#   benchmarks/on_gpu.sh [tests|bench|all] [extra pytest args...]
+#   benchmarks/on_gpu.sh [tests|bench|all|quick] [extra pytest args...]
+# quick: the one-shot check for a short loan (about 8 minutes, each step bounded by timeout):
+# the device-side index checks and the real-GPU tests, the performance model against the GPU
+# at 1024 and 2048, the tuned GEMM against cuBLAS at 2048 and 4096; copy $OUT's files into
+# benchmarks/results/ with the GPU's name (nvidia-smi -L in env.txt).
 set -u
 OUT=${OUT:-/tmp/mlc-gpu}; mkdir -p "$OUT"
 if ls .whl/*.whl >/dev/null 2>&1; then
@@ -15,6 +19,16 @@ export PYTHONPATH=$PWD:${PYTHONPATH:-} PYTHONUNBUFFERED=1
   python3 -c "from mlc.target.cuda import nvrtc; from mlc.runtime import cuda_driver as d; print('nvrtc', nvrtc.available(), nvrtc.version() if nvrtc.available() else '', 'driver', d.available(), d.context().arch() if d.available() else '')"
 } 2>&1 | tee "$OUT/env.txt"
 what=${1:-tests}; shift || true
+if [ "$what" = quick ]; then
+  timeout 180 python3 -m pytest -p no:cacheprovider -q -o addopts="-ra" -x \
+    tests/gpu/test_device_index_check.py tests/gpu/test_real_gpu.py "$@" 2>&1 \
+    | tee "$OUT/tests_quick.txt" | tail -30
+  timeout 150 python3 benchmarks/gpu_model.py --sizes 1024,2048 --out "$OUT/gpu_model.md" \
+    2>&1 | tail -30
+  timeout 180 python3 benchmarks/gpu_gemm.py --sizes 2048,4096 --out "$OUT/gpu_gemm.txt" \
+    2>&1 | tail -20
+  exit 0
+fi
 if [ "$what" = tests ] || [ "$what" = all ]; then
   python3 -m pytest -p no:cacheprovider -q -o addopts="-ra" --timeout=300 tests/gpu \
     tests/target/test_cuda.py tests/runtime/test_cuda_sim.py tests/gpu_schedules "$@" 2>&1 \
