@@ -98,3 +98,40 @@ def test_a_sampled_check_names_the_blocks_it_ran() -> None:
     sampled = report.sampled["scatter_kernel"]
     assert len(sampled) == checked and (0,) in sampled and (63,) in sampled
     assert "blockIdx (0), (1)" in repr(report)
+
+
+@pytest.mark.parametrize("name, value", [
+    ("check_budget", -1), ("check_budget", float("nan")), ("check_budget", "3"),
+    ("check_budget", True), ("check_calls", "sometimes"), ("check_calls", None),
+])
+def test_bad_check_settings_are_refused_when_set(name, value) -> None:
+    from mlc.errors import ArgumentError
+
+    f = _scatter(4)
+    with pytest.raises(ArgumentError, match=name):
+        setattr(f, name, value)
+
+
+def test_check_calls_first_checks_only_the_first_call() -> None:
+    f = _scatter(64)
+    n = 64 * 32
+    a = np.arange(n, dtype="float32")
+    f.check_calls = "first"
+    f(a, _indices(n, None), np.zeros(n, "float32"))
+    f(a, _indices(n, (3 * 32 + 1, 4 * 32 + 2)), np.zeros(n, "float32"))  # not checked
+    f.check_calls = "every"
+    with pytest.raises(RaceError):
+        f(a, _indices(n, (3 * 32 + 1, 4 * 32 + 2)), np.zeros(n, "float32"))
+
+
+def test_a_race_that_wrote_equal_values_is_checked_again_with_other_values() -> None:
+    # two blocks write B[0]: with A all ones they write the same value (harmless for that
+    # call); with other values the same two writes race
+    f = _scatter(8)
+    n = 8 * 32
+    idx = _indices(n, (5, 40))
+    a = np.ones(n, "float32")
+    f(a, idx, np.zeros(n, "float32"))
+    assert f.last_check.same_value_writes > 0
+    with pytest.raises(RaceError, match="write-write race"):
+        f(np.arange(n, dtype="float32"), idx, np.zeros(n, "float32"))

@@ -69,8 +69,8 @@ class CallChecks:
 
     def __init__(self, func: S.PrimFunc) -> None:
         self.func = func
-        self.mode = "auto"
-        self.budget = CHECK_BUDGET
+        self._mode = "auto"
+        self._budget = CHECK_BUDGET
         feeding, written = address_inputs(func)
         names = {id(b.data): i for i, b in enumerate(func.params)}
         self.data_dependent = bool(feeding)
@@ -83,6 +83,30 @@ class CallChecks:
         self.slow: set[Any] = set()   # shapes whose full check did not fit the budget
         self.last: CheckReport | None = None
         self.count = 0
+
+    @property
+    def mode(self) -> str:
+        return self._mode
+
+    @mode.setter
+    def mode(self, mode: str) -> None:
+        if not isinstance(mode, str) or mode not in MODES:
+            raise ArgumentError(f"check_calls={mode!r}: use one of "
+                                f"{', '.join(repr(m) for m in MODES)}")
+        self._mode = mode
+
+    @property
+    def budget(self) -> float:
+        return self._budget
+
+    @budget.setter
+    def budget(self, seconds: float) -> None:
+        ok = isinstance(seconds, (int, float, np.integer, np.floating)) and not isinstance(
+            seconds, bool) and float(seconds) >= 0  # NaN fails the comparison
+        if not ok:
+            raise ArgumentError(f"check_budget={seconds!r}: give the CPU seconds a check "
+                                "may take, a number >= 0 (float('inf'): never sample)")
+        self._budget = float(seconds)
 
     # -- which calls --------------------------------------------------------------------------
     def _digest(self, args: tuple[Any, ...], positions: list[int] | None) -> Any:
@@ -99,8 +123,6 @@ class CallChecks:
 
     def wanted(self, args: tuple[Any, ...]) -> Any | None:
         """The key of this call's verdict when it needs a check, else None."""
-        if self.mode not in MODES:
-            raise ArgumentError(f"check_calls={self.mode!r}: use one of {', '.join(MODES)}")
         if self.mode == "never" or (self.mode == "first" and self.count):
             return None
         positions = None if self.value_dependent else self._feeding
@@ -129,10 +151,7 @@ class CallChecks:
     # -- how much of it -------------------------------------------------------------------
     def run(self, arrays: list[Any], shape_key: Any = None) -> CheckReport:
         """Every block if it fits the budget, else a sample; warn when not everything ran."""
-        budget = float(self.budget)
-        if not budget >= 0:
-            raise ArgumentError(f"check_budget={self.budget!r}: give the seconds a check may "
-                                "take (a number >= 0)")
+        budget = self.budget
         start = time.process_time()
         report: CheckReport | None = None
         if shape_key not in self.slow and estimate(self.func, arrays) <= budget:
