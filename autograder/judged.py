@@ -127,7 +127,12 @@ def run_judged(module: str, workdir: Path, inputs: dict[str, bytes], *,
         limits = Limits(wall_s=wall_s, cpu_s=int(wall_s) + 10, memory_bytes=memory_bytes,
                         nproc=1024 if uid is not None else 256, hide=hidden)
         cmd = [sys.executable, "-P", "-s", "-m", module, "--judge", "in", "out"]
-        result = run_sandboxed(cmd, folder, env, limits, uid, cover=[str(workdir)])
+        # the grader's own home (its runner's $HOME is the grader's folder, not the home)
+        import pwd
+
+        homes = {pwd.getpwuid(os.getuid()).pw_dir, os.path.expanduser("~")} - {"/"}
+        result = run_sandboxed(cmd, folder, env, limits, uid,
+                               cover=[str(workdir), *sorted(homes)])
         problem = _judge_problem(result)
         failure = ("checking the export ran out of time" if result.timed_out
                    else result.over_memory)

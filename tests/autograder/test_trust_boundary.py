@@ -107,9 +107,15 @@ def _probe_paths(work: Path) -> dict[str, list[str]]:
     grader's own folder) and places it must not write."""
     secret = work / "expected.txt"  # as the grader's folder of the job would hold
     secret.write_text("the reference's answer")
+    import pwd
+
+    home = Path(pwd.getpwuid(os.getuid()).pw_dir)  # the instructor's private copies live here
+    private = home / ".trust-boundary-probe"
+    if home != Path("/") and os.access(home, os.W_OK):
+        private.write_text("a private reference solution")
     return {"read": [str(GRADER), str(SOLUTION),
                      str(REPO / "autograder" / "tests" / "a1_tensor_expressions" / "grader.py"),
-                     str(secret)],
+                     str(secret), str(private)],
             "write": [str(REPO / "pwned-by-export"), str(work / "pwned"), "/etc/pwned",
                       str(Path.home() / "pwned")]}
 
