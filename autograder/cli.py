@@ -28,6 +28,7 @@ is run again on another worker; every submission gets exactly one row.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -99,7 +100,7 @@ def _cmd_grade(args: argparse.Namespace) -> int:
         max_bytes=int(args.max_size_mb * 1e6) if args.max_size_mb else None,
     )
     load_spec(config)  # a missing assignment stops here, with its own message
-    paths = [Path(p).resolve() for p in args.submissions]
+    paths = [Path(os.path.abspath(p)) for p in args.submissions]  # a link stays a link
     stems = [p.stem for p in paths]
     duplicates = {s for s in stems if stems.count(s) > 1}
     if duplicates:

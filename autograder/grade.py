@@ -30,6 +30,7 @@ import numpy as np
 
 from autograder._nbval_log import OUTCOME_FD_ENV
 from autograder.cases import NEEDS_REVIEW, Case, load_grader
+from autograder.intake import TOO_LARGE, Refused, read_submission, too_large
 from autograder.machine import job_running, machine_to_itself
 from autograder.notebook import test_metadata
 from autograder.sandbox import (
@@ -346,17 +347,17 @@ class ShippedSubmission:
     notebook: bytes
     tests: dict[str, bytes]  # path inside the assignment's test folder -> contents
     config: GradingConfig
-    size: int = -1  # the notebook's size, when it is too large to ship (notebook is b"")
+    refused: tuple[str, str] | None = None  # (status, why) of a notebook not read or shipped
 
     @classmethod
     def pack(cls, path: Path, config: GradingConfig) -> ShippedSubmission:
         root = config.tests_dir
         tests = {str(p.relative_to(root)): p.read_bytes()
                  for p in sorted(root.rglob("*")) if p.is_file() and "__pycache__" not in p.parts}
-        size = path.stat().st_size
-        if _too_large(size, config):  # never read into memory, never shipped
-            return cls(path.stem, b"", tests, config, size)
-        return cls(path.stem, path.read_bytes(), tests, config)
+        try:  # a link, a FIFO or a notebook over the cap is never read, never shipped
+            return cls(path.stem, read_submission(path, config.max_bytes), tests, config)
+        except Refused as refused:
+            return cls(path.stem, b"", tests, config, (refused.status, refused.why))
 
 
 def grade_shipped(job: ShippedSubmission) -> SubmissionResult:
@@ -364,9 +365,13 @@ def grade_shipped(job: ShippedSubmission) -> SubmissionResult:
     (hidden from the student's code like the grader's own test folder), grade it there with
     the same sandbox, and leave nothing behind. Safe to run twice (Dask re-runs the task of a
     worker that died): it writes nothing outside that folder."""
-    why = _too_large(max(job.size, len(job.notebook)), job.config)
-    if why:
-        return too_large_result(job.student, job.config, _spec_of(job), why)
+    refused = Refused(*job.refused) if job.refused else None
+    if refused is None and too_large(len(job.notebook), job.config.max_bytes):
+        refused = Refused(TOO_LARGE, too_large(len(job.notebook), job.config.max_bytes))
+    if refused is not None:
+        result = refused_result(job.student, job.config, _spec_of(job), refused)
+        result.student = job.student
+        return result
     with tempfile.TemporaryDirectory(prefix="ag-shipped-") as tmp:
         root = Path(tmp)
         tests_root = root / "tests"
@@ -400,11 +405,12 @@ def grade_submission(path: Path, config: GradingConfig, workroot: Path | None = 
     grader_path = config.tests_dir / "grader.py"
     grader = load_grader(grader_path)
     student = path.stem
-    too_large = _too_large(path.stat().st_size, config)
-    if too_large:
-        return too_large_result(student, config, spec, too_large)
     try:
-        submission = nbformat.read(str(path), as_version=4)
+        data = read_submission(path, config.max_bytes)
+    except Refused as refused:
+        return refused_result(student, config, spec, refused)
+    try:
+        submission = nbformat.reads(data.decode("utf-8"), as_version=4)
     except Exception as err:  # noqa: BLE001 - any unreadable file is the student's problem
         return _unreadable(student, config, spec, err)
     try:
@@ -497,20 +503,13 @@ def stage_checks(tests_dir: Path, dest: Path) -> Path:
     return grader
 
 
-def _too_large(size: int, config: GradingConfig) -> str:
-    if config.max_bytes is None or size <= config.max_bytes:
-        return ""
-    return (f"the notebook is {size / 1e6:.1f} MB, more than the {config.max_bytes / 1e6:g} MB "
-            "a submission may have (clear large outputs: Kernel > Restart & Clear Output)")
-
-
-def too_large_result(student: str, config: GradingConfig, spec: dict[str, Any],
-                     why: str) -> SubmissionResult:
-    """A submission over ``config.max_bytes`` is not parsed (a 100 MB notebook took 392 MB of
-    the grader's memory before anything looked at it): every test 0, status ``too large``."""
-    tests = [TestResult(t["id"], t["points"], 0.0, False, f"not graded: {why}")
+def refused_result(student: str, config: GradingConfig, spec: dict[str, Any],
+                   refused: Refused) -> SubmissionResult:
+    """A submission that was not read (:mod:`autograder.intake`): every test 0, status
+    ``too large`` or ``unreadable``, the reason in its feedback and the gradebook."""
+    tests = [TestResult(t["id"], t["points"], 0.0, False, f"not graded: {refused.why}")
              for t in spec["tests"]]
-    return SubmissionResult(student, config.assignment, tests, "too large", why)
+    return SubmissionResult(student, config.assignment, tests, refused.status, refused.why)
 
 
 def _unreadable(student: str, config: GradingConfig, spec: dict[str, Any],

@@ -87,16 +87,16 @@ def test_a_submission_over_the_size_cap_is_refused_before_parsing(demo, tmp_path
     subs.append(_big_notebook(demo["solution"], tmp_path / "subs" / "huge.ipynb", 21))
     subs.append(_big_notebook(demo["solution"], tmp_path / "subs" / "small.ipynb", 0.5))
     parsed = []
-    real_read = nbformat.read
-    monkeypatch.setattr(nbformat, "read", lambda f, *a, **k: parsed.append(str(f)) or
-                        real_read(f, *a, **k))
+    real_reads = nbformat.reads
+    monkeypatch.setattr(nbformat, "reads", lambda text, *a, **k: parsed.append(len(text)) or
+                        real_reads(text, *a, **k))
     out = tmp_path / "out"
     assert _grade_demo(demo, out, subs, "--skip-reference-check") == 0
     rows = _rows(out)
     assert rows["huge"]["status"] == "too large" and rows["huge"]["score"] == "0"
     assert "21.0 MB, more than the 20 MB" in rows["huge"]["reason"]
     assert "too large" in (out / "huge" / "feedback.md").read_text()
-    assert not any("huge" in p for p in parsed)
+    assert parsed and max(parsed) < 20e6  # the 21 MB one was never parsed
     assert rows["small"]["status"] == "ok" and rows["small"]["score"] == "5"
     assert rows["solution"]["score"] == "5"
     out2 = tmp_path / "out2"  # the cap is the instructor's: 0.1 MB refuses the 0.5 MB one
@@ -111,7 +111,7 @@ def test_a_shipped_job_over_the_cap_is_neither_read_nor_sent(demo, tmp_path):
     big = _big_notebook(demo["solution"], tmp_path / "huge.ipynb", 2)
     config = GradingConfig("demo_numpy", tests_root=demo["tests"], max_bytes=1_000_000)
     job = ShippedSubmission.pack(big, config)
-    assert job.notebook == b"" and job.size > 2_000_000
+    assert job.notebook == b"" and job.refused[0] == "too large"
     result = grade_shipped(job)
     assert result.status == "too large" and result.score == 0 and result.student == "huge"
 
@@ -138,3 +138,25 @@ def test_a_trusted_step_that_fails_is_a_grader_error_never_a_zero(tmp_path, monk
                  "--quiet", str(sub)]) == 4
     err = capsys.readouterr().err
     assert "status grader-error: CheckNotRun" in err and not (out2 / "grades.csv").exists()
+
+
+def test_a_link_or_a_fifo_is_refused_unread(demo, tmp_path):
+    """A tar archive keeps links: ``alice.ipynb -> /etc/shadow`` came back in the feedback's
+    'not JSON' message (its first characters); ``-> /dev/zero`` or a FIFO never ended."""
+    import os
+
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOP-SECRET-KEY-0123456789")
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    (subs / "alice.ipynb").symlink_to(secret)
+    (subs / "zero.ipynb").symlink_to("/dev/zero")
+    os.mkfifo(subs / "fifo.ipynb")
+    out = tmp_path / "out"
+    assert _grade_demo(demo, out, sorted(subs.iterdir()), "--skip-reference-check") == 0
+    rows = _rows(out)
+    assert rows["alice"]["status"] == rows["zero"]["status"] == "unreadable"
+    assert "a link, not a file" in rows["alice"]["reason"]
+    assert rows["fifo"]["status"] == "unreadable" and "not a regular file" in rows["fifo"]["reason"]
+    for student in ("alice", "zero", "fifo"):
+        assert "TOP-SECRET" not in (out / student / "feedback.md").read_text()
