@@ -148,3 +148,12 @@ def test_tvm_tutorial_cross_compilation_and_rpc_local_demo(tmp_path) -> None:
     with pytest.raises(TargetError, match="needs an arm machine"):
         remote.load_module("arm.o")
     remote.close()
+
+
+def test_connect_to_nothing_fails_fast_and_typed() -> None:
+    from mlc.errors import ClusterError
+
+    with pytest.raises(ClusterError, match="cannot reach"):
+        mlc.rpc.connect("127.0.0.1", 9, timeout=2)
+    with pytest.raises(ArgumentError, match="port"):
+        mlc.rpc.connect("127.0.0.1", 70000)

@@ -403,3 +403,20 @@ def test_gpu_modules_say_they_do_not_export(tmp_path: Path) -> None:
     f = mlc.build(s, [A, B], "cuda-sim")
     with pytest.raises(ExportError, match="only CPU modules"):
         f.export_library(tmp_path / "gpu.so")
+
+
+@needs_cc
+def test_shapes_with_size_expressions_survive_export(tmp_path: Path) -> None:
+    n = te.var("n")
+    A = te.placeholder((n, 4), name="A")
+    B = te.compute((n * 4,), lambda i: A[i // 4, i % 4] + 1.0, name="B")
+    f = mlc.build(te.create_schedule(B.op), [A, B], name="flat")
+    f.export_library(tmp_path / "flat.so")
+    g = mlc.runtime.load_module(tmp_path / "flat.so")
+    a = np.arange(12, dtype="float32").reshape(3, 4)
+    b = np.zeros(12, "float32")
+    g(a, b)
+    np.testing.assert_allclose(b, a.ravel() + 1)
+    with pytest.raises(ArgumentError):
+        g(a, np.zeros(11, "float32"))
+    assert g.signature() == f.signature()
