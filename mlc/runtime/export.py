@@ -164,7 +164,37 @@ def metadata(ex: Exportable) -> dict[str, Any]:
         "entry": ex.entry, "public": _public_name(ex), "target": str(ex.target),
         "triple": ex.triple, "signature": to_json(sig),
         "checks": [list(s) for s in ex.check_sites], "graph": ex.graph,
+        "features": _compiled_features(ex),
     }
+
+
+def _compiled_features(ex: Exportable) -> list[str]:
+    """The CPU features the code may use (what ``-mattr`` adds, or all of this host's when
+    the target names no CPU): a machine without one of them would die of an illegal
+    instruction running it, so :func:`load_module` checks them."""
+    if is_cross(ex.triple):
+        return []
+    mcpu, mattr = getattr(ex.target, "mcpu", None), getattr(ex.target, "mattr", None)
+    wanted = {w.strip()[1:] for w in (mattr or "").split(",") if w.strip().startswith("+")}
+    if mcpu is None and mattr is None:
+        jit._initialize()
+        wanted |= {k for k, on in llvm.get_host_cpu_features().items() if on}
+    return sorted(wanted)
+
+
+def _check_features(meta: dict[str, Any], path: str) -> None:
+    needed = set(meta.get("features") or ())
+    if not needed:
+        return
+    jit._initialize()
+    here = {k for k, on in llvm.get_host_cpu_features().items() if on}
+    missing = sorted(needed - here)
+    if missing:
+        raise TargetError(
+            f"{path} was compiled for a CPU with {', '.join(missing[:6])}"
+            f"{' ...' if len(missing) > 6 else ''}, which this CPU ({llvm.get_host_cpu_name()}) "
+            "lacks: running it would end the process (an illegal instruction). Export it "
+            "again on this machine, or build for a common CPU (target 'llvm -mcpu=x86-64-v3')")
 
 
 def _public_name(ex: Exportable) -> str:
@@ -474,6 +504,7 @@ def load_module(path: str | os.PathLike[str], cc: str | None = None) -> Any:
         parallel.libgomp()  # loaded globally before the library needs it
     lib = _open_fresh(path)
     meta = _read_metadata(lib, path)
+    _check_features(meta, str(original))
     sig = from_json(meta["signature"])
     try:
         address = ctypes.cast(getattr(lib, meta["public"]), ctypes.c_void_p).value

@@ -420,3 +420,24 @@ def test_shapes_with_size_expressions_survive_export(tmp_path: Path) -> None:
     with pytest.raises(ArgumentError):
         g(a, np.zeros(11, "float32"))
     assert g.signature() == f.signature()
+
+
+@needs_cc
+def test_library_for_a_cpu_with_more_features_is_refused_on_load(tmp_path: Path) -> None:
+    """Built with a feature this CPU lacks (AMD's sse4a on an Intel host, or any feature on
+    another machine), the library would die of an illegal instruction: load refuses it."""
+    import llvmlite.binding as llvm
+
+    from mlc.runtime import jit
+
+    jit._initialize()
+    here = {k for k, on in llvm.get_host_cpu_features().items() if on}
+    foreign = next((f for f in ("sse4a", "xop", "fma4", "tbm") if f not in here), None)
+    if foreign is None:
+        pytest.skip("this CPU has every feature the test could use")
+    f = _scale(target=f"llvm -mattr=+{foreign}")
+    f.export_library(tmp_path / "foreign.so")
+    with pytest.raises(TargetError, match=f"compiled for a CPU with {foreign}"):
+        mlc.runtime.load_module(tmp_path / "foreign.so")
+    _scale().export_library(tmp_path / "here.so")  # the host's own features load fine
+    mlc.runtime.load_module(tmp_path / "here.so")
