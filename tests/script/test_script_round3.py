@@ -144,3 +144,16 @@ def test_an_unknown_pragma_in_a_script_loop_is_refused() -> None:
     """)
     with pytest.raises(ScriptError, match="unknown pragma 'pragma_bogus'"):
         from_source(text)
+
+
+def test_script_parallel_loop_of_symbolic_extent_is_judged_too() -> None:
+    head = ('@T.prim_func\ndef f(a: T.handle, b: T.handle):\n    n = T.int32()\n'
+            '    A = T.match_buffer(a, (n,), "float32")\n'
+            '    B = T.match_buffer(b, (n,), "float32")\n    for i in T.parallel(n):\n')
+    func = from_source(head + "        B[i] = A[i] * 2.0\n")
+    a = np.arange(10, dtype="float32")
+    b = np.zeros_like(a)
+    mlc.build(func, target="llvm")(a, b)
+    np.testing.assert_array_equal(b, a * 2)
+    with pytest.raises(ScriptError, match="race"):
+        from_source(head + "        B[0] = B[0] + A[i]\n")

@@ -305,10 +305,11 @@ def _dimension_separates(w: PrimExpr, r: PrimExpr, v: Var, bounds: dict[Var, tup
     if any(c != 0 for c in others.values()):
         return False  # sizes or scalars that do not cancel
     c = coef_w.get(v, 0)
-    if c == 0 or coef_r.get(v, 0) != c or v not in bounds:
+    if c == 0 or coef_r.get(v, 0) != c:
         return False
-    lo_v, hi_v = bounds[v]
-    terms: list[tuple[int, int, bool]] = [(abs(c), hi_v - lo_v, True)]  # (|coef|, reach, target)
+    # (|coef|, reach, target); a loop of unknown extent reaches anywhere
+    lo_v, hi_v = bounds.get(v, (0, math.inf))  # type: ignore[arg-type]
+    terms: list[tuple[int, float, bool]] = [(abs(c), hi_v - lo_v, True)]
     for x in (set(coef_w) | set(coef_r)) - {v}:
         if x not in bounds:
             return False
@@ -328,10 +329,10 @@ def _dimension_separates(w: PrimExpr, r: PrimExpr, v: Var, bounds: dict[Var, tup
     changed = True
     while changed:
         changed = False
-        total = sum(coef * reach for coef, reach, _ in live)
-        for t in live:
+        for n, t in enumerate(live):
             coef, reach, target = t
-            if coef > total - coef * reach + abs(delta):  # this term must be zero
+            others = sum(c2 * r2 for m, (c2, r2, _) in enumerate(live) if m != n and c2 and r2)
+            if coef > others + abs(delta):  # this term must be zero
                 if target:
                     return True
                 live.remove(t)
