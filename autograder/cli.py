@@ -97,7 +97,7 @@ def _cmd_grade(args: argparse.Namespace) -> int:
         size=args.size,
         hide=[str(out)],
         insecure=args.insecure,
-        max_bytes=int(args.max_size_mb * 1e6) if args.max_size_mb else None,
+        max_bytes=int(args.max_size_mb * 1e6),
     )
     load_spec(config)  # a missing assignment stops here, with its own message
     paths = [Path(os.path.abspath(p)) for p in args.submissions]  # a link stays a link
@@ -268,6 +268,17 @@ def _cmd_check(args: argparse.Namespace) -> int:
     return check_notebook(Path(args.notebook), timeout=args.timeout)
 
 
+def _megabytes(text: str) -> float:
+    """``--max-size-mb``: a positive, finite number (0 would have meant no cap at all)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of megabytes, not {text!r}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m autograder",
                                      description="Generate, grade and check mlc assignments.")
@@ -300,7 +311,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "reference.ipynb in the tests folder, else instructor/NAME/NAME.ipynb)")
     grade.add_argument("--skip-reference-check", action="store_true",
                        help="do not grade the reference solution first (the gradebook says so)")
-    grade.add_argument("--max-size-mb", type=float, default=20.0,
+    grade.add_argument("--max-size-mb", type=_megabytes, default=20.0,
                        help="a larger submission is not parsed: status 'too large' (default 20)")
     grade.add_argument("--insecure", action="store_true",
                        help="grade even without namespaces (resource limits only; the "

@@ -160,3 +160,11 @@ def test_a_link_or_a_fifo_is_refused_unread(demo, tmp_path):
     assert rows["fifo"]["status"] == "unreadable" and "not a regular file" in rows["fifo"]["reason"]
     for student in ("alice", "zero", "fifo"):
         assert "TOP-SECRET" not in (out / student / "feedback.md").read_text()
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "lots"])
+def test_a_size_cap_that_is_no_cap_is_refused(demo, tmp_path, value, capsys):
+    """``--max-size-mb 0`` was read as 'no cap'."""
+    with pytest.raises(SystemExit) as exit_:
+        _grade_demo(demo, tmp_path / "out", [demo["solution"]], "--max-size-mb", value)
+    assert exit_.value.code == 2 and "positive number of megabytes" in capsys.readouterr().err

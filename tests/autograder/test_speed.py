@@ -146,3 +146,33 @@ def test_an_undecided_timing_marks_the_case_for_review(tmp_path):
     fraction, message = CASE.check_export(exports, grader_path=A2.path,
                                           run_trusted=run_trusted, workdir=tmp_path)
     assert 0.0 < fraction < 1.0 and "provisionally" not in message
+
+
+def test_a_parallel_loop_runs_on_the_timing_thread_so_its_cpu_time_is_all_counted():
+    """The thread CPU clock counts only the timing thread: if a ``parallel`` loop handed its
+    work to other threads, a schedule would look nearly free. Inside ``one_cpu`` a program
+    built there runs its parallel loops on the calling thread (its thread time equals the
+    process's CPU time); outside, on a multi-core machine, the work is shared."""
+    import time
+
+    import numpy as np
+
+    import mlc
+    from autograder.replay import one_cpu
+
+    n = 256
+    args = [np.ones((n, n), "float32"), np.ones((n, n), "float32"), np.zeros((n, n), "float32")]
+
+    def cpu_times() -> tuple[float, float]:
+        sch = tir.Schedule(A2.module.make_func(n))
+        A2.module.reference_schedule(sch)  # parallel over the row tiles
+        f = mlc.build(sch.mod, target="llvm")
+        f(*args)
+        thread, process = time.thread_time(), time.process_time()
+        for _ in range(10):
+            f(*args)
+        return time.thread_time() - thread, time.process_time() - process
+
+    with one_cpu():
+        thread, process = cpu_times()
+    assert thread >= 0.9 * process > 0
