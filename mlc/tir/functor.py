@@ -111,9 +111,11 @@ class IRVisitor(_Dispatch):
     def generic_visit(self, node: Any) -> None:
         if isinstance(node, CommReducer):
             return  # the reducer's own variables are not part of the program
-        for buf in defined_buffers(node):
-            self.visit_buffer_definition(buf)
-        for name in _field_names(type(node)):
+        node_cls = type(node)
+        if node_cls in _DEFINES:  # rare (Allocate, Block...): one lookup for the others
+            for buf in defined_buffers(node):
+                self.visit_buffer_definition(buf)
+        for name in _field_names(node_cls):
             value = getattr(node, name)
             kind = _value_kind(type(value))
             if kind == _NODE:
