@@ -77,3 +77,27 @@ def test_softmax_stats_in_vector_lanes(shape: tuple[int, ...], axis: int) -> Non
     mlc.build(sch.mod, target="llvm")(xa, out)
     np.testing.assert_allclose(out, get_op("nn.softmax").ref(xa, axis=axis), rtol=1e-5,
                                atol=1e-7)
+
+
+@pytest.mark.parametrize("shape,axis", [((1, 128, 256), -1), ((3, 48), -1), ((4, 40), -1),
+                                        ((6, 64), 0)])
+def test_layer_norm_stats_in_vector_lanes(shape: tuple[int, ...], axis: int) -> None:
+    """layer_norm's sum and squared deviations run 16 lanes at a time on a last axis that is
+    a multiple of 16 (at least 32); other shapes keep the scalar reductions."""
+    from mlc import topi
+    from mlc.graph.op import get_op
+
+    x = te.placeholder(shape, name="x")
+    n = shape[axis]
+    g, b = te.placeholder((n,), name="g"), te.placeholder((n,), name="b")
+    y = topi.nn.layer_norm(x, g, b, axis=axis)
+    sch = topi.default_schedule([x, g, b, y])
+    text = str(mlc.lower(sch.mod))
+    assert ("ln_sqsum_part[ramp(" in text) == (n % 16 == 0 and n >= 32 and axis == -1)
+    rng = np.random.default_rng(9)
+    xa = (rng.standard_normal(shape) * 3 + 100).astype("float32")  # a large mean
+    ga, ba = rng.standard_normal(n).astype("float32"), rng.standard_normal(n).astype("float32")
+    out = np.zeros(shape, "float32")
+    mlc.build(sch.mod, target="llvm")(xa, ga, ba, out)
+    np.testing.assert_allclose(out, get_op("nn.layer_norm").ref(xa, ga, ba, axis=axis),
+                               rtol=1e-4, atol=1e-4)

@@ -54,23 +54,29 @@ def _row_stats_in_lanes(x: te.Tensor, axis: int) -> tuple[te.Tensor, te.Tensor, 
 
     (and the same for the sum of exp). One scalar reduction per row ran one dependent add
     and one exp per element; the default schedule vectorizes ``l`` (tag ``lanes_reduce``)."""
-    shape = const_shape(x)
-    red = shape[:-1]
-    n = shape[-1]
+    red = const_shape(x)[:-1]
+    n = const_shape(x)[-1]
 
     def lanes(name: str, body: Callable[..., PrimExpr], reducer: Callable[..., PrimExpr]
               ) -> te.Tensor:
-        ko = te.reduce_axis((0, n // LANES), name="ko")
-        part = te.compute(red + (LANES,), lambda *i: reducer(body(i[:-1], ko.var * LANES + i[-1]),
-                                                             axis=ko),
-                          name=name + "_part", tag="lanes_reduce")
-        kl = te.reduce_axis((0, LANES), name="kl")
-        return te.compute(red, lambda *i: reducer(part[(*i, kl.var)], axis=kl), name=name,
-                          tag="comm_reduce")
+        return lanes_reduce(red, n, name, body, reducer)
 
     mx = lanes("softmax_max", lambda i, k: x[(*i, k)], te.max)
     es = lanes("softmax_expsum", lambda i, k: _exp(x[(*i, k)] - mx[i]), te.sum)
     return mx, es, axis
+
+
+def lanes_reduce(red: tuple[int, ...], n: int, name: str, body: Callable[..., PrimExpr],
+                 reducer: Callable[..., PrimExpr]) -> te.Tensor:
+    """``out[r] = reducer over k < n of body(r, k)`` in two steps, 16 lanes first (see
+    :func:`_row_stats_in_lanes`); ``n`` must be a multiple of :data:`LANES`."""
+    ko = te.reduce_axis((0, n // LANES), name="ko")
+    part = te.compute(red + (LANES,), lambda *i: reducer(body(i[:-1], ko.var * LANES + i[-1]),
+                                                         axis=ko),
+                      name=name + "_part", tag="lanes_reduce")
+    kl = te.reduce_axis((0, LANES), name="kl")
+    return te.compute(red, lambda *i: reducer(part[(*i, kl.var)], axis=kl), name=name,
+                      tag="comm_reduce")
 
 
 def _exp(v: PrimExpr) -> PrimExpr:
@@ -125,16 +131,26 @@ def layer_norm(x: te.Tensor, gamma: te.Tensor, beta: te.Tensor, axis: int = -1,
     axis %= len(shape)
     n = shape[axis]
     red = tuple(s for a, s in enumerate(shape) if a != axis)
-    k1 = te.reduce_axis((0, n), name="k")
-    mu = te.compute(red, lambda *i: te.sum(x[_with_axis(_ins(i, axis), axis, k1.var)], axis=k1),
-                    name="ln_sum", tag="comm_reduce")
-    k2 = te.reduce_axis((0, n), name="k")
+    if axis == len(shape) - 1 and n % LANES == 0 and n >= 2 * LANES:  # vector lanes first
+        mu = lanes_reduce(red, n, "ln_sum", lambda i, k: x[(*i, k)], te.sum)
 
-    def sqdev(*i: PrimExpr) -> PrimExpr:
-        d = x[_with_axis(_ins(i, axis), axis, k2.var)] - mu[i] / float(n)
-        return te.sum(d * d, axis=k2)
+        def dev2(i: tuple[PrimExpr, ...], k: PrimExpr) -> PrimExpr:
+            d = x[(*i, k)] - mu[i] / float(n)
+            return d * d
 
-    sq = te.compute(red, sqdev, name="ln_sqsum", tag="comm_reduce")
+        sq = lanes_reduce(red, n, "ln_sqsum", dev2, te.sum)
+    else:
+        k1 = te.reduce_axis((0, n), name="k")
+        mu = te.compute(red, lambda *i: te.sum(
+            x[_with_axis(_ins(i, axis), axis, k1.var)], axis=k1), name="ln_sum",
+            tag="comm_reduce")
+        k2 = te.reduce_axis((0, n), name="k")
+
+        def sqdev(*i: PrimExpr) -> PrimExpr:
+            d = x[_with_axis(_ins(i, axis), axis, k2.var)] - mu[i] / float(n)
+            return te.sum(d * d, axis=k2)
+
+        sq = te.compute(red, sqdev, name="ln_sqsum", tag="comm_reduce")
 
     def f(*i: PrimExpr) -> PrimExpr:
         r = _drop(i, axis)
