@@ -157,3 +157,27 @@ def test_script_parallel_loop_of_symbolic_extent_is_judged_too() -> None:
     np.testing.assert_array_equal(b, a * 2)
     with pytest.raises(ScriptError, match="race"):
         from_source(head + "        B[0] = B[0] + A[i]\n")
+
+
+def test_a_lowered_parallel_vectorized_program_reads_back_and_runs() -> None:
+    # its ramp indices (D[ramp(i_0 * 512 + ..., 1, 8)]) were taken for one element per
+    # iteration: the printed program was refused as a race
+    n = 64
+    A = te.placeholder((n, n), name="A")
+    B = te.placeholder((n, n), name="B")
+    k = te.reduce_axis((0, n), name="k")
+    C = te.compute((n, n), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+    D = te.compute((n, n), lambda i, j: te.max(C[i, j], 0.0), name="D")
+    s = te.create_schedule(D.op)
+    io, jo, _, ji = s[D].tile(*D.op.axis, 8, 8)
+    s[C].compute_at(s[D], jo)
+    s[D].parallel(io)
+    s[D].vectorize(ji)
+    text = str(mlc.lower(s, [A, B, D]))
+    assert "in parallel(8)" in text and "ramp(" in text
+    func = from_source(text)
+    rng = np.random.default_rng(3)
+    a, b = rng.random((n, n), dtype=np.float32), rng.random((n, n), dtype=np.float32)
+    d = np.zeros((n, n), "float32")
+    mlc.build(func, target="llvm")(a, b, d)
+    np.testing.assert_allclose(d, np.maximum(a @ b, 0), rtol=1e-4)

@@ -41,8 +41,8 @@ from typing import Any
 from mlc.tir.arith.analyzer import Analyzer
 from mlc.tir.arith.evaluate import evaluate_known
 from mlc.tir.arith.linear import to_linear
-from mlc.tir.expr import BufferLoad, IterKind, Not, PrimExpr, Range, Var
-from mlc.tir.functor import collect, substitute, uses_var
+from mlc.tir.expr import Broadcast, BufferLoad, IntImm, IterKind, Not, PrimExpr, Ramp, Range, Var
+from mlc.tir.functor import IRMutator, collect, substitute, uses_var
 from mlc.tir.schedule import state
 from mlc.tir.schedule.dependence import (
     conflict_between_blocks,
@@ -211,11 +211,13 @@ def _collect_accesses(s: Stmt, lets: dict[Var, PrimExpr], guards: list[PrimExpr]
     """The loads and stores under ``s`` outside blocks, indices with let-bound variables
     replaced by their values, with the conditions around them; buffers allocated under the
     loop belong to one iteration and are left out."""
+    def scalar(indices: tuple[PrimExpr, ...]) -> list[PrimExpr]:
+        return [_lanes_as_loop(substitute(i, lets), inner) for i in indices]
+
     def loads(e: PrimExpr) -> None:
         for ld in collect(e, lambda n: isinstance(n, BufferLoad)):
             if ld.buffer.data not in private:
-                out.append(_Access(ld, [substitute(i, lets) for i in ld.indices], False,
-                                   list(guards)))
+                out.append(_Access(ld, scalar(ld.indices), False, list(guards)))
 
     if isinstance(s, BlockRealize):
         return  # judged by its block
@@ -224,7 +226,7 @@ def _collect_accesses(s: Stmt, lets: dict[Var, PrimExpr], guards: list[PrimExpr]
         for i in s.indices:
             loads(i)
         if s.buffer.data not in private:
-            out.append(_Access(s, [substitute(i, lets) for i in s.indices], True, list(guards)))
+            out.append(_Access(s, scalar(s.indices), True, list(guards)))
         return
     if isinstance(s, For):
         inner[s.loop_var] = Range(substitute(s.min, lets), substitute(s.extent, lets))
@@ -251,6 +253,25 @@ def _collect_accesses(s: Stmt, lets: dict[Var, PrimExpr], guards: list[PrimExpr]
         _collect_accesses(c, lets, guards, private, inner, out)
     for e in _exprs_of(s):
         loads(e)
+
+
+def _lanes_as_loop(index: PrimExpr, inner: dict[Var, Range]) -> PrimExpr:
+    """A vector index of lowered code as a scalar one: ``ramp(b, s, n)`` is ``b + s * l``
+    for a lane ``l`` in ``range(n)`` (a loop inside the one judged), ``broadcast(x, n)``
+    is ``x``."""
+    if not collect(index, lambda n: isinstance(n, (Ramp, Broadcast))):
+        return index
+
+    class Lanes(IRMutator):
+        def visit_Broadcast(self, op: Broadcast) -> PrimExpr:
+            return self.visit(op.value)  # type: ignore[no-any-return]
+
+        def visit_Ramp(self, op: Ramp) -> PrimExpr:
+            lane = Var("lane", op.base.dtype)
+            inner[lane] = Range(IntImm(0, lane.dtype), IntImm(op.lanes, lane.dtype))
+            return self.visit(op.base) + self.visit(op.stride) * lane  # type: ignore[no-any-return]
+
+    return Lanes().visit(index)  # type: ignore[no-any-return]
 
 
 def _exprs_of(s: Stmt) -> list[PrimExpr]:
@@ -331,8 +352,8 @@ def _dimension_separates(w: PrimExpr, r: PrimExpr, v: Var, bounds: dict[Var, tup
         changed = False
         for n, t in enumerate(live):
             coef, reach, target = t
-            others = sum(c2 * r2 for m, (c2, r2, _) in enumerate(live) if m != n and c2 and r2)
-            if coef > others + abs(delta):  # this term must be zero
+            rest = sum(c2 * r2 for m, (c2, r2, _) in enumerate(live) if m != n and c2 and r2)
+            if coef > rest + abs(delta):  # this term must be zero
                 if target:
                     return True
                 live.remove(t)
