@@ -14,12 +14,11 @@ the arrays before a call whose verdict could differ from every call checked so f
 
 Each check runs **every block** of every kernel when its estimated cost fits
 ``check_budget`` seconds (of CPU time, so that a check covers as much on a busy machine as
-on an idle one); otherwise, or when a full check runs out of that time, it runs
-:data:`CHECK_BLOCKS` blocks spread over the grid, each with its neighbours (the check a
-real GPU cannot give, on a sample), and warns naming the blocks it ran. A check that runs
-out of time even then stops where it is: what ran before was checked, and the warning says
-where it stopped. ``f.last_check`` is the report of the latest check: the blocks it ran
-per kernel, whether that was all of them, how long it took::
+on an idle one); otherwise it runs :data:`CHECK_BLOCKS` blocks spread over the grid, each
+with its neighbours, and warns naming the blocks it ran. A check that runs out of its
+budget stops where it is (every block it runs has run up to that point): what ran before
+was checked, and the warning says where it stopped. ``f.last_check`` is the report of the
+latest check: the blocks it ran per kernel, whether that was all of them, how long it took::
 
     f = mlc.build(sch.mod, target="cuda-sim")
     f(a, idx, b)             # checked: every block, since the grid is small enough
@@ -53,9 +52,10 @@ neighbours in x and y, so up to about three times as many run)."""
 CHECK_BUDGET = 4.0
 """Seconds a check before a call may take by default (``f.check_budget``)."""
 
-SECONDS_PER_ACCESS = 60e-9
-"""What the checking interpreter spends per thread and memory access (measured on a 2-vCPU
-Xeon: about 45 ns), for deciding before it starts whether every block fits the budget."""
+SECONDS_PER_ACCESS = 30e-9
+"""What the checking interpreter spends per thread and memory access (measured on a busy
+2-vCPU Xeon: 20 to 40 ns with loops run at once, about 60 without), for deciding before it
+starts whether every block fits the budget."""
 
 SECONDS_PER_STEP = 30e-6
 """What it spends per statement it runs for all threads at once (numpy's overhead)."""
@@ -80,7 +80,6 @@ class CallChecks:
             self._feeding = None if feeding else []  # None: every array decides
         self.value_dependent = False
         self.checked: OrderedDict[Any, bool] = OrderedDict()  # digest -> full check ran
-        self.slow: set[Any] = set()   # shapes whose full check did not fit the budget
         self.last: CheckReport | None = None
         self.count = 0
 
@@ -139,7 +138,7 @@ class CallChecks:
         if key is None:
             return
         copies = [np.array(a) if isinstance(a, np.ndarray) else a for a in args]
-        report = self.run(copies, shape_key=key[0])
+        report = self.run(copies)
         self.count += 1
         if report.same_value_writes and not self.value_dependent:
             self.value_dependent = True  # a later call with other values may race
@@ -149,23 +148,18 @@ class CallChecks:
             self.checked.popitem(last=False)
 
     # -- how much of it -------------------------------------------------------------------
-    def run(self, arrays: list[Any], shape_key: Any = None) -> CheckReport:
-        """Every block if it fits the budget, else a sample; warn when not everything ran."""
+    def run(self, arrays: list[Any]) -> CheckReport:
+        """Every block if it should fit the budget, else a sample; stopped at the budget
+        either way; a warning when not everything ran."""
         budget = self.budget
         start = time.process_time()
-        report: CheckReport | None = None
-        if shape_key not in self.slow and estimate(self.func, arrays) <= budget:
+        if estimate(self.func, arrays) <= 2 * budget:
+            # every block; if the estimate was low, the check stops at the deadline having
+            # run every block up to the same point (what a sample would not give)
             report = check_program(self.func, arrays, deadline=start + budget)
-            if not report.complete:
-                self.slow.add(shape_key)
-                if any(n > CHECK_BLOCKS for _, n in report.blocks.values()):
-                    report = None  # a sample of the blocks may get further
-        if report is None:
-            # the sample gets its own budget, and at least a second: it is the check that
-            # runs when everything does not fit
-            begin = time.process_time()
+        else:  # hopeless: a sample, with at least a second
             report = check_program(self.func, arrays, blocks=CHECK_BLOCKS,
-                                   deadline=begin + max(budget, 1.0))
+                                   deadline=start + max(budget, 1.0))
         report.seconds = time.process_time() - start
         self.last = report
         if not report.complete:

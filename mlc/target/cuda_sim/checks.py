@@ -45,6 +45,7 @@ from mlc.target.cuda_sim.interp import (
     stmt_line,
 )
 from mlc.tir import stmt as S
+from mlc.tir.functor import post_order_visit
 from mlc.tir.printer import to_str
 
 MAX_KEPT = 1 << 16  # elements kept per finding, for the pictures
@@ -159,6 +160,7 @@ class Checker(Observer):
         self.blocks: dict[str, tuple[int, int]] = {}
         self.sampled: dict[str, list[tuple[int, ...]]] = {}
         self.same_value_writes = 0
+        self.written: set[int] = set()
 
     def begin_kernel(self, interp: Interpreter, kernel: S.KernelLaunch) -> None:
         self.state: dict[int, _State] = {}
@@ -166,6 +168,7 @@ class Checker(Observer):
         self.stmts: list[S.Stmt] = []
         self.stmt_ids: dict[int, int] = {}
         lanes = interp.lanes
+        self.written = _written(kernel)
         self.blocks[kernel.name] = (lanes.n_blocks, interp.n_blocks_total)
         firsts = np.arange(lanes.n_blocks) * lanes.threads_per_block
         axes = [lanes.axis[t][firsts] for t in ("blockIdx.x", "blockIdx.y", "blockIdx.z")
@@ -192,6 +195,8 @@ class Checker(Observer):
             return
         self.accesses += len(a.lanes)
         buf_key = id(a.buffer.data)
+        if a.scope == "global" and buf_key not in self.written:
+            return  # an array this kernel only reads: no race, nothing to remember
         size = interp.mem[buf_key].shape[-1]
         if a.scope == "shared":
             keys = interp.lanes.block_slot[a.lanes].astype(np.int64) * size + a.elems
@@ -208,6 +213,8 @@ class Checker(Observer):
 
         def ordered(other: np.ndarray, epoch: np.ndarray) -> np.ndarray:
             """True where the earlier access by ``other`` is NOT ordered before this one."""
+            if other.size and int(other.max()) < 0:
+                return np.zeros(other.shape, bool)  # nobody touched these elements yet
             same = epoch == cur
             if a.scope == "global":
                 same = same | (block[np.maximum(other, 0)] != block[me])
@@ -319,6 +326,18 @@ class Checker(Observer):
             f.other_lanes = np.concatenate([f.other_lanes, others[:room]])
             f.threads = np.concatenate([f.threads, _threads(interp, lanes[:room])])
             f.other_threads = np.concatenate([f.other_threads, _threads(interp, others[:room])])
+
+
+def _written(kernel: S.KernelLaunch) -> set[int]:
+    """The buffers (data ids) that ``kernel`` stores to."""
+    found: set[int] = set()
+
+    def visit(n: object) -> None:
+        if isinstance(n, S.BufferStore):
+            found.add(id(n.buffer.data))
+
+    post_order_visit(kernel.body, visit)
+    return found
 
 
 def _readers(keys: np.ndarray, lanes: np.ndarray,
