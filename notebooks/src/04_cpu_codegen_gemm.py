@@ -206,7 +206,8 @@ viz.gflops_bars(gflops, reference={"numpy": numpy_gflops}, peak=peak,
 # change: closer than that is noise on a shared machine). The facts it reads:
 #
 # * **vectorize** after **blocking**: whether LLVM's own loop vectorizer had already turned
-#   blocking's innermost loop (32 independent columns `ji`) into vector code.
+#   blocking's innermost loop (32 independent columns `ji`) into vector code, and how wide
+#   its vectors are against the schedule's (read from the LLVM IR of both).
 # * **pack**: `packedB` stores each panel of B (n × 32 floats) in one contiguous run, so the
 #   tile's inner loops read one stream instead of 32 floats out of every 2 KiB row of B.
 #   It costs n² copies inside every call (here; a library packs a weight matrix once:
@@ -217,10 +218,11 @@ viz.gflops_bars(gflops, reference={"numpy": numpy_gflops}, peak=peak,
 #   32 × 32 tile fits this CPU's vector registers is printed. When it does not, what the
 #   step gains comes from what it does besides: the initialization of C leaves the inner
 #   loop (`decompose_reduction`) and `ki` is unrolled. Exercise 3 picks a tile that fits.
-# * **parallel**: a second thread gains only what a second set of execution units gives
-#   it. The cell measures the FMA peak with one thread and with all of them; where they are
+# * **parallel**: a second thread gains what a second set of execution units gives it.
+#   The cell measures the FMA peak with one thread and with all of them; where they are
 #   equal, the CPUs the operating system counts share one physical core (two hyper-threads
-#   of a virtual machine, say), and threads cannot make a kernel faster.
+#   of a virtual machine, say): threads add no arithmetic, and all they can win is a
+#   larger share of a machine busy with other programs.
 
 # %% tags=["nbval-ignore-output"]
 import os
@@ -230,7 +232,14 @@ from mlc.viz.perf import peak_func, peak_shape
 
 simd = host_simd()
 panel, l2 = N * BN * 4, cache_bytes(2)
-auto_vectorized = "x float>" in mlc.build(steps["blocking"].mod).get_source("ll")
+import re
+
+def widest_vector(step):  # the most float lanes of any vector in a step's LLVM IR
+    ll = mlc.build(steps[step].mod).get_source("ll")
+    return max((int(w) for w in re.findall(r"<(\d+) x float>", ll)), default=1)
+
+lanes_blocking, lanes_vectorize = widest_vector("blocking"), widest_vector("vectorize")
+auto_vectorized = lanes_blocking > 1
 tile_registers = BN * BN // simd.lanes
 shape = peak_shape()                      # the same work, built for one thread
 saved = os.environ.get("MLC_NUM_THREADS")
@@ -242,7 +251,8 @@ else:
     os.environ["MLC_NUM_THREADS"] = saved
 peak_one = viz.measure_peak(0.3, module=one_thread)
 peak_all = viz.measure_peak(0.3)
-print(f"LLVM vectorized blocking's inner loop on its own: {auto_vectorized}")
+print(f"LLVM vectorized blocking's inner loop on its own: {auto_vectorized} "
+      f"({lanes_blocking} lanes; the vectorize step's vectors: {lanes_vectorize} lanes)")
 print(f"B's panel: {panel >> 10} KiB; this core's L2: {l2 >> 10} KiB")
 print(f"a {BN} x {BN} tile of C: {tile_registers} vector registers of {simd.lanes} lanes; "
       f"the CPU has {simd.registers}")
@@ -253,6 +263,10 @@ print(f"FMA peak: {peak_one:.0f} GFLOPS on 1 thread, {peak_all:.0f} on {num_thre
 def explain(name, ratio):
     gained, lost = ratio > 1.1, ratio < 0.9
     if name == "vectorize":
+        if gained and auto_vectorized:
+            return (f"LLVM had vectorized blocking on its own, {lanes_blocking} lanes at a "
+                    f"time in a loop; the schedule's vector is {lanes_vectorize} lanes, the "
+                    "whole row of the tile at once, split into the widest registers")
         if gained:
             return "vector code LLVM had not made on its own"
         return ("LLVM had vectorized blocking's inner loop on its own" if auto_vectorized
@@ -265,14 +279,20 @@ def explain(name, ratio):
         return f"the copy in every call cost what the contiguous reads saved (panel {fits} L2)"
     if name == "write cache":
         where = ("stays in registers" if tile_registers <= simd.registers else
-                 f"needs {tile_registers} registers of the {simd.registers}, so it stays in L1")
+                 f"needs {tile_registers} vector registers and the CPU has {simd.registers}, "
+                 "so it stays in L1")
         if gained:
             return f"the tile {where}; the gain is the zeroing out of the loop and unrolled ki"
         return f"the tile {where}"
     if name == "parallel":
         more = peak_all / peak_one
+        if gained and more >= 1.3:
+            return f"{num_threads()} threads had {more:.2f}x the one-thread FMA peak to use"
         if gained:
-            return f"{num_threads()} threads gave {more:.2f}x the one-thread FMA peak to use"
+            return (f"the FMA peak is the same on 1 and {num_threads()} threads ({more:.2f}x), "
+                    f"so the gain is a larger share of a busy machine (load average "
+                    f"{os.getloadavg()[0]:.1f}): two threads win more of the CPU time that "
+                    "other programs compete for")
         if more < 1.3:
             return (f"all threads together reach {more:.2f}x the one-thread FMA peak: the "
                     f"{os.cpu_count()} CPUs share one core's units, so the second thread "

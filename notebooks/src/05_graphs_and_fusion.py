@@ -91,12 +91,14 @@ viz.graph_drawing(g2, "after")
 
 # %% [markdown]
 # ## What the optimizer did
-# **Packed weights.** The dense ops became `nn.dense_pack`, and `W1`, a `(32, 64)` constant,
-# became a `(2, 64, 16)` one. `nn.dense` reads `W[j, k]`; vectorizing over the output
-# column `j` would load 16 floats that lie 64 apart. `alter_op_layout` stores the weight as
-# `wp[j // 16, k, j % 16]` (TVM's `dense_pack`), so the 16 outputs of one vector read 16
-# neighbouring floats, and `fold_constant` does that copy once, at compile time. (`W2`, with
-# only 10 outputs, is packed by 10: the `(1, 32, 10)` constant above.)
+# **Packed weights.** The dense ops became `nn.dense_pack`, and `W1`, a `(32, 64)`
+# constant, became a 3-D one (the printout above; the cell below reads its shape).
+# `nn.dense` reads `W[j, k]`; vectorizing over the output column `j` would load floats that
+# lie 64 apart. `alter_op_layout` stores the weight as `wp[j // bn, k, j % bn]` (TVM's
+# `dense_pack`), so the `bn` outputs of one block read `bn` neighbouring floats, and
+# `fold_constant` does that copy once, at compile time. The block `bn` is chosen from the
+# number of outputs (the largest of the sizes the pass tries that divides it: `W2`, with
+# only 10 outputs, is packed by 10).
 
 #
 # The fusion rules on the MLP of chapter 06 (the cells below show them on this chapter's
@@ -110,9 +112,11 @@ concepts.fusion_patterns()
 # %%
 packed = [n for n in g2.topo() if isinstance(n, graph.Call) and n.op.name == "nn.dense_pack"]
 wp = packed[0].args[1].value
-print("W1", W1.shape, "-> wp", wp.shape)
-assert np.array_equal(wp, W1.reshape(2, 16, 64).transpose(0, 2, 1))
-print("wp[j // 16, k, j % 16] == W1[j, k] for every j, k")
+bn = wp.shape[2]
+print("W1", W1.shape, "-> wp", wp.shape, f"(blocks of bn = {bn} outputs)")
+assert np.array_equal(wp, W1.reshape(32 // bn, bn, 64).transpose(0, 2, 1))
+assert packed[1].args[1].value.shape == (1, 32, 10)  # W2: 10 outputs, one block of 10
+print(f"wp[j // {bn}, k, j % {bn}] == W1[j, k] for every j, k")
 
 # %% [markdown]
 # **The memory plan.** Kernels run in the order of their groups. The output of a group is

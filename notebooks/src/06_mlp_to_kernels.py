@@ -64,14 +64,16 @@ print(g2)
 
 # %% [markdown]
 # What changed (notebook 05 shows each pass on a smaller graph): every `nn.dense` became
-# `nn.dense_pack` with its weight stored as `w[j // 16, k, j % 16]`, packed once at compile
-# time, so that 16 output columns read 16 neighbouring floats (a `(64, 64)` weight became
-# `(4, 64, 16)`; the last layer, with only 10 outputs, is packed by 10: `(1, 32, 10)`); each dense took its bias add (and relu) into its group (3 dense groups), and the
-# softmax is a group of its own. The memory plan, the last line, lets intermediates whose
-# lifetimes do not overlap share a buffer:
+# `nn.dense_pack` with its weight stored as `w[j // bn, k, j % bn]`, packed once at compile
+# time, so that `bn` output columns read `bn` neighbouring floats (the printout shows each
+# packed shape; the last layer, with only 10 outputs, is packed by 10: `(1, 32, 10)`); each
+# dense took its bias add (and relu) into its group (3 dense groups), and the softmax is a
+# group of its own (the cell below checks both). The memory plan, the last line, lets
+# intermediates whose lifetimes do not overlap share a buffer:
 
 # %%
 print(g2.memory)
+assert [len(grp.nodes) for grp in g2.groups] == [3, 3, 2, 1]  # the four groups above
 print(f"{len(g2.groups)} kernels; the plan saves "
       f"{g2.memory.bytes_before - g2.memory.bytes_after} of {g2.memory.bytes_before} bytes")
 
