@@ -3,9 +3,12 @@ semantics (every block and thread, shared memory per block, barriers), so studen
 GPU see what their GPU schedule computes. See :mod:`mlc.target.cuda_sim.simulate`.
 
 Beside the fast simulation, an interpreter (:mod:`~mlc.target.cuda_sim.interp`) runs the same
-kernels watching every access and running warp shuffles lane by lane: :func:`check` finds
-races, reads of uninitialised shared memory, out-of-range indices, divergent barriers and
-misused shuffles (:mod:`~mlc.target.cuda_sim.checks`);
+kernels watching every access and running warp shuffles lane by lane (a thread's loop whose
+iterations are independent runs them at once: :mod:`~mlc.target.cuda_sim.vectorize`):
+:func:`check` finds races, reads of uninitialised shared memory, out-of-range indices,
+divergent barriers and misused shuffles (:mod:`~mlc.target.cuda_sim.checks`); a module runs
+it before every call whose verdict could differ, on every block when that fits its budget
+(:mod:`~mlc.target.cuda_sim.call_checks`);
 :func:`predict` estimates the time on a real GPU from counted memory transactions, bank
 conflicts and FLOPs (:mod:`~mlc.target.cuda_sim.model`)."""
 

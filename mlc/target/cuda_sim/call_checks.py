@@ -49,7 +49,7 @@ CHECK_BLOCKS = 16
 """Blocks per kernel a sampled check runs (spread over the grid; each comes with its
 neighbours in x and y, so up to about three times as many run)."""
 
-CHECK_BUDGET = 4.0
+CHECK_BUDGET = 3.0
 """Seconds a check before a call may take by default (``f.check_budget``)."""
 
 SECONDS_PER_ACCESS = 30e-9
