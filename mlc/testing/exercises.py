@@ -137,11 +137,10 @@ def hint(which: str | None = None) -> None:
         return
     k = _SHOWN.get(title, 0)
     if k >= len(hints):
-        print(f"{title}: that was the last hint ({len(hints)} of {len(hints)}); read the "
-              "chapter's cells on this idea again, or ask")
-        k = len(hints) - 1
-    else:
-        _SHOWN[title] = k + 1
+        print(f"{title}, hint {len(hints)} of {len(hints)}, the last (then read the chapter's "
+              f"cells on this idea again, or ask): {hints[-1]}")
+        return
+    _SHOWN[title] = k + 1
     print(f"{title}, hint {k + 1} of {len(hints)}: {hints[k]}")
 
 
