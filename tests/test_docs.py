@@ -26,3 +26,16 @@ def test_the_course_map_lists_every_chapter():
     assert len(chapters) >= 10
     rows = set(re.findall(r"^\| `([0-9][0-9]_[a-z0-9_]+)` \|", text, flags=re.M))
     assert rows == set(chapters)
+
+
+def test_the_front_door_says_what_make_lab_prints_and_uses_the_venv():
+    """The README quotes the line `make lab` ends with; every command it gives runs from the
+    project's venv (a system Python lacks mlc's dependencies: No module named 'tqdm')."""
+    readme = (ROOT / "README.md").read_text()
+    makefile = (ROOT / "Makefile").read_text()
+    lab = makefile.split("\nlab:", 1)[1].split("\n\n", 1)[0]
+    assert "The course is open at" in lab and "The course is open at" in readme
+    assert "|| echo" in lab, "an optional install (graphviz) must not stop make lab"
+    bare = re.findall(r"`(?:python|pip)(?: -m)? [^`]*`", readme)
+    assert not bare, f"README commands outside .venv: {bare}"
+    assert "make test" in readme and "GB" in readme, "say what make test installs, and its size"
