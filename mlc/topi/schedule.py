@@ -93,12 +93,19 @@ def register_tile(tag: str, nrows: int, ncols: int, vec: int) -> tuple[int, int]
     ``vec`` columns, kept in registers across the whole reduction. One vector per row (the
     old tile: 4 rows x 1 vector) gives 4 chains of dependent FMAs, each waiting the FMA's
     latency (4 cycles) for the one before, while the core could issue two FMAs per cycle: the
-    kernel ran at a quarter of its peak. With rows x nv = 16 independent accumulators (4 x 4
-    at batch 64; 1 x 8 at batch 1, where only one row exists) the FMA units stay busy, and
+    kernel ran at a quarter of its peak. With rows x nv = 16 independent accumulators (8 x 2
+    or 4 x 4 at batch 64; 1 x 8 at batch 1, where only one row exists) the FMA units stay
+    busy, and
     each weight vector loaded is used ``rows`` times, each broadcast of x ``nv`` times.
     A convolution's tile is rows x vectors of output pixels (one image row each), all
     multiplied by the same broadcast weight."""
     nvec = ncols // vec if ncols % vec == 0 else 1
+    if tag != "conv2d" and nrows % 8 == 0 and nvec % 2 == 0:
+        # 8 rows x 2 vectors: each weight vector loaded serves 8 FMAs. The packed weight
+        # streams from L2 (a 64-column block of 784 rows is 200 KB): 4 x 4 loaded 256 bytes
+        # of it per 16 FMAs and ran 113-121 GFLOPS on 64x784x256, 8 x 2 loads 128 bytes:
+        # 136-139 (one thread, interleaved runs)
+        return 8, 2
     rows = 4 if nrows >= 4 else 1
     if tag == "conv2d" and nvec == 1 and nrows % 8 == 0:
         rows = 8  # a conv's rows are output rows: 8 of one vector each

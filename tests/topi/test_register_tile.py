@@ -17,7 +17,8 @@ RNG = np.random.default_rng(30)
 
 @pytest.mark.parametrize("nrows,ncols,vec,expect", [
     (1, 256, 16, (1, 8)),    # batch 1: one row, eight vectors
-    (64, 256, 16, (4, 4)),   # batch 64: 4 rows x 4 vectors
+    (64, 256, 16, (8, 2)),   # batch 64: 8 rows x 2 vectors
+    (12, 256, 16, (4, 4)),   # rows not a multiple of 8: 4 rows x 4 vectors
     (64, 48, 16, (4, 3)),    # three vectors of columns in all
     (1, 10, 10, (1, 1)),     # one short vector
     (3, 40, 8, (1, 5)),      # fewer than 4 rows: one row, five vectors of 8
