@@ -8,7 +8,8 @@ For each (M, K, N) = (1, 768, 768), (16, 768, 3072), (128, 768, 768), (128, 3072
 xgboost model, ``--trials`` measurements), the best kernel checked against numpy and then
 timed against numpy's matmul (OpenBLAS) in interleaved rounds, a pause and one untimed call
 before each timed batch (benchmarks/vs_ort.py's harness). Both sides get ``--threads``
-threads (mlc's MLC_NUM_THREADS, OpenBLAS through threadpoolctl). The table prints the
+threads (mlc's MLC_NUM_THREADS, OpenBLAS through threadpoolctl); ``--clock cpu`` one thread
+each, timed by the thread's CPU time (for a machine other processes share). The table prints the
 GFLOPS, the median of per-round ratios, the tuning wall time and the load average.
 """
 
@@ -28,6 +29,12 @@ import vs_ort  # noqa: E402
 
 _threads = vs_ort.setup_from_argv(sys.argv)  # before mlc loads its OpenMP runtime
 os.environ.setdefault("OPENBLAS_NUM_THREADS", str(_threads))
+try:  # numpy is imported above: OpenBLAS read its thread count already; set it now
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(_threads)
+except ImportError:  # pragma: no cover - threadpoolctl comes with the dev extra
+    pass
 
 import mlc  # noqa: E402
 from mlc import te, tune  # noqa: E402
