@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from script_programs import programs, source  # noqa: E402
+from script_programs import check_lowered, lowered_schedules, programs, source  # noqa: E402
 from te_runner import Worker  # noqa: E402
 
 EXAMPLES = int(os.environ.get("MLC_FUZZ_EXAMPLES", "120"))
@@ -55,3 +55,13 @@ def worker() -> Iterator[Worker]:
 def test_random_parallel_script_matches_its_serial_twin(worker: Worker, spec: dict) -> None:  # type: ignore[type-arg]
     verdict = worker.run(spec)
     assert verdict["status"] in ("ok", "refused", "checked"), (verdict, source(spec))
+
+
+@settings(max_examples=max(EXAMPLES // 4, 10), deadline=None, database=None,
+          derandomize=os.environ.get("MLC_FUZZ_RANDOM") is None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(spec=lowered_schedules())
+def test_lowered_parallel_programs_read_back_and_run(spec: dict) -> None:  # type: ignore[type-arg]
+    # these programs are race-free: the parse-time check must accept them
+    verdict = check_lowered(spec)
+    assert verdict["status"] == "ok", (verdict, spec)

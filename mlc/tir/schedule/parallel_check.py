@@ -366,7 +366,13 @@ def _enumerated_disjoint(s: _Access, x: _Access, v: Var, ranges: dict[Var, Range
     """Enumerate a small nest of constant loops: which iterations touch which elements."""
     exts: list[tuple[Var, int, int]] = []
     count = 1
+    exprs = [*s.indices, *x.indices, *s.guards, *x.guards]
+    used = {var for var in ranges
+            if var is v or any(uses_var(e, lambda y, var=var: y is var)  # type: ignore[misc]
+                               for e in exprs)}
     for var, rng in ranges.items():
+        if var not in used:
+            continue  # a loop (or another access's lane) neither access depends on
         lo, n = evaluate_known(rng.min, {}), evaluate_known(rng.extent, {})
         if not (isinstance(lo, int) and isinstance(n, int)):
             return False
