@@ -4,7 +4,8 @@
 
 libgomp reads its wait policy once, when it is loaded, so every policy runs in a worker
 process of its own (``MLC_THREAD_SPIN_US``: 0 is ``OMP_WAIT_POLICY=passive``, ``inf`` is
-``active``; ``50+torch`` imports torch, and so torch's libgomp, before mlc). The workers are
+``active``; ``default, torch first`` imports torch, and so torch's libgomp, before mlc:
+its row should read as the default's). The workers are
 started together and kept stopped (SIGSTOP) except the one being timed, so an ``active``
 worker's spinning threads never run during another's round; rounds alternate between the
 workers. Each round of a worker measures:
@@ -231,8 +232,8 @@ def main() -> None:
         import torch  # noqa: F401
 
         if not args.no_torch:
-            workers.append(Worker("50 us, torch first", WORKER, {
-                "MLC_THREAD_SPIN_US": "50", "BENCH_TORCH_FIRST": "1"}))
+            workers.append(Worker("default, torch first", WORKER,
+                                  {"BENCH_TORCH_FIRST": "1"}))
     except ImportError:
         pass
     try:

@@ -8,8 +8,8 @@
                    (``mlc.runtime.parallel.on_own_cpus``; default: where the OS puts
                    them); read when a module is built
 ``MLC_THREAD_SPIN_US`` how long (microseconds) an idle thread of a parallel loop waits
-                   spinning for the next loop before it sleeps (default 50; 0: sleep at
-                   once, ``inf``: never sleep); read when the thread pool starts
+                   spinning for the next loop before it sleeps (default 0: sleep at
+                   once; ``inf``: never sleep); read when the thread pool starts
                    (``mlc.runtime.parallel``; ``OMP_WAIT_POLICY``/``GOMP_SPINCOUNT``, when
                    set, win)
 ``MLC_BOUNDS_CHECK=0`` compile without run-time index checks (experts, for timing;
@@ -43,9 +43,14 @@ def pin_threads() -> bool:
     return _flag("MLC_PIN_THREADS")
 
 
-THREAD_SPIN_US = 50.0
+THREAD_SPIN_US = 0.0
 """How long idle threads spin before sleeping, unless ``MLC_THREAD_SPIN_US`` says otherwise:
-the bounded spin that ``benchmarks/threads.py`` measured best overall (see that file)."""
+what ``benchmarks/threads.py`` measured best overall (``benchmarks/results/threads.md``).
+On the shared 2-vCPU machine the course is built on (load 10-18), every spin lost: a
+spinning thread uses up its process's share of the CPU, and the batch-64 MLP took 1.07x
+(5 us), 6.5x (20 us), 7.8x (50 us) and 60x (forever) as long as with sleeping threads,
+whose wake-up is quick when no CPU is idle. On a quiet machine, where waking a thread means
+waking an idle CPU, ``MLC_THREAD_SPIN_US=20`` to ``50`` is worth trying."""
 
 
 def thread_spin_us() -> float:

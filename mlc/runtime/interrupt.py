@@ -15,11 +15,13 @@ so a 20-second kernel used to finish before the interrupt took effect. Now:
 Installing the handler costs two system calls (about a microsecond), so a call is armed
 only when it may be long: the first call of a module, every call of a module with
 symbolic sizes or scalar parameters, and any call whose previous call took at least
-:data:`ARM_AFTER_S`. Only the main thread can be interrupted (Python delivers signals
-there); in other threads a call just runs. A SIGINT handler of the program's own
-(``signal.signal(signal.SIGINT, ...)``, or SIG_IGN) is left alone: only Python's default
-one, which raises ``KeyboardInterrupt`` (and which Jupyter installs while a cell runs),
-stops the loops.
+:data:`ARM_AFTER_S`; once a call of a module of constant sizes took less, the module is
+never armed again (its calls take as long every time).
+
+Only the main thread can be interrupted (Python delivers signals there); in other threads
+a call just runs. A SIGINT handler of the program's own (``signal.signal(signal.SIGINT,
+...)``, or SIG_IGN) is left alone: only Python's default one, which raises
+``KeyboardInterrupt`` (and which Jupyter installs while a cell runs), stops the loops.
 """
 
 from __future__ import annotations
@@ -85,16 +87,20 @@ def guard(cfunc: Callable[..., None], flag: int, name: str, *, always_arm: bool,
     arm, disarm = helpers.arm, helpers.disarm
     lock = threading.Lock()  # an armed call and another thread's call never overlap
     last = [float("inf")]
+    short = [not flag]  # never armed again: the leanest path
     clock = time.perf_counter
 
     def call(*args: Any) -> None:
         if uses_threads and parallel.SERIAL_AFTER_FORK:
             parallel.warn_serial_after_fork(name)
+        if short[0]:
+            cfunc(*args)
+            return
         if threading.get_ident() != _MAIN:
             with lock:  # the flag is the module's: the main thread's interrupt is not ours
                 cfunc(*args)
             return
-        if (not flag or _depth[0] or (not always_arm and last[0] < ARM_AFTER_S)
+        if (_depth[0] or (not always_arm and last[0] < ARM_AFTER_S)
                 or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
             start = clock()
             cfunc(*args)
@@ -114,6 +120,8 @@ def guard(cfunc: Callable[..., None], flag: int, name: str, *, always_arm: bool,
                 if armed and disarm():  # the loops stopped (a custom handler may not raise)
                     interrupted = True
                 last[0] = clock() - start
+                # constant sizes take as long on every call: a short one stays short
+                short[0] = not always_arm and last[0] < ARM_AFTER_S and not interrupted
         if interrupted:
             raise KeyboardInterrupt(message(name))
 

@@ -8,12 +8,13 @@ without it, parallel loops run serially, and mlc says so once.
 
 Three things a notebook needs of it, and how each is had:
 
-* **Small kernels start fast, idle threads do not steal the CPU.** A thread that finished
-  its part of a loop spins for :func:`mlc.config.thread_spin_us` microseconds (default 50)
-  waiting for the next loop, then sleeps in the kernel. Sleeping at once
-  (``OMP_WAIT_POLICY=passive``) made every loop wake its team through the kernel: a batch-64
-  MLP took about twice as long; spinning forever (``active``) slowed whatever the notebook
-  ran next (numpy, ONNX Runtime). ``benchmarks/threads.py`` measures the three.
+* **Idle threads do not steal the CPU; small kernels may ask for a spin.** A thread that
+  finished its part of a loop spins for :func:`mlc.config.thread_spin_us` microseconds
+  waiting for the next loop, then sleeps in the kernel. The default is 0 (sleep at once,
+  ``OMP_WAIT_POLICY=passive``): on a shared machine every spin lost, badly (see
+  :data:`mlc.config.THREAD_SPIN_US`); spinning forever (``active``) slowed whatever the
+  notebook ran next. On a quiet machine a spin of 20-50 us saves waking an idle CPU for
+  every loop. ``benchmarks/threads.py`` measures them side by side.
 * **The same behaviour whatever the process loaded first.** libgomp reads its settings once,
   when it is loaded; torch, xgboost or scikit-learn may have loaded it before mlc with
   theirs. So mlc loads a private copy (a file in memory, ``memfd``) with its spin count, and

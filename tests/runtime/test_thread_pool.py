@@ -68,13 +68,15 @@ def run(code: str, env: dict[str, str] | None = None) -> dict:
 
 
 @needs_threads
-def test_idle_threads_sleep_after_their_spin():
-    result = run(IDLE_CPU.format(preload=""))
+@pytest.mark.parametrize("spin", ["", "50"])
+def test_idle_threads_sleep_after_their_spin(spin):
+    result = run(IDLE_CPU.format(preload=""), env={"MLC_THREAD_SPIN_US": spin})
     assert result["ok"]
     assert result["idle_cpu_s"] < 0.03, "the idle team kept the CPU busy"
     info = result["describe"]
-    assert info["private_copy"] and info["spin_us"] == config.THREAD_SPIN_US
-    assert info["spin_count"] > 0
+    assert info["private_copy"]
+    assert info["spin_us"] == (float(spin) if spin else config.THREAD_SPIN_US)
+    assert (info["spin_count"] > 0) == (info["spin_us"] > 0)
 
 
 @needs_threads
