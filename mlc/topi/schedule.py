@@ -145,6 +145,8 @@ class _Recipe:
         for t in order:
             if t is self.output or getattr(t.op, "reduce_axis", None):
                 continue
+            if t.op.tag == "softmax_exp":  # computed once, vectorized in simple()
+                continue
             if t.op.name == "pad_data" and self.anchor is not None \
                     and self.anchor.op.tag == "conv2d":
                 # a conv's padded input stays one small copy: inlined, every multiply-add
@@ -231,6 +233,10 @@ class _Recipe:
         for t in order:  # reductions kept in vector lanes (topi.nn.norm: softmax's stats)
             if t.op.tag == "lanes_reduce" and self.step():
                 self.vector_lanes(t)
+            if t.op.tag == "softmax_exp" and self.step():
+                inner = sch.get_loops(self.block(t))[-1]
+                vec = _vec_width(_extent(sch, inner))
+                sch.vectorize(sch.split(inner, factors=[None, vec])[1])
         out_blk = self.block(self.output)
         loops = sch.get_loops(out_blk)
         if not loops:
