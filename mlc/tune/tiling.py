@@ -233,7 +233,8 @@ def tile_gemm(sch: Schedule, block: BlockRV) -> bool:
     (reduction slice), ``mc`` (rows of a packed lhs block), ``nc`` (columns of a packed rhs
     panel)::
 
-        for jc in parallel(N / nc):                # (fused with any batch loops)
+        for jc in parallel(N / nc):                # (fused with any batch loops;
+                                                   #  ic is parallel when N / nc is 1)
             init out[:, jc-panel] = 0
             for pc in range(K / kc):
                 rhs_p = rhs[pc-slice, jc-panel]    # pack_b: [nc/nr][kc][nr], read by every ic
@@ -331,7 +332,10 @@ def tile_gemm(sch: Schedule, block: BlockRV) -> bool:
         sch.unroll(k_unrolled)
     _vectorize_native(sch, j, simd.lanes)
     _vectorize_native(sch, sch.get_loops(init)[-1], simd.lanes)
-    sch.parallel(task)
+    # one column panel (nc = N, as when a 64-wide AVX-512 tile covers N = 64) leaves the
+    # panel loop one iteration long: the outermost loop of independent output tiles that has
+    # more than one iteration runs in parallel instead (row blocks, then panels, then tiles)
+    sch.parallel(next((rv for rv in (task, ic, jr, ir) if _extent(sch, rv) > 1), task))
     return True
 
 
