@@ -43,6 +43,7 @@ from mlc.tir.stmt import (
     BufferRegion,
     BufferStore,
     For,
+    IfThenElse,
     KernelLaunch,
     LetStmt,
     PrimFunc,
@@ -61,6 +62,7 @@ class _Checker:
         self.iter_owner: dict[int, str] = {}  # block iteration variable -> block name
         self.where: list[Any] = [func]
         self.problems: list[tuple[Any, str]] = []
+        self.dead = 0  # > 0 under an `if` whose condition is decided false: never runs
 
     def problem(self, msg: str) -> None:
         self.problems.append((self.where[-1], msg))
@@ -169,6 +171,15 @@ class _Checker:
                 self.define(v, "GPU index variable")
             with self.scope(index_vars, bufs=s.shared):
                 self.stmt(s.body)
+        elif isinstance(s, IfThenElse):
+            self.expr(s.condition)
+            decided = _decided(s.condition)
+            self.dead += decided is False
+            self.stmt(s.then_case)
+            self.dead -= decided is False
+            self.dead += decided is True
+            self.stmt(s.else_case)
+            self.dead -= decided is True
         else:
             self.children(s)
 
@@ -242,7 +253,7 @@ class _Checker:
             return
         for n, (i, extent) in enumerate(zip(indices, buf.shape)):
             self.expr(i)
-            if isinstance(i, IntImm) and isinstance(extent, IntImm):
+            if isinstance(i, IntImm) and isinstance(extent, IntImm) and not self.dead:
                 if not 0 <= i.value < extent.value:
                     self.problem(
                         f"index {i.value} is out of range for dimension {n} of `{buf.name}` "
@@ -321,3 +332,12 @@ def verify_well_formed(func: PrimFunc) -> None:
     raise VerifyError(
         f"the function `{func.name}` is not well formed:\n{listed}\n{to_str(func, mark=marks)}"
     )
+
+
+def _decided(cond: PrimExpr) -> bool | None:
+    """The value of a condition the simplifier folds to a constant (``1 < 1`` in the last
+    copy of an unrolled guarded loop), else None: statements under a false one never run."""
+    from mlc.tir.arith import simplify  # the simplifier imports the IR, not the verifier
+
+    folded = simplify(cond)
+    return bool(folded.value) if isinstance(folded, IntImm) else None

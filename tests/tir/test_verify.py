@@ -113,6 +113,17 @@ def test_constant_index_out_of_range():
            "index 16 is out of range for dimension 0 of `A` (extent 16)")
 
 
+def test_an_index_under_a_guard_decided_false_is_dead_code():
+    # the last copy of an unrolled, guarded loop: `if 16 < 16: A[16] = ...` never runs
+    from mlc.tir.expr import LT
+    from mlc.tir.stmt import IfThenElse
+
+    store = BufferStore(A, const(1.0), (const(16),))
+    verify_well_formed(func(IfThenElse(LT(const(16), const(16)), store)))
+    expect(func(IfThenElse(LT(const(15), const(16)), store)),
+           "index 16 is out of range for dimension 0 of `A` (extent 16)")
+
+
 def test_store_dtype_must_match():
     expect(func(BufferStore(A, const(1, "int32"), (const(0),))),
            "stores a int32 value into `A` (float32): expected float32")
