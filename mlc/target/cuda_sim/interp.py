@@ -31,7 +31,7 @@ from mlc.errors import (
     CodegenError,
 )
 from mlc.runtime.args import ArgumentChecker, Scalar
-from mlc.target.cuda_sim import vectorize
+from mlc.target.cuda_sim import fold, vectorize
 from mlc.target.cuda_sim.evaluate import _Evaluator, _scope, _tdiv, _tmod  # noqa: F401
 from mlc.target.cuda_sim.lanes import (  # noqa: F401  (re-exported: the old import path)
     WARP_SIZE,
@@ -115,7 +115,9 @@ class Interpreter(_Evaluator):
         self.epoch = 0
         self.stmt: S.Stmt = func.body
         self._count_flops = any(type(o).flops is not Observer.flops for o in self.observers)
-        self._loops: list[tuple[S.For, int, int]] = []  # the serial loops running, outer first
+        # the serial loops running, outer first: (loop, first iteration, iterations in this
+        # step, iterations in all)
+        self._loops: list[tuple[S.For, int, int, int]] = []
         # ``vectorize_loops``: run a thread's loop iterations at once where no iteration
         # touches what another writes (mlc.target.cuda_sim.vectorize; the checker sets it:
         # counters see the same accesses, grouped otherwise than a warp makes them)
@@ -127,6 +129,8 @@ class Interpreter(_Evaluator):
         self._inner: dict[int, frozenset[int]] = {}
         self._free: dict[int, tuple[E.Var, ...]] = {}
         self._arrays: dict[Any, tuple[Any, np.ndarray]] = {}  # repeated arrays, per kernel
+        self._fold: dict[int, Any] | None = None  # accumulating stores (mlc...cuda_sim.fold)
+        self._fold_records: list[Any] | None = None
 
     # -- entry ----------------------------------------------------------------------------
     def run(self, *args: Any) -> None:
@@ -268,6 +272,9 @@ class Interpreter(_Evaluator):
         if self.deadline is not None and time.process_time() > self.deadline:
             raise OutOfTime(self._position())
         if isinstance(s, S.BufferStore):
+            if self._fold is not None and id(s) in self._fold:
+                fold.record(self, s, mask)  # an accumulator's update, folded after the loop
+                return
             value = self._eval(s.value, mask)
             self._store(s.buffer, s.indices, value, mask)
         elif isinstance(s, S.For):
@@ -347,7 +354,7 @@ class Interpreter(_Evaluator):
 
     def _iteration(self, s: S.For, v: int, count: int, mask: np.ndarray | None) -> None:
         self.env[id(s.loop_var)] = np.int64(v)
-        self._loops.append((s, v, count))
+        self._loops.append((s, v, 1, count))
         self._stmt(s.body, mask)
         self._loops.pop()
 
@@ -361,13 +368,14 @@ class Interpreter(_Evaluator):
         key = id(s)
         if key not in self._shapes:
             shape = vectorize.loop_shape(s)
-            self._shapes[key] = (shape, vectorize.trips(s)) if shape is not None else None
+            self._shapes[key] = (shape, vectorize.trips(s), vectorize.accumulators(s, shape)) \
+                if shape is not None else None
         known = self._shapes[key]
         if known is None:
             for v in range(lo, lo + ext):
                 self._iteration(s, v, ext, mask)
             return
-        shape, trips = known
+        shape, trips, accumulators = known
         step = vectorize.chunk(self, shape, ext, trips)
         for start in range(lo, lo + ext, step):
             count = min(step, lo + ext - start)
@@ -382,6 +390,9 @@ class Interpreter(_Evaluator):
                     *verdict, [self.env.get(id(v)) for v in shape.key_vars])
             if verdict[0]:
                 self._run_at_once(s, start, count, mask, nest=verdict[1])
+            elif count > 1 and accumulators is not None and \
+                    fold.run(self, s, start, count, mask, accumulators):
+                pass  # a sum (or a chain of sets and sums) per thread, folded in order
             else:
                 for v in range(start, start + count):
                     self._iteration(s, v, ext, mask)
@@ -416,7 +427,8 @@ class Interpreter(_Evaluator):
         self.env[id(s.loop_var)] = self._tiled(lo, count, n)
         if mask is not None and mask.shape[0] == n:
             mask = self._repeated(mask, count)
-        self._loops.append((s, lo, count))
+        extent = s.extent.value if isinstance(s.extent, E.IntImm) else lo + count
+        self._loops.append((s, lo, count, extent))
         try:
             self._stmt(s.body, mask)
         finally:
@@ -454,8 +466,13 @@ class Interpreter(_Evaluator):
             return "before the first kernel"
         line, _ = stmt_line(self.func, self.stmt)
         where = f"kernel {self.kernel.name}, line {line}"
-        for loop, value, count in self._loops:
-            where += f", iteration {value} of loop {loop.loop_var.name} ({count} in all)"
+        for loop, value, count, total in self._loops:
+            name = loop.loop_var.name
+            if count == 1:
+                where += f", iteration {value} of loop {name} ({total} in all)"
+            else:
+                where += (f", iterations {value} to {value + count - 1} of loop {name} "
+                          f"({total} in all, run at once)")
         return where
 
     def _barrier_inside(self, s: S.For) -> bool:

@@ -430,3 +430,108 @@ def chunk(interp: Any, shape: LoopShape, count: int, inner: int = 1) -> int:
     """Iterations per step: as many as :data:`MAX_ELEMENTS` allows for the running threads
     and ``inner`` (the loops inside times the widest vector, :func:`trips`)."""
     return max(1, min(count, MAX_ELEMENTS // max(1, interp.n_lanes * inner)))
+
+
+class Accumulators:
+    """The stores of a loop body that carry a value from one iteration to the next through
+    one element per thread: ``X[e] = X[e] + v`` (``"add"``) or ``X[e] = v`` (``"set"``),
+    with ``e`` the same in every iteration and ``v`` not reading ``X`` (a dot product's
+    ``Y[i, j] = Y[i, j] + A[i, k] * B[k, j]``; its ``Y[i, j] = 0`` under ``if k == 0``)."""
+
+    def __init__(self, stores: dict[int, tuple[str, E.PrimExpr, S.BufferStore]],
+                 buffers: frozenset[int]) -> None:
+        self.stores = stores      # id(store) -> (kind, the value added or set, the store)
+        self.buffers = buffers    # the accumulated buffers (data ids)
+
+
+def accumulators(loop: S.For, shape: LoopShape) -> Accumulators | None:
+    """The accumulators of ``loop``'s body (see :class:`Accumulators`), or None when some
+    written buffer is not one, or the body holds a loop."""
+    stores: list[S.BufferStore] = []
+    loads: dict[int, int] = {}
+    inner = False
+
+    def visit(n: object) -> None:
+        nonlocal inner
+        if isinstance(n, S.BufferStore):
+            stores.append(n)
+        elif isinstance(n, E.BufferLoad):
+            loads[id(n.buffer.data)] = loads.get(id(n.buffer.data), 0) + 1
+        elif isinstance(n, S.For):
+            inner = True
+
+    post_order_visit(loop.body, visit)
+    if inner:
+        return None
+    inside = _bound(loop)  # the loop's variable and the lets in its body
+    found: dict[int, tuple[str, E.PrimExpr, S.BufferStore]] = {}
+    where: dict[int, str] = {}
+    adds: dict[int, int] = {}
+    for st in stores:
+        key = id(st.buffer.data)
+        index = str(st.indices)
+        if where.setdefault(key, index) != index or _lanes_of(st) != 1:
+            return None
+        if any(_uses(i, v) for i in st.indices for v in inside) or \
+                any(_reads(i) for i in st.indices):
+            return None  # the element moves with the iterations, or comes from data
+        value = st.value
+        kind, operand = "set", value
+        if isinstance(value, E.Add):
+            for mine, other in ((value.a, value.b), (value.b, value.a)):
+                if isinstance(mine, E.BufferLoad) and id(mine.buffer.data) == key and \
+                        str(mine.indices) == index:
+                    kind, operand = "add", other
+                    break
+        if _reads_buffer(operand, key):
+            return None
+        if kind == "add":
+            adds[key] = adds.get(key, 0) + 1
+        found[id(st)] = (kind, operand, st)
+    if not found or any(loads.get(k, 0) != adds.get(k, 0) for k in where):
+        return None  # X read elsewhere than as the X[e] of its own updates
+    return Accumulators(found, frozenset(where))
+
+
+def _lanes_of(st: S.BufferStore) -> int:
+    from mlc.tir import dtype as dt
+
+    return max(dt.lanes(st.value.dtype), *(dt.lanes(i.dtype) for i in st.indices))
+
+
+def _uses(node: Any, var: E.Var) -> bool:
+    found = False
+
+    def visit(n: object) -> None:
+        nonlocal found
+        found = found or n is var
+
+    post_order_visit(node, visit)
+    return found
+
+
+def _reads(node: Any) -> bool:
+    found = False
+
+    def visit(n: object) -> None:
+        nonlocal found
+        found = found or isinstance(n, E.BufferLoad)
+
+    post_order_visit(node, visit)
+    return found
+
+
+def _reads_buffer(node: Any, key: int) -> bool:
+    found = False
+
+    def visit(n: object) -> None:
+        nonlocal found
+        found = found or (isinstance(n, E.BufferLoad) and id(n.buffer.data) == key)
+
+    post_order_visit(node, visit)
+    return found
+
+
+def without(shape: LoopShape, buffers: frozenset[int]) -> LoopShape:
+    """``shape`` whose written buffers leave out ``buffers`` (accumulators, run apart)."""
+    return LoopShape(shape.written - buffers, shape.depth, shape.key_vars)
