@@ -10,6 +10,8 @@ the options mlc understands are accepted, so a typo is an error rather than a si
 ``-mtriple``   the machine to compile for, e.g. ``aarch64-linux-gnu`` (default: this one);
                ``-target=`` is the same (the notes' ``-target=armv7l-none-linux-gnueabihf``).
                Code for another machine is saved (``lib.save("x.o")``), not run here
+``-num-cores`` threads of the parallel loops (TVM's ``"llvm --num-cores=1"``; default:
+               ``MLC_NUM_THREADS`` or the CPUs of this machine)
 =============  ==============================================================
 
 ``"cuda"`` prints CUDA C (and compiles it with NVRTC, runs it on a GPU when there is one);
@@ -30,7 +32,7 @@ from mlc.errors import TargetError
 if TYPE_CHECKING:
     from mlc.tir.stmt import PrimFunc
 
-_OPTIONS = ("mcpu", "mattr", "arch", "mtriple")
+_OPTIONS = ("mcpu", "mattr", "arch", "mtriple", "num-cores")
 _ALIASES = {"target": "mtriple"}  # the notes' "llvm -target=armv7l-none-linux-gnueabihf"
 
 
@@ -118,6 +120,7 @@ class Target:
     mattr: str | None = None
     arch: str | None = None
     mtriple: str | None = None
+    num_cores: int | None = None
     tag: str | None = field(default=None, compare=False)
     """The TVM tag it was written as (``"nvidia/tesla-p100"``), if any."""
 
@@ -156,6 +159,8 @@ class Target:
             text += f" -arch={self.arch}"
         if self.mtriple:
             text += f" -mtriple={self.mtriple}"
+        if self.num_cores:
+            text += f" --num-cores={self.num_cores}"
         return text
 
 
@@ -202,7 +207,20 @@ def parse_target(target: str | dict[str, Any] | Target | None) -> Target:
     if mcpu == "native":
         mcpu = None
     return Target(kind, mcpu or None, options.get("mattr") or None, options.get("arch") or None,
-                  _triple(options.get("mtriple")))
+                  _triple(options.get("mtriple")), _cores(options.get("num-cores")))
+
+
+def _cores(text: Any) -> int | None:
+    if text is None:
+        return None
+    try:
+        n = int(text)
+    except (TypeError, ValueError):
+        n = 0
+    if n < 1 or n > 4096:
+        raise TargetError(f"--num-cores={text!r}: the number of threads is a whole number from 1 "
+                          "(e.g. llvm --num-cores=1)")
+    return n
 
 
 # TVM's target tags for NVIDIA GPUs (tvm.target.tag): the GPU, its compute capability

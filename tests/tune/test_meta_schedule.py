@@ -51,7 +51,7 @@ def _check(func, target: str) -> None:
 def test_course_tune_tir_with_tune_config(tmp_path) -> None:
     sch_tuned = ms.tune_tir(
         mod=MyModule,
-        target="llvm",
+        target="llvm --num-cores=1",
         config=ms.TuneConfig(
             max_trials_global=4,
             num_trials_per_iter=4,
@@ -98,3 +98,27 @@ def test_tune_config_and_targets_are_checked() -> None:
         ms.tune_tir(mod=MyModule, config=ms.TuneConfig(), max_trials_global=3)
     with pytest.raises(TuneError, match="mod is a PrimFunc or an IRModule"):
         ms.tune_tir(mod=42)
+
+
+def test_num_cores_target_option_sets_the_thread_team() -> None:
+    from mlc import te
+    from mlc.target import parse_target
+
+    assert parse_target("llvm --num-cores=1").num_cores == 1
+    with pytest.raises(TargetError, match="num-cores"):
+        parse_target("llvm --num-cores=zero")
+    n = 1 << 12
+    A = te.placeholder((n,), name="A")
+    B = te.compute((n,), lambda i: A[i] * 2.0, name="B")
+    s = te.create_schedule(B.op)
+    xo, _ = s[B].split(B.op.axis[0], factor=64)
+    s[B].parallel(xo)
+    f = mlc.build(s, [A, B], "llvm --num-cores=1")
+    calls = [ln for ln in f.get_source("ll-unopt").splitlines()
+             if "call" in ln and "GOMP_parallel" in ln]
+    if calls:  # libgomp present: the team is the target's one thread
+        assert all(", i32 1, i32 0)" in ln for ln in calls)
+    a = np.arange(n, dtype="float32")
+    b = np.zeros(n, "float32")
+    f(a, b)
+    np.testing.assert_allclose(b, a * 2)

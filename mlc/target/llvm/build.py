@@ -50,7 +50,7 @@ def compile_lowered(
         func,
         entry_name(c_name(name or func.name)),
         parallel_runtime=use_threads,
-        num_threads=config.num_threads() if use_threads else 0,
+        num_threads=_threads(tgt) if use_threads else 0,
         triple=tm.triple,
         data_layout=str(tm.target_data),
         bounds_check=config.bounds_check(),
@@ -68,7 +68,7 @@ def compile_lowered(
     c_source = None if render_c is None else render_c(func, src.entry)
     compiled = jit.compile_ir(src.ir, src.entry, tgt)
     pin = src.uses_parallel_runtime and config.pin_threads()
-    threads = config.num_threads() if pin else 0  # the team to pin (0: none)
+    threads = _threads(tgt) if pin else 0  # the team to pin (0: none)
     return Module(func, src.entry, tgt, src.ir, compiled, c_source, src.check_sites, threads,
                   cannot_run=cannot_run_here(tgt))
 
@@ -84,7 +84,7 @@ def _compile_cross(func: PrimFunc, tgt: Target, name: str | None) -> CrossModule
         func,
         entry_name(c_name(name or func.name)),
         parallel_runtime=threads,
-        num_threads=config.num_threads() if threads else 0,
+        num_threads=_threads(tgt) if threads else 0,
         triple=tm.triple,
         data_layout=str(tm.target_data),
         bounds_check=config.bounds_check(),
@@ -126,3 +126,8 @@ def _refuse_hardware_calls(func: PrimFunc, tgt: Target) -> None:
         f"which the CPU ({tgt}) does not have: {owner}. To run the tile on the CPU, tensorize "
         "with an intrinsic whose implementation is a schedule of the description "
         "(te.decl_tensor_intrin(c.op, lambda sch: ...)) or a PrimFunc")
+
+
+def _threads(tgt: Target) -> int:
+    """The team of a parallel loop: the target's ``--num-cores``, else ``MLC_NUM_THREADS``."""
+    return tgt.num_cores or config.num_threads()
