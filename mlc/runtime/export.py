@@ -483,26 +483,26 @@ def load_module(path: str | os.PathLike[str], cc: str | None = None) -> Any:
     """Read back what :func:`export_library` or ``save`` wrote: a ``.so`` is opened, a ``.o``
     is linked with ``cc`` first. Returns a Module (called as the exported one, with the same
     argument checks) or, for a graph, a :class:`LoadedGraphModule`."""
+    from mlc.runtime import parallel
+
     path = original = os.fspath(path)
     if not os.path.isfile(path):
         raise ExportError(f"no library at {path!r}")
     _check_machine(path)
     if path.endswith((".o", ".obj")):
-        tmp = tempfile.mkdtemp(prefix="mlc-load-")
-        so = os.path.join(tmp, Path(path).stem + ".so")
-        flags = ["-lm"]
-        from mlc.runtime import parallel
-
-        gomp = parallel.libgomp() if _has_symbol_text(path, b"GOMP_parallel") else None
-        if gomp:
-            flags += [gomp] if os.path.isabs(gomp) else [f"-l:{gomp}"]
-        link_shared([path], so, host_triple(), flags, cc)
-        path = so
-    if _has_symbol_text(path, b"GOMP_parallel"):
-        from mlc.runtime import parallel
-
-        parallel.libgomp()  # loaded globally before the library needs it
-    lib = _open_fresh(path)
+        with tempfile.TemporaryDirectory(prefix="mlc-load-") as tmp:
+            so = os.path.join(tmp, Path(path).stem + ".so")
+            flags = ["-lm"]
+            gomp = parallel.libgomp() if _has_symbol_text(path, b"GOMP_parallel") else None
+            if gomp:
+                flags += [gomp] if os.path.isabs(gomp) else [f"-l:{gomp}"]
+            link_shared([path], so, host_triple(), flags, cc)
+            lib = _open_fresh(so, original)
+    else:
+        if _has_symbol_text(path, b"GOMP_parallel"):
+            parallel.libgomp()  # loaded globally before the library needs it
+        lib = _open_fresh(path, original)
+    path = original
     meta = _read_metadata(lib, path)
     _check_features(meta, str(original))
     sig = from_json(meta["signature"])
@@ -525,7 +525,7 @@ def load_module(path: str | os.PathLike[str], cc: str | None = None) -> Any:
     return mod
 
 
-def _open_fresh(path: str) -> ctypes.CDLL:
+def _open_fresh(path: str, shown: str) -> ctypes.CDLL:
     """dlopen a private copy of ``path``: the dynamic loader hands back the library it
     already has for a path it has seen, so a library exported again under the same name
     (a notebook cell run twice) would run the old code. The copy is removed once mapped."""
@@ -536,7 +536,7 @@ def _open_fresh(path: str) -> ctypes.CDLL:
         try:
             return ctypes.CDLL(copy, mode=os.RTLD_LOCAL)
         except OSError as err:
-            raise ExportError(f"cannot load {path}: {str(err).replace(copy, path)}") from None
+            raise ExportError(f"cannot load {shown}: {str(err).replace(copy, shown)}") from None
     finally:
         with contextlib.suppress(OSError):
             os.unlink(copy)
