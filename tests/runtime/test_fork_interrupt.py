@@ -236,9 +236,16 @@ def test_only_outer_loops_check_for_an_interrupt():
     f = mlc.build(te.create_schedule(C.op), [A, C])
     ll = f.get_source("ll-unopt")
     assert ll.count('load volatile i32, i32* @"__mlc_interrupt"') == 1  # loop i only
-    V = te.compute((1 << 20,), lambda i: A[i % n, i // n % n] * 2.0, name="V")
+    V = te.compute((4096,), lambda i: A[i // n % n, i % n] * 2.0, name="V")
     ll = mlc.build(te.create_schedule(V.op), [A, V]).get_source("ll-unopt")
-    assert "__mlc_interrupt" not in ll  # a single loop stays vectorizable
+    assert "__mlc_interrupt" not in ll  # a short single loop: no check
+    W = te.placeholder((1 << 20,), name="W")
+    X = te.compute((1 << 20,), lambda i: W[i] * 2.0, name="X")
+    f = mlc.build(te.create_schedule(X.op), [W, X])
+    ll = f.get_source("ll-unopt")  # a long one checks once per block of 65536 iterations
+    assert ll.count('load volatile i32, i32* @"__mlc_interrupt"') == 1
+    assert "for_i.blocks" in ll
+    assert "x float>" in f.get_source("ll")  # and LLVM still vectorizes the loop
 
 
 def test_a_call_in_another_thread_is_never_interrupted():
@@ -274,3 +281,47 @@ def test_a_sigint_handler_of_the_program_is_left_alone():
         print(json.dumps({"seen": len(seen), "ok": bool(np.allclose(c, a @ a, rtol=1e-3))}))
     """)
     assert last_json(proc) == {"seen": 1, "ok": True}
+
+
+def test_sigint_stops_a_single_loop_of_huge_trip_count(tmp_path):
+    # no loop inside to check the flag: the loop runs in blocks of 65536 iterations
+    script = tmp_path / "count.py"  # TVMScript reads the function's source from a file
+    script.write_text(textwrap.dedent("""
+        import json, time
+        import numpy as np
+        import mlc
+        from mlc.script import tir as T
+
+        @T.prim_func
+        def count(B: T.Buffer((1,), "float32"), n: T.int64):
+            for i in T.serial(n):
+                B[0] = B[0] + T.float32(1)
+
+        f = mlc.build(count, target="llvm")
+        b = np.zeros(1, "float32")
+        f(b, 200_000)  # blocks of 65536 and a remainder: every iteration runs once
+        small = float(b[0])
+        print("ready", flush=True)
+        start = time.perf_counter()
+        try:
+            f(b, 2**40)
+            out = {"finished_after": time.perf_counter() - start}
+        except KeyboardInterrupt:
+            out = {"interrupted_after": time.perf_counter() - start, "nan": bool(np.isnan(b[0]))}
+        out["small"] = small
+        print(json.dumps(out), flush=True)
+    """))
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=LIMIT_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        pytest.fail("the interrupted loop did not stop")
+    result = json.loads(out.strip().splitlines()[-1])
+    assert result["small"] == 200_000.0
+    assert result["interrupted_after"] < 0.5 + 3.0 and result["nan"]

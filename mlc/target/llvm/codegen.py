@@ -14,7 +14,8 @@ Statements map to control flow the way a C compiler would do it:
                        ``unroll`` loop with a constant extent is unrolled right here)
 ``For`` serial, outer  the same, and each iteration first reads ``@__mlc_interrupt``
                        (one volatile load and a branch) and leaves the loop when it is
-                       set: Jupyter's interrupt stops a long call (:mod:`mlc.runtime.interrupt`)
+                       set: Jupyter's interrupt stops a long call (:mod:`mlc.runtime.interrupt`);
+                       a long loop with no loop inside checks once per 65536 iterations
 ``For`` parallel       outlined into ``void body(i8* closure)`` and run on every thread
                        by libgomp's ``GOMP_parallel`` (see :mod:`mlc.target.llvm.parallel`)
 ``IfThenElse``         a conditional branch
@@ -61,6 +62,7 @@ from mlc.tir.stmt import (
 from mlc.transform.flatten_buffers import checked_by_dimension
 
 SHORT_OUTER_LOOP = 4  # an outer loop of at most this many iterations leaves the poll inside
+POLL_BLOCK = 1 << 16  # a longer loop with no loop inside checks once per this many iterations
 STACK_LIMIT = 64 * 1024  # bytes: larger (or symbolic) allocations go to the heap
 UNROLL_LIMIT = 64  # an ``unroll`` loop up to this many iterations is unrolled by codegen
 ALIGN = 64
@@ -264,6 +266,9 @@ class CodeGenLLVM(ParallelEmitter, WorkspaceEmitter, ExprEmitter):
 
     def serial_loop(self, s: For, lo: ir.Value, hi: ir.Value) -> None:
         """``for loop_var in range(lo, hi): body`` with a phi node for the loop variable."""
+        if self._blocks(s, lo):
+            self.blocked_loop(s, lo, hi)
+            return
         name = s.loop_var.name
         before = self.b.block
         header = self.b.append_basic_block(f"for_{name}.header")
@@ -303,6 +308,47 @@ class CodeGenLLVM(ParallelEmitter, WorkspaceEmitter, ExprEmitter):
         if isinstance(s.extent, IntImm) and s.extent.value <= SHORT_OUTER_LOOP:
             return False
         return contains(s.body, lambda n: isinstance(n, For))
+
+    def _blocks(self, s: For, lo: ir.Value) -> bool:
+        """Is ``s`` a long loop with nothing inside to check for an interrupt (a scan over
+        a huge array, ``for i in range(2**40)``)? It runs in blocks (:meth:`blocked_loop`)."""
+        if self._polled or not isinstance(lo.type, ir.IntType) or lo.type.width < 32:
+            return False
+        if isinstance(s.extent, IntImm) and s.extent.value <= POLL_BLOCK:
+            return False
+        return not contains(s.body, lambda n: isinstance(n, For))
+
+    def blocked_loop(self, s: For, lo: ir.Value, hi: ir.Value) -> None:
+        """A long innermost loop, checking for an interrupt every :data:`POLL_BLOCK`
+        iterations; the loop itself stays as it was (LLVM still vectorizes it)::
+
+            for start in range(lo, hi, POLL_BLOCK):      # checks @__mlc_interrupt
+                for i in range(start, start + min(hi - start, POLL_BLOCK)): body
+        """
+        name = s.loop_var.name
+        before = self.b.block
+        header = self.b.append_basic_block(f"for_{name}.blocks")
+        body = self.b.append_basic_block(f"for_{name}.block")
+        done = self.b.append_basic_block(f"for_{name}.blocks_end")
+        self.b.branch(header)
+        self.b.position_at_end(header)
+        start = self.b.phi(lo.type, name=f"{name}_block")
+        start.add_incoming(lo, before)
+        self.b.cbranch(self.b.icmp_signed("<", start, hi), body, done)
+        self.b.position_at_end(body)
+        self.poll_interrupt(done)
+        rest = self.b.sub(hi, start)
+        block = ir.Constant(lo.type, POLL_BLOCK)
+        stop = self.b.add(start, self.b.select(self.b.icmp_signed("<", rest, block), rest,
+                                               block))
+        self._polled = True
+        try:
+            self.serial_loop(s, start, stop)
+        finally:
+            self._polled = False
+        start.add_incoming(stop, self.b.block)
+        self.b.branch(header)
+        self.b.position_at_end(done)
 
     def poll_interrupt(self, leave: ir.Block) -> None:
         """``if (@__mlc_interrupt) break;``: a volatile load, so LLVM cannot hoist it out."""
