@@ -67,7 +67,15 @@ class RPCSession:
         """``fn(*args)`` on the session's worker; its exception is raised here."""
         future = self._executor.client.submit(fn, *args, pure=False, workers=[self.worker],
                                               allow_other_workers=False)
-        return future.result()
+        try:
+            return future.result()
+        except Exception as err:  # the worker's own errors (MLCError...) pass through
+            if type(err).__module__.split(".")[0] not in ("distributed", "tornado"):
+                raise
+            raise ClusterError(
+                f"the remote device {self.worker} did not answer ({type(err).__name__}: "
+                f"{err}); a worker that died or restarted loses its session: connect again "
+                "and upload the module again") from None
 
     # -- TVM's session API ----------------------------------------------------------------------
     def cpu(self, dev_id: int = 0) -> Device:
