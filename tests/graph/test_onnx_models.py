@@ -146,3 +146,23 @@ def test_gelu_unknown_approximation_refused() -> None:
     m = _one("Gelu", [("x", (4,))], (4,), approximate="fast")
     with pytest.raises(GraphError, match="approximate"):
         graph.from_onnx(m)
+
+
+@pytest.mark.parametrize("axis", [3, -4, 7])
+def test_layer_normalization_axis_out_of_range_refused(axis: int) -> None:
+    """axis=3 of a 3-d input was taken modulo 3 (axis 0): a silently different norm."""
+    m = _one("LayerNormalization", [("x", (3, 4, 6))], (3, 4, 6),
+             inits={"g": np.ones(6, "f4"), "b": np.zeros(6, "f4")}, opset=17, axis=axis)
+    with pytest.raises(GraphError, match="axis must be in"):
+        graph.from_onnx(m)
+
+
+def test_attention_with_masked_scores_matches_ort() -> None:
+    """Scores of -inf (a causal mask written into the input) and a row of large values:
+    softmax's vector exp clamps its argument, so a masked score gives 1e-38, not 0."""
+    m = _one("Softmax", [("x", (2, 4, 32))], (2, 4, 32), opset=13, axis=-1)
+    x = _input(m) * 30
+    x[0, 1, 5:] = -np.inf
+    x[1, 2, :] = 1e4
+    mod = graph.build(graph.optimize(graph.from_onnx(m)), target="llvm")
+    np.testing.assert_allclose(mod(x=x)[0], _ort(m, x), rtol=1e-5, atol=1e-7)

@@ -63,7 +63,11 @@ def layer_norm(xs: list[Any], a: dict[str, Any]) -> Any:
     """ONNX normalizes over every axis from ``axis`` on; mlc's layer_norm over one axis, so
     those axes are flattened into one around it."""
     x, scale = xs[0], xs[1]
-    axis = int(a.get("axis", -1)) % max(x.ndim, 1)
+    axis = int(a.get("axis", -1))
+    if not -x.ndim <= axis < x.ndim:
+        raise GraphError(f"from_onnx: LayerNormalization with axis={axis} on an input of "
+                         f"shape {x.shape}: axis must be in [{-x.ndim}, {x.ndim})")
+    axis %= x.ndim
     tail = x.shape[axis:]
     size = _prod(tail)
     bias = xs[2] if len(xs) > 2 else ir.const(np.zeros(tail, x.dtype), name="ln_zero_bias")
