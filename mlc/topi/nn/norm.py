@@ -61,8 +61,8 @@ def _row_stats_in_lanes(x: te.Tensor, axis: int) -> tuple[te.Tensor, te.Tensor, 
               ) -> te.Tensor:
         return lanes_reduce(red, n, name, body, reducer)
 
-    mx = lanes("softmax_max", lambda i, k: x[(*i, k)], te.max)
-    es = lanes("softmax_expsum", lambda i, k: _exp(x[(*i, k)] - mx[i]), te.sum)
+    mx = lanes("softmax_max", lambda i, k: x[tuple(i) + (k,)], te.max)
+    es = lanes("softmax_expsum", lambda i, k: _exp(x[tuple(i) + (k,)] - mx[i]), te.sum)
     return mx, es, axis
 
 
@@ -75,7 +75,7 @@ def lanes_reduce(red: tuple[int, ...], n: int, name: str, body: Callable[..., Pr
                                                          axis=ko),
                       name=name + "_part", tag="lanes_reduce")
     kl = te.reduce_axis((0, LANES), name="kl")
-    return te.compute(red, lambda *i: reducer(part[(*i, kl.var)], axis=kl), name=name,
+    return te.compute(red, lambda *i: reducer(part[tuple(i) + (kl.var,)], axis=kl), name=name,
                       tag="comm_reduce")
 
 
@@ -99,10 +99,10 @@ def softmax(x: te.Tensor, axis: int = -1) -> te.Tensor:
         # exp once: e is kept (tag softmax_exp: the schedule does not inline it), summed in
         # lanes and divided; recomputing it in the sum and in the output cost half the time
         red, n = shape[:-1], shape[-1]
-        mx = lanes_reduce(red, n, "softmax_max", lambda i, k: x[(*i, k)], te.max)
+        mx = lanes_reduce(red, n, "softmax_max", lambda i, k: x[tuple(i) + (k,)], te.max)
         e = te.compute(shape, lambda *i: fast_exp(x[i] - mx[i[:-1]]), name="softmax_exp",
                        tag="softmax_exp")
-        es = lanes_reduce(red, n, "softmax_expsum", lambda i, k: e[(*i, k)], te.sum)
+        es = lanes_reduce(red, n, "softmax_expsum", lambda i, k: e[tuple(i) + (k,)], te.sum)
         return te.compute(shape, lambda *i: e[i] / es[i[:-1]], name="softmax", tag="softmax")
     mx, es, axis = _row_stats(x, axis)
     return te.compute(x.shape, lambda *i: _exp(x[i] - mx[_drop(i, axis)]) / es[_drop(i, axis)],
@@ -143,10 +143,10 @@ def layer_norm(x: te.Tensor, gamma: te.Tensor, beta: te.Tensor, axis: int = -1,
     n = shape[axis]
     red = tuple(s for a, s in enumerate(shape) if a != axis)
     if axis == len(shape) - 1 and n % LANES == 0 and n >= 2 * LANES:  # vector lanes first
-        mu = lanes_reduce(red, n, "ln_sum", lambda i, k: x[(*i, k)], te.sum)
+        mu = lanes_reduce(red, n, "ln_sum", lambda i, k: x[tuple(i) + (k,)], te.sum)
 
         def dev2(i: tuple[PrimExpr, ...], k: PrimExpr) -> PrimExpr:
-            d = x[(*i, k)] - mu[i] / float(n)
+            d = x[tuple(i) + (k,)] - mu[i] / float(n)
             return d * d
 
         sq = lanes_reduce(red, n, "ln_sqsum", dev2, te.sum)
