@@ -176,3 +176,28 @@ def test_a_parallel_loop_runs_on_the_timing_thread_so_its_cpu_time_is_all_counte
     with one_cpu():
         thread, process = cpu_times()
     assert thread >= 0.9 * process > 0
+
+
+@pytest.mark.timing
+@pytest.mark.slow
+def test_the_reference_through_the_graders_runner_gets_full_credit_ten_of_ten(size, tmp_path):
+    """The issue's target, through what grading runs: the checks copied into the job's
+    trusted folder, the trusted runner (sandboxed, the machine to itself) and the judged
+    step. Measured with two CPU-bound processes beside it: 10 of 10, ratios 0.96-1.04."""
+    from autograder.grade import GradingConfig, _run_trusted, stage_checks
+
+    config = GradingConfig("a2_gemm_schedule", size=N)
+    text = trace_of(A2.module.reference_schedule)
+    credits = []
+    for k in range(REPLAYS):
+        work = tmp_path / str(k)
+        (work / "exports").mkdir(parents=True)
+        (work / "trusted").mkdir()
+        (work / "exports" / "gemm_speed.json").write_text(json.dumps({"text": text}))
+        grader = stage_checks(A2.path.parent, work / "trusted" / "check")
+        fraction, message, *flags = CASE.check_export(
+            work / "exports", grader_path=grader, workdir=work / "trusted",
+            run_trusted=lambda cmd, cwd: _run_trusted(cmd, cwd, config, True))
+        print(message)
+        credits.append((fraction, flags))
+    assert credits == [(1.0, [])] * REPLAYS
