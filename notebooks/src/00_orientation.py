@@ -127,6 +127,7 @@ print("the compiled layer agrees with numpy; largest difference",
 # | 06 from an MLP to kernels | all | a real model, trained, compiled and timed |
 # | 07 automatic optimization | schedule | let a search and a cost model pick the schedule |
 # | 08 GPUs | schedule → code | threads, shared memory, races, a GPU matmul |
+# | 08 GPU performance | schedule → code | a cost model of a GPU, register tiles, shuffles, Triton |
 # | 09 hardware acceleration | loop IR | tensorize a matmul into an intrinsic; int8 |
 # | 10 an accelerator | code | a small deep-learning accelerator, its queues and tokens |
 # | 11 deployment | code | the model as a shared library called from C, cross-compiled, run remotely |

@@ -20,9 +20,9 @@
 # shared-memory and barrier semantics, so every result here is checked against numpy.
 #
 # **You will:** bind loops to blocks and threads, read the generated CUDA and PTX, draw which
-# block and thread computes each output element, stage tiles in shared memory, see the race
-# the simulator reports without a barrier, count memory transactions with a performance
-# model, and keep a tile of outputs per thread in registers.
+# block and thread computes each output element, stage tiles in shared memory, and see the
+# race the simulator reports without a barrier. The next notebook,
+# `08_gpu_performance`, asks what such a kernel would cost on a real GPU.
 
 # %%
 import mlc  # first: a folder named "mlc" where Jupyter started would hide the package
@@ -354,13 +354,15 @@ gpu_viz.barrier_timeline(rec)
 # wrote it and which read it, and in which barrier interval. Build the program with the
 # pass that inserts barriers (`insert_thread_sync`) left out and check it:
 
-# %%
+# %% tags=["nbval-ignore-output"]
 no_barriers = split_host_device(mlc.lower(shared.mod))   # insert_thread_sync skipped
+race = None
 try:
     cuda_sim.check(no_barriers, xm, wm, np.zeros((M, M), "float32"))
 except RaceError as err:
     race = err
     print(str(err).split("\n@prim_func")[0])
+assert race is not None and "_shared[" in str(race) and "blockIdx" in str(race)
 
 # %% [markdown]
 # The error names the kernel, the shared buffer and its element, the two threads (block and
@@ -369,8 +371,9 @@ except RaceError as err:
 # read met in the same interval (here all 64; the first one circled); right, the threads of
 # block `(0, 0)` that took part, blue for a first access, red for a second, purple for both:
 # every thread is purple here, each one wrote an element that another read too early and
-# read one that another wrote. The arrow goes from thread `(0, 0)`, which wrote
-# `X_shared[0]`, to the thread that read it too early.
+# read one that another wrote. The arrow goes from the thread that wrote the circled element
+# to the thread that read it too early: the two the message names first (which pair the
+# checker meets first depends on the order it replays the threads in).
 
 # %%
 gpu_viz.race_picture(race)
@@ -421,317 +424,20 @@ assert same_source, "the te schedule should give the TensorIR schedule's kernel"
 print("same CUDA C as the TensorIR schedule:", same_source)
 
 # %% [markdown]
-# ## A performance model: what would this cost on a real GPU?
-# `cuda_sim.predict` runs a few blocks in the interpreter and counts what a GPU would do:
-#
-# * **global memory** moves in 32-byte *sectors*; a warp (32 threads) reading 32 consecutive
-#   floats needs 4 sectors (*coalesced*), 32 floats 32 apart need 32;
-# * **shared memory** has 32 *banks* of 4 bytes; a warp's access takes as many passes as the
-#   most different words it touches in one bank (a *bank conflict*);
-# * **FLOPs**, and **occupancy**: how many blocks fit on a multiprocessor at once.
-#
-# It turns the counts into time on a named GPU (`"h100"`, `"rtx3050-laptop"`) with a
-# roofline: the slowest resource at its peak rate decides. One warp's load of `W` in the
-# naive kernel (8 threads per row of the block, so a warp is 4 of its rows, and all 4 read
-# the same 8 consecutive floats: 8 addresses, one sector), and a column read of a 32 x 32
-# float array in shared memory, then the same with rows padded to 33:
-
-# %%
-rec_naive = gpu_viz.record(f_naive, xm, wm, np.zeros((M, M), "float32"), blocks=1)
-gpu_viz.warp_coalescing(rec_naive, "W")
-
-# %%
-column = np.arange(32) * 32 * 4          # byte addresses: element [t, 0] for t in 0..31
-gpu_viz.bank_conflicts(column)
-
-# %%
-gpu_viz.bank_conflicts(np.arange(32) * 33 * 4)
-
-# %% [markdown]
-# The model on the two matmul kernels at `n = 256` on the laptop GPU (16 multiprocessors).
-# The numbers are counts, so they are the same on every machine:
-
-# %%
-N_MODEL = 256
-big = [np.random.rand(N_MODEL, N_MODEL).astype("float32") for _ in range(2)]
-big.append(np.zeros((N_MODEL, N_MODEL), "float32"))
-
-def naive_schedule(n, tile):
-    sch = tir.Schedule(matmul(n))
-    bind_2d(sch, tile)
-    return sch
-
-predictions = {}
-for name, sch in [("naive", naive_schedule(N_MODEL, 16)), ("shared", shared_matmul(N_MODEL, 16))]:
-    predictions[name] = cuda_sim.predict(mlc.lower(sch.mod, target="cuda-sim"), *big,
-                                         gpu="rtx3050-laptop")
-    cnt = predictions[name].kernels[0].counts
-    print(f"{name:7s} global sectors {cnt.global_sectors:9.0f}  L1 misses "
-          f"{cnt.l1_miss_sectors:7.0f}  shared passes {cnt.shared_wavefronts:7.0f}  "
-          f"FLOPs {cnt.flops:.3g}")
-
-# %%
-for name, pred in predictions.items():
-    kp = pred.kernels[0]
-    print(f"{name:7s} {pred.time * 1e6:7.1f} us predicted, bound by {kp.bound}, occupancy "
-          f"{kp.counts.occupancy:.2f}")
-
-# %% [markdown]
-# The shared kernel needs fewer global sectors than the naive one (about 4.5 million
-# against 6.3 million) and is predicted faster. Most of its remaining global traffic is the
-# read and write of `Y` in every step of `k`, and each thread still makes two shared-memory
-# reads per multiply-add: register tiling removes both.
-#
-# ## Register tiling: a tile of outputs per thread
-# Give each thread a `4 x 4` tile of `Y`, accumulated in registers: `cache_write(block, 0,
-# "local")` makes the block write a per-thread `Y_local`, and `reverse_compute_at` puts the
-# copy back to `Y` under the thread loops. Each value read from shared memory now feeds 4
-# multiply-adds; `vectorize` reads 4 consecutive floats of `W_shared` at once. The copies
-# into shared memory are *cooperative*: the tile's loops are fused and split over the
-# `16 x 16` threads.
-
-# %%
-def register_matmul(n, threads=16, regs=4, bk=16):
-    sch = tir.Schedule(matmul(n))
-    blk = sch.get_block("Y")
-    i, j, k = sch.get_loops(blk)
-    bi, ti, ii = sch.split(i, factors=[None, threads, regs])
-    bj, tj, jj = sch.split(j, factors=[None, threads, regs])
-    ko, ki = sch.split(k, factors=[None, bk])
-    sch.reorder(bi, bj, ti, tj, ko, ki, ii, jj)
-    sch.bind(bi, "blockIdx.y")
-    sch.bind(bj, "blockIdx.x")
-    sch.bind(ti, "threadIdx.y")
-    sch.bind(tj, "threadIdx.x")
-    local = sch.cache_write(blk, 0, "local")
-    sch.reverse_compute_at(local, tj)
-    for index in (0, 1):
-        copy = sch.cache_read(blk, index, "shared")
-        sch.compute_at(copy, ko)
-        fused = sch.fuse(*sch.get_loops(copy)[-2:])
-        _, cy, cx = sch.split(fused, factors=[None, threads, threads])
-        sch.bind(cy, "threadIdx.y")
-        sch.bind(cx, "threadIdx.x")
-    sch.unroll(ki)
-    sch.vectorize(jj)
-    return sch
-
-f_reg = mlc.build(register_matmul(N_MODEL).mod, target="cuda-sim")
-print(f_reg.check(*big))
-np.testing.assert_allclose(big[2], big[0] @ big[1], rtol=1e-4)
-predictions["register"] = cuda_sim.predict(f_reg, *big, gpu="rtx3050-laptop")
-print(predictions["register"])
-
-# %% [markdown]
-# The register-tiled kernel is checked (no races) and correct, and the model predicts it
-# faster than the shared kernel. The same kernels at 1024, 2048 and 4096 on an H100,
-# predicted and measured, are in `benchmarks/results/gpu_model_h100.md` (made by
-# `benchmarks/gpu_model.py`).
-
-# %% [markdown]
-# ## Reducing across the threads: warp shuffles
-# TVM's "Reduction" tutorial sums each row of a matrix with a block per row and binds the
-# inner part of the *reduction* loop, split by 32, to `threadIdx.x`: in each step of `k_0`
-# the 32 threads load 32 elements, which must then be added together (with `rfactor` first,
-# as the tutorial goes on to do, each thread adds up its own strip and they combine once).
-# The 32 threads of a **warp** run in
-# lock step and can read each other's registers: `__shfl_down_sync(mask, v, 16, 32)` gives
-# every thread the `v` of the thread 16 lanes further on, so five shuffles (16, 8, 4, 2, 1)
-# leave the row's sum in thread 0, with no shared memory and no `__syncthreads()`. (With
-# more than 32 threads each warp reduces its part, one value per warp goes through shared
-# memory, and after one barrier the first warp reduces those.)
-
-# %%
-R_ROWS, R_COLS = 64, 1000
-A_red = te.placeholder((R_ROWS, R_COLS), name="A")
-k_red = te.reduce_axis((0, R_COLS), name="k")
-B_red = te.compute((R_ROWS,), lambda i: te.sum(A_red[i, k_red], axis=k_red), name="B")
-s_red = te.create_schedule(B_red.op)
-ko, ki = s_red[B_red].split(k_red, factor=32)
-s_red[B_red].bind(B_red.op.axis[0], te.thread_axis("blockIdx.x"))
-s_red[B_red].bind(ki, te.thread_axis("threadIdx.x"))
-f_rowsum = mlc.build(s_red, [A_red, B_red], target="cuda-sim")
-a_red = np.random.rand(R_ROWS, R_COLS).astype("float32")
-b_red = np.zeros(R_ROWS, "float32")
-print(f_rowsum.check(a_red, b_red))  # cuda-sim runs the shuffles lane by lane
-np.testing.assert_allclose(b_red, a_red.sum(1), rtol=1e-4)
-src = f_rowsum.get_source("cuda")
-print(src[src.index("extern"):])
-
-# %% [markdown]
-# A target without shuffles combines the partial sums in shared memory instead, halving them
-# with a barrier between steps. `mlc.lower` without a target runs only the common passes, so
-# building its result shows that version; the model counts what each one costs:
-
-# %%
-f_tree = mlc.build(mlc.lower(s_red, [A_red, B_red]), target="cuda-sim")
-for name, f in [("shuffles", f_rowsum), ("shared tree", f_tree)]:
-    cnt = cuda_sim.count(f, a_red, np.zeros(R_ROWS, "float32"))[0]
-    barriers = f.get_source("cuda").count("__syncthreads")
-    print(f"{name:12s} __syncthreads in the source: {barriers}, shared-memory instructions: "
-          f"{cnt.shared_requests:5.0f}, warp shuffles: {cnt.shuffles:5.0f}")
-
-# %% [markdown]
-# Try `factor=100` (four warps, the last one partial) and read the masks in the shuffles:
-# every lane that takes part must be named, and the checker reports a shuffle that some
-# named lane never reaches.
-
-# %% [markdown]
-# ## The same matmul as a tile program (Triton)
-# Triton (Tillet et al., MAPL 2019; in the TVM lecture's reading list) sits between CUDA and
-# schedules. A Triton kernel is the program of **one block**, written on *tiles*
-# (statically shaped sub-arrays), not on threads: `tl.load` of a `BM x BK` block of `X`,
-# `tl.dot` of two tiles, `tl.store` of a tile. The register-tiled matmul above, with the
-# same block tile (64 x 64 outputs, 16 of `k` per step), written that way:
-#
-# ```python
-# # Triton, PSEUDO-CODE: not run here (it needs an NVIDIA GPU and the triton package)
-# @triton.jit
-# def matmul_kernel(X, W, Y, n, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-#     pid_m, pid_n = tl.program_id(0), tl.program_id(1)   # this block's tile of Y
-#     rm = pid_m * BM + tl.arange(0, BM)                    # its rows ...
-#     rn = pid_n * BN + tl.arange(0, BN)                    # ... and columns
-#     acc = tl.zeros((BM, BN), dtype=tl.float32)            # the tile of Y, in registers
-#     for k0 in range(0, n, BK):
-#         x = tl.load(X + rm[:, None] * n + (k0 + tl.arange(0, BK))[None, :])   # BM x BK
-#         w = tl.load(W + (k0 + tl.arange(0, BK))[:, None] * n + rn[None, :])   # BK x BN
-#         acc += tl.dot(x, w)                               # a tile-level matmul
-#     tl.store(Y + rm[:, None] * n + rn[None, :], acc)
-#
-# matmul_kernel[(n // 64, n // 64)](X, W, Y, n, BM=64, BN=64, BK=16, num_warps=8)
-# ```
-#
-# The same tile program in numpy runs here (one iteration of the two outer loops is one
-# Triton program, that is one CUDA block), and its grid is the one mlc launched for
-# `register_matmul(256)`:
-
-# %%
-def tile_program(x, w, bm=64, bn=64, bk=16):
-    """The Triton kernel above, in numpy: one (pid_m, pid_n) iteration is one program."""
-    n = x.shape[0]
-    y = np.zeros((n, n), "float32")
-    for pid_m in range(n // bm):
-        for pid_n in range(n // bn):
-            rm = pid_m * bm + np.arange(bm)
-            rn = pid_n * bn + np.arange(bn)
-            acc = np.zeros((bm, bn), "float32")
-            for k0 in range(0, n, bk):
-                rk = k0 + np.arange(bk)
-                acc += x[rm[:, None], rk[None, :]] @ w[rk[:, None], rn[None, :]]
-            y[rm[:, None], rn[None, :]] = acc
-    return y
-
-np.testing.assert_allclose(tile_program(big[0], big[1]), big[0] @ big[1], rtol=1e-4)
-programs = (N_MODEL // 64, N_MODEL // 64)
-grid_reg = f_reg.kernels[0].grid
-print("Triton programs:", programs, "| mlc's blocks:", (grid_reg["blockIdx.y"],
-      grid_reg["blockIdx.x"]), "| threads per mlc block:", f_reg.kernels[0].threads)
-
-# %% [markdown]
-# Who decides what:
-#
-# | decision | mlc / TVM schedule (`register_matmul`) | Triton |
-# |---|---|---|
-# | tile of `Y` per block, `k` per step | `split`, `bind` to `blockIdx` | you: `BM, BN, BK` |
-# | tiles staged in shared memory | `cache_read`, `compute_at(ko)` | the compiler |
-# | threads, each one's register tile | `bind` to `threadIdx`, `cache_write` | the compiler |
-# | barriers | the compiler (`insert_thread_sync`) | the compiler |
-# | vector loads, unrolling | `vectorize`, `unroll` | the compiler |
-# | tensor cores | `tensorize` (notebook 09) | the compiler, for `tl.dot` |
-# | tuning | a search over the knobs (07, the model) | `@triton.autotune` |
-#
-# A schedule spells out every level, inside the block too, and leaves the algorithm one
-# `te.compute` line; that is what lets a search explore them and what lets one schedule
-# retarget to a CPU or an accelerator. Triton makes the block level the programmer's job,
-# where it is easy to think about, and keeps the thread level for its compiler, which knows
-# one GPU family well. What `register_matmul` spells out for the threads (their binding, the
-# `local` accumulators, the cooperative copies) is, in Triton, the compiler's choice of a
-# layout for `acc` and for the loaded tiles.
-
-# %% [markdown]
-# ## Timing: the simulator is not a GPU
-# `time_evaluator` works on a cuda-sim module too, but it times the CPU running the
-# simulation: useful to see that a schedule runs, meaningless as GPU performance. On a
-# machine with an NVIDIA GPU, `target="cuda"` runs the kernels on the device (copies
-# included) with the same call.
-
-# %% tags=["nbval-ignore-output"]
-for name, f in [("naive", f_naive), ("shared", f_shared)]:
-    t = f.time_evaluator(number=3, repeat=3)(xm, wm, np.zeros((M, M), "float32"))
-    print(f"{name:7s} simulated on the CPU: {t.median * 1e3:.3f} ms per call")
-
-# %% [markdown]
-# ## Tuning with the model as the cost
-# The MLC course's GEMM schedule, `blocking_with_shared`, has tile sizes to choose: a block of
-# `by x bx` threads, each with an `ly x lx` register tile, `tk` of `k` per step through shared
-# memory, copies `vec` floats wide. Measuring every choice needs a GPU; the model needs none
-# and gives the same answer on every machine. `cuda_sim.search` predicts each configuration
-# (here at `n = 2048` on the `h100` profile) and ranks them, fastest first; a configuration
-# that the build refuses comes last with the reason.
-
-# %%
-def blocking_with_shared(n, by, bx, ly, lx, tk, vec):
-    sch = tir.Schedule(matmul(n))
-    c = sch.get_block("Y")
-    c_local = sch.cache_write(c, 0, "local")
-    i, j, k = sch.get_loops(c)
-    i0, i1, i2 = sch.split(i, [None, by, ly])
-    j0, j1, j2 = sch.split(j, [None, bx, lx])
-    k0, k1 = sch.split(k, [None, tk])
-    sch.reorder(i0, j0, i1, j1, k0, k1, i2, j2)
-    sch.reverse_compute_at(c_local, j1)
-    sch.bind(i0, "blockIdx.y")
-    sch.bind(j0, "blockIdx.x")
-    sch.bind(sch.fuse(i1, j1), "threadIdx.x")
-    for index in (0, 1):
-        cache = sch.cache_read(c, index, "shared")
-        sch.compute_at(cache, k0)
-        a, b = sch.get_loops(cache)[-2:]
-        _, t, v = sch.split(sch.fuse(a, b), [None, by * bx, vec])
-        sch.vectorize(v)
-        sch.bind(t, "threadIdx.x")
-    sch.unroll(k1)
-    sch.decompose_reduction(c, k0)
-    return sch
-
-N_TUNE = 2048
-zeros = [np.zeros((N_TUNE, N_TUNE), "float32") for _ in range(3)]
-configs = [(8, 8, 4, 4, 8, 4), (8, 16, 4, 4, 8, 4), (16, 16, 4, 4, 16, 4), (8, 8, 8, 8, 8, 4),
-           (8, 16, 8, 8, 8, 4), (16, 8, 8, 8, 16, 4), (16, 16, 8, 8, 8, 4)]
-ranked = cuda_sim.search(
-    configs, lambda cfg: mlc.lower(blocking_with_shared(N_TUNE, *cfg).mod, target="cuda-sim"),
-    *zeros, gpu="h100")
-for cand in ranked:
-    print(cand)
-
-# %% [markdown]
-# An `8 x 8` register tile per thread beats `4 x 4` in the model: each value read from shared
-# memory feeds 8 multiply-adds instead of 4, and every kernel here is bound by shared memory.
-# Against the H100 (`benchmarks/results/gpu_model_h100.md`, n = 2048) the model ranks the
-# three configurations measured there in the measured order: `(8, 16, 8, 8, 8, 4)` (517 us),
-# `(16, 16, 4, 4, 16, 4)` (605 us), `(8, 8, 4, 4, 8, 4)` (865 us); its times are 7-31% below
-# the measured ones.
-# What it cannot see is the wait at each barrier for the next tiles to arrive from global
-# memory (a bigger `tk` waits less often): `(8, 16, 8, 8, 8, 4)` and `(16, 8, 8, 8, 16, 4)`
-# tie in the model. A search on a real GPU (`benchmarks/gpu_gemm.py`) then measures the few
-# best the model picks.
-
-# %% [markdown]
 # > **What to remember**
-# > * A GPU kernel is a schedule with loops bound to blockIdx/threadIdx; shared memory holds
-# >   tiles one block reuses, with a barrier between writing and reading them.
-# > * cuda-sim runs kernels on the CPU, finds races, and predicts a real GPU's time from
-# >   coalescing, bank conflicts and occupancy.
-# > * Register tiles make each value read from shared memory feed more multiply-adds.
+# > * A GPU kernel is a schedule with loops bound to blockIdx/threadIdx: each block runs one
+# >   iteration of the bound outer loops, each thread one of the inner ones.
+# > * Shared memory holds the tiles one block reuses; the threads copy them together, and a
+# >   barrier separates writing a tile from reading it.
+# > * cuda-sim runs kernels on the CPU thread by thread and names a race with the threads
+# >   and the element involved: a missing barrier is found, not guessed.
 
 # %% [markdown]
 # ## Exercises
 # Complete each answer (replace `raise NotImplementedError()`) and run the check under it:
-# ✓, or ✗ with what is wrong
-# (`hint("1")` gives a hint for exercise 1, the idea first, when you want one). Run the next cell
-# first: it defines the checks, and
-# again `matmul` and `blocking_with_shared` of the sections above, so that nothing from the
-# cells above is needed but the imports.
+# ✓, or ✗ with what is wrong (`hint("1")` gives a hint for exercise 1, the idea first, when
+# you want one). Run the next cell first: it defines the checks, and again `matmul`, so
+# that nothing from the cells above is needed but the imports.
 
 # %%
 from mlc.testing.exercises import exercise, expect, hint  # noqa: F401 (hint("1") asks for a hint)
@@ -743,32 +449,6 @@ def matmul_again(n):
     k = te.reduce_axis((0, n), name="k")
     Y = te.compute((n, n), lambda i, j: te.sum(X[i, k] * W[k, j], axis=k), name="Y")
     return te.create_prim_func([X, W, Y])
-
-
-def blocking_with_shared_again(n, by, bx, ly, lx, tk, vec):
-    """blocking_with_shared of "Tuning with the model as the cost", unchanged."""
-    sch = tir.Schedule(matmul_again(n))
-    c = sch.get_block("Y")
-    c_local = sch.cache_write(c, 0, "local")
-    i, j, k = sch.get_loops(c)
-    i0, i1, i2 = sch.split(i, [None, by, ly])
-    j0, j1, j2 = sch.split(j, [None, bx, lx])
-    k0, k1 = sch.split(k, [None, tk])
-    sch.reorder(i0, j0, i1, j1, k0, k1, i2, j2)
-    sch.reverse_compute_at(c_local, j1)
-    sch.bind(i0, "blockIdx.y")
-    sch.bind(j0, "blockIdx.x")
-    sch.bind(sch.fuse(i1, j1), "threadIdx.x")
-    for index in (0, 1):
-        cache = sch.cache_read(c, index, "shared")
-        sch.compute_at(cache, k0)
-        a, b = sch.get_loops(cache)[-2:]
-        _, t, v = sch.split(sch.fuse(a, b), [None, by * bx, vec])
-        sch.vectorize(v)
-        sch.bind(t, "threadIdx.x")
-    sch.unroll(k1)
-    sch.decompose_reduction(c, k0)
-    return sch
 
 
 @exercise("1. blocks of 128", hint=[
@@ -831,36 +511,6 @@ def check_shared_tiles(stage_in_shared):
         expect(len(writers) == tile * tile, f"{len(writers)} of the block's {tile * tile} "
                f"threads write {name}: the copy should be spread over all of them")
 
-
-TABLE = [(8, 8, 4, 4, 8, 4), (8, 16, 4, 4, 8, 4), (16, 16, 4, 4, 16, 4), (8, 8, 8, 8, 8, 4),
-         (8, 16, 8, 8, 8, 4), (16, 8, 8, 8, 16, 4), (16, 16, 8, 8, 8, 4)]  # the ranked table
-
-@exercise("3. tiles the model prefers", hint=[
-          "every kernel in the table is bound by shared memory, so the model rewards fewer "
-          "shared-memory passes: a bigger register tile reuses each value read from shared "
-          "memory for more multiply-adds, but a warp whose threads read addresses a multiple "
-          "of 32 words apart pays for bank conflicts",
-          "print the prediction of a candidate (cuda_sim.predict on its lowered program): it "
-          "shows the shared passes and the conflict factor; change ly and lx one at a time "
-          "and read how both move"])
-def check_model_prefers(choose):
-    n_ex = 2048
-    zeros_ex = [np.zeros((n_ex, n_ex), "float32") for _ in range(3)]
-    best_of_table = (16, 16, 8, 8, 8, 4)
-    mine = tuple(int(v) for v in choose())
-    expect(len(mine) == 6, "return six numbers: (by, bx, ly, lx, tk, vec)")
-    expect(mine not in TABLE, f"{mine} is a row of the table above: find one it does not hold")
-    predictions = {cfg: cuda_sim.predict(
-        mlc.lower(blocking_with_shared_again(n_ex, *cfg).mod, target="cuda-sim"), *zeros_ex,
-        gpu="h100") for cfg in (best_of_table, mine)}
-    times = {cfg: p.time for cfg, p in predictions.items()}
-    expect(times[mine] < 0.9 * times[best_of_table],
-           f"{mine}: {times[mine] * 1e6:.0f} us predicted; the table's best "
-           f"{best_of_table}: {times[best_of_table] * 1e6:.0f} us; find one at least 10% "
-           "faster than the table's best")
-    for cfg, p in predictions.items():
-        print(cfg, str(p).splitlines()[-1].strip())
-
 # %% [markdown]
 # **1. Blocks of 128.** Bind the elementwise kernel of the first section with blocks of 128
 # threads instead of 64 (`bind_128(s, y)` schedules stage `y` of `s`), and write
@@ -901,21 +551,3 @@ def stage_in_shared(sch, blk, ko):
     ### END SOLUTION
 
 check_shared_tiles(stage_in_shared)
-
-# %% [markdown]
-# **3. Tiles the model prefers.** For `blocking_with_shared` at `n = 2048` on the `h100`
-# profile, find a configuration `(by, bx, ly, lx, tk, vec)` that is **not** in the ranked
-# table of "Tuning with the model as the cost" and that the model predicts at least 10%
-# faster than the table's best, `(16, 16, 8, 8, 8, 4)`. The check prints both predictions:
-# say in a comment what changed between them (shared passes, conflicts, occupancy) and why
-# your tile shape caused it.
-
-# %%
-def choose_tiles():
-    ### BEGIN SOLUTION
-    # a tile twice as tall as wide: each W value read from shared memory serves 16 rows,
-    # and the 8-wide rows keep a warp's reads of W_shared to fewer bank conflicts
-    return (16, 8, 16, 8, 8, 4)
-    ### END SOLUTION
-
-check_model_prefers(choose_tiles)
