@@ -164,12 +164,20 @@ class Module:
         (``.mean .median .min .max .std .results``, seconds per call).
 
         TVM's call shape works too: ``f.time_evaluator(f.entry_name, dev, number=10)``
-        (the device is the CPU this module runs on, whatever ``dev`` says)."""
+        (the device is the CPU this module runs on, whatever ``dev`` says). Every Module
+        kind times through this method; what one call is, is its ``_evaluator``."""
         if func_name is not None and func_name != self.entry_name:
             raise ArgumentError(
                 f"this module's function is {self.entry_name!r}, not {func_name!r}; call "
                 "f.time_evaluator(number=..., repeat=...) or pass f.entry_name"
             )
+        return self._evaluator(number, repeat, min_repeat_ms)
+
+    def _evaluator(
+        self, number: int, repeat: int, min_repeat_ms: float
+    ) -> Callable[..., TimeResult]:
+        """The timing function of :meth:`time_evaluator`: here the native call, its
+        arguments converted once."""
 
         def evaluate(*args: Any, **kwargs: Any) -> TimeResult:
             if kwargs:

@@ -145,21 +145,11 @@ class CUDAModule(Module):
             return self._sim.bind(*args)
         return functools.partial(self._run_gpu, args)
 
-    def time_evaluator(
-        self,
-        func_name: str | None = None,
-        dev: Any = None,
-        number: int = 10,
-        repeat: int = 3,
-        min_repeat_ms: float = 0,
+    def _evaluator(
+        self, number: int, repeat: int, min_repeat_ms: float
     ) -> Callable[..., TimeResult]:
-        """As :meth:`Module.time_evaluator`. On a GPU the arrays are copied to the device once,
+        """For :meth:`Module.time_evaluator`. On a GPU the arrays are copied to the device once,
         before timing: a result is the time of the kernels alone."""
-        if func_name is not None and func_name != self.entry_name:
-            raise ArgumentError(
-                f"this module's function is {self.entry_name!r}, not {func_name!r}; call "
-                "f.time_evaluator(number=..., repeat=...) or pass f.entry_name"
-            )
         if self._sim is not None:
             return self._sim.time_evaluator(
                 number=number, repeat=repeat, min_repeat_ms=min_repeat_ms
