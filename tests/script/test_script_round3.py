@@ -181,3 +181,38 @@ def test_a_lowered_parallel_vectorized_program_reads_back_and_runs() -> None:
     d = np.zeros((n, n), "float32")
     mlc.build(func, target="llvm")(a, b, d)
     np.testing.assert_allclose(d, np.maximum(a @ b, 0), rtol=1e-4)
+
+
+@pytest.mark.parametrize("layout", ["rows", "columns", "tiles"])
+def test_lowered_parallel_programs_over_symbolic_sizes_read_back(layout: str) -> None:
+    # B[int64(i) * int64(m) + int64(j)] under a parallel i: the coefficient m is a size,
+    # so the affine reading gave up and the printed program was refused as a race
+    n, m = te.var("n"), te.var("m")
+    A = te.placeholder((n, m), name="A")
+    B = te.compute((n, m), lambda i, j: A[i, j] * 2.0, name="B")
+    s = te.create_schedule(B.op)
+    i, j = B.op.axis
+    if layout == "rows":
+        s[B].parallel(i)
+    elif layout == "columns":
+        s[B].reorder(j, i)
+        s[B].parallel(j)
+    else:
+        io, _ = s[B].split(i, factor=4)
+        s[B].parallel(io)
+    func = from_source(str(mlc.lower(s, [A, B])))
+    a = np.arange(35, dtype="float32").reshape(5, 7)
+    b = np.zeros_like(a)
+    mlc.build(func, target="llvm")(a, b)
+    np.testing.assert_array_equal(b, a * 2)
+
+
+def test_symbolic_rows_that_overlap_are_still_refused() -> None:
+    head = ('@T.prim_func\ndef f(a: T.handle, b: T.handle):\n    n = T.int32()\n'
+            '    m = T.int32()\n    A = T.match_buffer(a, (n * m,), "float32")\n'
+            '    B = T.match_buffer(b, (n * m + 1,), "float32")\n'
+            '    for i in T.parallel(n):\n        for j in range(m):\n')
+    with pytest.raises(ScriptError, match="race"):
+        from_source(head + "            B[i * m + j] = B[i * m + j + 1]\n")
+    with pytest.raises(ScriptError, match="race"):
+        from_source(head + "            B[i * (m - 1) + j] = A[j]\n")  # rows overlap by one

@@ -38,10 +38,25 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from mlc.tir import dtype as dt
 from mlc.tir.arith.analyzer import Analyzer
 from mlc.tir.arith.evaluate import evaluate_known
 from mlc.tir.arith.linear import to_linear
-from mlc.tir.expr import Broadcast, BufferLoad, IntImm, IterKind, Not, PrimExpr, Ramp, Range, Var
+from mlc.tir.expr import (
+    Add,
+    Broadcast,
+    BufferLoad,
+    Cast,
+    IntImm,
+    IterKind,
+    Mul,
+    Not,
+    PrimExpr,
+    Ramp,
+    Range,
+    Sub,
+    Var,
+)
 from mlc.tir.functor import IRMutator, collect, substitute, uses_var
 from mlc.tir.schedule import state
 from mlc.tir.schedule.dependence import (
@@ -267,7 +282,7 @@ def _lanes_as_loop(index: PrimExpr, inner: dict[Var, Range]) -> PrimExpr:
             return self.visit(op.value)  # type: ignore[no-any-return]
 
         def visit_Ramp(self, op: Ramp) -> PrimExpr:
-            lane = Var("lane", op.base.dtype)
+            lane = Var("lane", "int32")
             inner[lane] = Range(IntImm(0, lane.dtype), IntImm(op.lanes, lane.dtype))
             return self.visit(op.base) + self.visit(op.stride) * lane  # type: ignore[no-any-return]
 
@@ -299,7 +314,10 @@ def _disjoint(s: _Access, x: _Access, v: Var, ranges: dict[Var, Range]) -> bool:
     for w, r in zip(s.indices, x.indices):
         if _dimension_separates(ana.simplify(w), ana.simplify(r), v, bounds, set(ranges)):
             return True
-    return _enumerated_disjoint(s, x, v, ranges)
+    if _enumerated_disjoint(s, x, v, ranges):
+        return True
+    return any(_symbolic_separates(w, r, v, ranges, [*s.indices, *x.indices])
+               for w, r in zip(s.indices, x.indices))
 
 
 def _dimension_separates(w: PrimExpr, r: PrimExpr, v: Var, bounds: dict[Var, tuple[int, int]],
@@ -401,3 +419,111 @@ def _enumerated_disjoint(s: _Access, x: _Access, v: Var, ranges: dict[Var, Range
     if x is s:
         return all(len(its) == 1 for its in seen.values())
     return True
+
+
+# ---------------------------------------------------------------------------------------------
+# symbolic sizes: B[i * m + j] under ``for i in T.parallel(n): for j in range(m)``
+
+
+def _symbolic_separates(w: PrimExpr, r: PrimExpr, v: Var, ranges: dict[Var, Range],
+                        indices: list[PrimExpr]) -> bool:
+    """:func:`_dimension_separates` with coefficients and loop extents that are
+    expressions of sizes: each index read as ``sum(coef * loop) + rest`` (integer widening
+    casts dropped), the same coefficients in both, and a term shown zero when its
+    coefficient exceeds what the others can add, proved by the analyzer. A loop that
+    encloses an access runs at least once when the access does, so its extent is >= 1."""
+    loops = set(ranges)
+    fw, fr = _sym_form(_strip_casts(w), loops), _sym_form(_strip_casts(r), loops)
+    if fw is None or fr is None:
+        return False
+    (cw, rest_w), (cr, rest_r) = fw, fr
+    ana = Analyzer()
+    for var, rng in ranges.items():
+        ext = rng.extent
+        if isinstance(ext, Var) and any(uses_var(e, lambda y, var=var: y is var)  # type: ignore[misc]
+                                        for e in indices):
+            ana.bind(ext, Range(IntImm(1, ext.dtype), IntImm(2**31 - 2, ext.dtype)))
+    delta = ana.simplify(rest_w - rest_r)
+    if not isinstance(delta, IntImm):
+        return False
+    if v not in cw or v not in cr or not ana.can_prove_equal(cw[v], cr[v]):
+        return False
+    terms: list[tuple[PrimExpr, PrimExpr, bool]] = []  # (|coef|, reach, target)
+    for var in {**cw, **cr}:
+        reach = ana.simplify(ranges[var].extent - 1)
+        both = var in cw and var in cr and ana.can_prove_equal(cw[var], cr[var])
+        if not both and not ana.can_prove_equal(ranges[var].min, 0):
+            return False  # a loop from elsewhere than 0 on one side only: not read here
+        for c in ([cw[var]] if both else [x[var] for x in (cw, cr) if var in x]):
+            size = _magnitude(ana.simplify(c), ana)
+            if size is None:
+                return False
+            terms.append((size, reach, var is v))
+    live = list(terms)
+    changed = True
+    while changed:
+        changed = False
+        for n, (size, _, target) in enumerate(live):
+            rest: PrimExpr = IntImm(abs(delta.value), size.dtype)
+            for m, (s2, r2, _) in enumerate(live):
+                if m != n:
+                    rest = rest + s2 * r2
+            if ana.can_prove(size > rest):
+                if target:
+                    return True
+                live.pop(n)
+                changed = True
+                break
+    return False
+
+
+def _magnitude(c: PrimExpr, ana: Analyzer) -> PrimExpr | None:
+    if ana.can_prove(c > 0):
+        return c
+    if ana.can_prove(c < 0):
+        return ana.simplify(-c)
+    return None
+
+
+def _strip_casts(e: PrimExpr) -> PrimExpr:
+    class Strip(IRMutator):
+        def visit_Cast(self, op: Cast) -> PrimExpr:
+            inner = self.visit(op.value)
+            if dt.is_int(op.dtype) and dt.is_int(inner.dtype) and dt.bits(op.dtype) >= dt.bits(
+                    inner.dtype):
+                return inner  # type: ignore[no-any-return]
+            return Cast(op.dtype, inner)
+
+        def visit_IntImm(self, op: IntImm) -> PrimExpr:
+            # int64(4) beside the int32 loops it was widened with: back to int32
+            if dt.is_int(op.dtype) and -(2**31) <= op.value < 2**31:
+                return IntImm(op.value, "int32")
+            return op
+
+    return Strip().visit(e)  # type: ignore[no-any-return]
+
+
+def _sym_form(e: PrimExpr, loops: set[Var]) -> tuple[dict[Var, PrimExpr], PrimExpr] | None:
+    """``e`` as ``sum(coef[x] * x for x in loops) + rest``, coefficients and rest free of
+    the loops; None when it is not of that form."""
+    if not uses_var(e, lambda y: y in loops):
+        return {}, e
+    if isinstance(e, Var):
+        return {e: IntImm(1, e.dtype)}, IntImm(0, e.dtype)
+    if isinstance(e, (Add, Sub)):
+        a, b = _sym_form(e.a, loops), _sym_form(e.b, loops)
+        if a is None or b is None:
+            return None
+        coef = dict(a[0])
+        for x, c in b[0].items():
+            c2 = c if isinstance(e, Add) else -c
+            coef[x] = coef[x] + c2 if x in coef else c2
+        return coef, (a[1] + b[1] if isinstance(e, Add) else a[1] - b[1])
+    if isinstance(e, Mul):
+        for lhs, rhs in ((e.a, e.b), (e.b, e.a)):
+            if not uses_var(rhs, lambda y: y in loops):
+                f = _sym_form(lhs, loops)
+                if f is None:
+                    return None
+                return {x: c * rhs for x, c in f[0].items()}, f[1] * rhs
+    return None
