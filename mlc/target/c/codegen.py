@@ -196,6 +196,19 @@ class CodeGenC:
         self.indent -= 1
 
     def stmt_For(self, s: For) -> None:
+        """``for (int32_t i = lo; i < lo + n; ++i) { ... }`` after what the loop's kind asks
+        for (:meth:`loop_header`); the CUDA renderer shares this and changes the header."""
+        self.loop_header(s)
+        v = self.name_of(s.loop_var)
+        t = self.scalar_type(s.loop_var.dtype)
+        lo = self.expr(s.min)
+        end = self.expr(s.extent) if _is_zero(s.min) else f"{lo} + {self.expr(s.extent)}"
+        self.line(f"for ({t} {v} = {lo}; {v} < {end}; ++{v}) {{")
+        self._block(s.body)
+        self.line("}")
+
+    def loop_header(self, s: For) -> None:
+        """The lines before a loop: OpenMP and GCC pragmas for its kind."""
         pragma = {
             ForKind.PARALLEL: "#pragma omp parallel for schedule(static)",
             ForKind.VECTORIZED: "#pragma omp simd",
@@ -205,13 +218,10 @@ class CodeGenC:
             self.line(f"/* bound to {s.thread_binding}; runs as a loop on the CPU */")
         if pragma:
             self.line(pragma)
-        v = self.name_of(s.loop_var)
-        t = c_type(s.loop_var.dtype)
-        lo = self.expr(s.min)
-        end = self.expr(s.extent) if _is_zero(s.min) else f"{lo} + {self.expr(s.extent)}"
-        self.line(f"for ({t} {v} = {lo}; {v} < {end}; ++{v}) {{")
-        self._block(s.body)
-        self.line("}")
+
+    def scalar_type(self, dtype: str) -> str:
+        """The C spelling of a scalar ``dtype``."""
+        return c_type(dtype)
 
     def stmt_Allocate(self, s: Allocate) -> None:
         buf = s.buffer

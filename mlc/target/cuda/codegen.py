@@ -257,7 +257,10 @@ class CodeGenCUDA(CodeGenC):
             self.ranges[id(s.var)] = self.bound(s.value)
         self.stmt(s.body)
 
-    def stmt_For(self, s: For) -> None:
+    def loop_header(self, s: For) -> None:
+        """Before a loop (the loop itself is C's :meth:`CodeGenC.stmt_For`): a loop still
+        bound to a thread is an error here, an unrolled one gets ``#pragma unroll``, and the
+        loop variable's range is kept for the index checks."""
         if s.kind == ForKind.THREAD_BINDING:
             raise CodegenError(
                 f"the loop {s.loop_var.name!r} bound to {s.thread_binding} is still a loop "
@@ -267,13 +270,9 @@ class CodeGenCUDA(CodeGenC):
             self.line("#pragma unroll")
         low, high = self.bound(s.min)[0], self.bound(s.min)[1] + self.bound(s.extent)[1] - 1
         self.ranges[id(s.loop_var)] = (low, high)
-        v = self.name_of(s.loop_var)
-        t = cuda_type(s.loop_var.dtype)
-        lo = self.expr(s.min)
-        end = self.expr(s.extent) if _is_zero(s.min) else f"{lo} + {self.expr(s.extent)}"
-        self.line(f"for ({t} {v} = {lo}; {v} < {end}; ++{v}) {{")
-        self._block(s.body)
-        self.line("}")
+
+    def scalar_type(self, dtype: str) -> str:
+        return cuda_type(dtype)
 
     def stmt_Allocate(self, s: Allocate) -> None:
         buf = s.buffer
