@@ -144,7 +144,13 @@ class IRVisitor(_Dispatch):
 
 class IRMutator(_Dispatch):
     """Calls ``visit_<ClassName>(node)`` when defined, else rebuilds the node from its visited
-    fields (only if something changed)."""
+    fields (only if something changed).
+
+    Where a node defines buffers, their shapes and strides are visited too
+    (:meth:`visit_buffer_definition`); a buffer whose shape changed (a variable substituted
+    in ``n * 4``) is rebuilt, and every reference to it under the node (loads, stores,
+    regions) is made to the new one: loads and stores share a buffer by identity.
+    """
 
     def visit(self, node: Any) -> Any:
         node_cls = type(node)
@@ -159,8 +165,15 @@ class IRMutator(_Dispatch):
     def generic_visit(self, node: Any) -> Any:
         if isinstance(node, CommReducer):
             return node
+        node_cls = type(node)
+        remap: dict[Buffer, Buffer] = {}
+        if node_cls in _DEFINES:  # rare (Allocate, Block...): one lookup for the others
+            for buf in defined_buffers(node):
+                new_buf = self.visit_buffer_definition(buf)
+                if new_buf is not buf:
+                    remap[buf] = new_buf
         changes: dict[str, Any] | None = None
-        for name in _field_names(type(node)):
+        for name in _field_names(node_cls):
             value = getattr(node, name)
             kind = _value_kind(type(value))
             if kind == _NODE:
@@ -173,9 +186,17 @@ class IRMutator(_Dispatch):
                 if changes is None:
                     changes = {}
                 changes[name] = new
-        if changes is None:
-            return node
-        return dataclasses.replace(node, **changes)
+        result = node if changes is None else dataclasses.replace(node, **changes)
+        return _ReplaceBuffers(remap).visit(result) if remap else result
+
+    def visit_buffer_definition(self, buf: Buffer) -> Buffer:
+        """The buffer with its shape and strides visited; ``buf`` itself when they are
+        unchanged (the same ``data`` variable either way)."""
+        shape = tuple(self._visit_value(e) for e in buf.shape)
+        strides = tuple(self._visit_value(e) for e in buf.strides)
+        if all(a is b for a, b in zip((*shape, *strides), (*buf.shape, *buf.strides))):
+            return buf
+        return dataclasses.replace(buf, shape=shape, strides=strides)
 
     def _visit_value(self, value: Any) -> Any:
         if isinstance(value, _NODE_TYPES):
@@ -192,6 +213,16 @@ class IRMutator(_Dispatch):
 
     def visit_Var(self, node: Var) -> Any:
         return node
+
+
+class _ReplaceBuffers(IRMutator):
+    """Refer to the rebuilt buffers of a definition (see :meth:`IRMutator.generic_visit`)."""
+
+    def __init__(self, mapping: Mapping[Buffer, Buffer]) -> None:
+        self.mapping = mapping
+
+    def visit_Buffer(self, node: Buffer) -> Any:
+        return self.mapping.get(node, node)
 
 
 class _PostOrder(IRVisitor):
@@ -217,9 +248,9 @@ class _Substitute(IRMutator):
 
 
 def substitute(node: Any, mapping: Mapping[Var, PrimExpr]) -> Any:
-    """Replace variables by expressions everywhere under ``node`` except in buffer
-    definitions (a mutator keeps buffers, which loads and stores share by identity: a
-    visitor sees their shapes, a mutator leaves them as they are)."""
+    """Replace variables by expressions everywhere under ``node``, the shapes of the buffers
+    defined under it included (such a buffer is rebuilt and its loads and stores refer to
+    the new one); a buffer only referred to under ``node`` (a parameter's) keeps its shape."""
     if not mapping:
         return node
     return _Substitute(mapping).visit(node)

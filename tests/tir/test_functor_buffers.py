@@ -114,3 +114,34 @@ def main(A: T.Buffer((2, 9), "float32"), B: T.Buffer((2, 9), "float32")):
     whole = Definitions()
     whole.visit(func)
     assert whole.names == ["A", "B", "tmp"]
+
+
+def test_a_mutator_rewrites_a_defined_buffers_shape_and_its_references_follow():
+    """substitute(n -> 8) on a body whose intermediate is n long: the Allocate's buffer gets
+    the new shape and every load and store refers to that same new buffer."""
+    from mlc.tir import Var
+    from mlc.tir.expr import BufferLoad
+    from mlc.tir.functor import substitute
+    from mlc.tir.stmt import Allocate, BufferStore
+
+    func = from_source("""
+@T.prim_func
+def main(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32"), n: T.int32):
+    tmp = T.alloc_buffer((n * 2,), "float32")
+    for i in range(16):
+        tmp[i] = A[i]
+    for i in range(16):
+        B[i] = tmp[i]
+""")
+    alloc = collect(func.body, lambda x: isinstance(x, Allocate))[0]
+    (n,) = [v for _, v in func.scalars]
+    assert isinstance(n, Var)
+    body = substitute(func.body, {n: 8})
+    new_alloc = collect(body, lambda x: isinstance(x, Allocate))[0]
+    assert str(new_alloc.buffer.shape[0]) in ("8 * 2", "16")
+    assert new_alloc.buffer is not alloc.buffer and new_alloc.buffer.data is alloc.buffer.data
+    uses = collect(body, lambda x: isinstance(x, (BufferLoad, BufferStore))
+                   and x.buffer.name == "tmp")
+    assert len(uses) == 2 and all(u.buffer is new_alloc.buffer for u in uses)
+    # nothing to change: the same objects come back
+    assert substitute(func.body, {Var("other", "int32"): 1}) is func.body
