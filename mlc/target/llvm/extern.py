@@ -25,6 +25,10 @@ a name the program asked for itself (``call_extern``) must be a math function. A
 naming the symbol, raised before the JIT links anything. Checking the compiled module rather
 than the program's Calls means a call no pass or visitor saw (hidden in a buffer's shape,
 made by a pass) is caught too. A student's own notebook keeps ``allow_calls=True``.
+
+A program named like a function the compiled code calls (``exp``, ``free``, ``memset``)
+is compiled under another symbol (:func:`entry_name`), so that its definition never stands
+in for the C library's.
 """
 
 from __future__ import annotations
