@@ -183,7 +183,7 @@ def test_a_lowered_parallel_vectorized_program_reads_back_and_runs() -> None:
     np.testing.assert_allclose(d, np.maximum(a @ b, 0), rtol=1e-4)
 
 
-@pytest.mark.parametrize("layout", ["rows", "columns", "tiles"])
+@pytest.mark.parametrize("layout", ["rows", "columns", "tiles", "vectors"])
 def test_lowered_parallel_programs_over_symbolic_sizes_read_back(layout: str) -> None:
     # B[int64(i) * int64(m) + int64(j)] under a parallel i: the coefficient m is a size,
     # so the affine reading gave up and the printed program was refused as a race
@@ -197,9 +197,13 @@ def test_lowered_parallel_programs_over_symbolic_sizes_read_back(layout: str) ->
     elif layout == "columns":
         s[B].reorder(j, i)
         s[B].parallel(j)
-    else:
+    elif layout == "tiles":
         io, _ = s[B].split(i, factor=4)
         s[B].parallel(io)
+    else:  # a vector tail guarded by j_0 * 4 + 3 < m keeps each row's stores in its row
+        _, ji = s[B].split(j, factor=4)
+        s[B].parallel(i)
+        s[B].vectorize(ji)
     func = from_source(str(mlc.lower(s, [A, B])))
     a = np.arange(35, dtype="float32").reshape(5, 7)
     b = np.zeros_like(a)

@@ -43,6 +43,8 @@ from mlc.tir.arith.analyzer import Analyzer
 from mlc.tir.arith.evaluate import evaluate_known
 from mlc.tir.arith.linear import to_linear
 from mlc.tir.expr import (
+    LE,
+    LT,
     Add,
     Broadcast,
     BufferLoad,
@@ -56,6 +58,7 @@ from mlc.tir.expr import (
     Range,
     Sub,
     Var,
+    conjuncts,
 )
 from mlc.tir.functor import IRMutator, collect, substitute, uses_var
 from mlc.tir.schedule import state
@@ -317,6 +320,7 @@ def _disjoint(s: _Access, x: _Access, v: Var, ranges: dict[Var, Range]) -> bool:
     if _enumerated_disjoint(s, x, v, ranges):
         return True
     return any(_symbolic_separates(w, r, v, ranges, [*s.indices, *x.indices])
+               or _within_rows(w, r, v, ranges, s.guards, x.guards)
                for w, r in zip(s.indices, x.indices))
 
 
@@ -474,6 +478,55 @@ def _symbolic_separates(w: PrimExpr, r: PrimExpr, v: Var, ranges: dict[Var, Rang
                 live.pop(n)
                 changed = True
                 break
+    return False
+
+
+def _within_rows(w: PrimExpr, r: PrimExpr, v: Var, ranges: dict[Var, Range],
+                 guards_w: list[PrimExpr], guards_r: list[PrimExpr]) -> bool:
+    """Both indices ``c * v + R`` with the same ``c > 0`` and each ``R`` provably within
+    ``[0, c - 1]``, directly or through a guard around the access (``j_0 * 4 + 3 < m``
+    around a vector store of row ``v`` of length ``m``): then two iterations of ``v`` meet
+    in no element. The guard is what keeps a split's last, partial tile in its row."""
+    loops = set(ranges)
+    fw, fr = _sym_form(_strip_casts(w), loops), _sym_form(_strip_casts(r), loops)
+    if fw is None or fr is None or v not in fw[0] or v not in fr[0]:
+        return False
+    ana = Analyzer()
+    exprs = [w, r, *guards_w, *guards_r]
+    for var, rng in ranges.items():
+        ext = rng.extent
+        if isinstance(ext, Var) and any(uses_var(e, lambda y, var=var: y is var)  # type: ignore[misc]
+                                        for e in exprs):
+            ana.bind(ext, Range(IntImm(1, ext.dtype), IntImm(2**31 - 2, ext.dtype)))
+    for var, rng in ranges.items():
+        ana.bind(var, Range(_strip_casts(rng.min), _strip_casts(rng.extent)))
+    # 0 <= row < c for both accesses (below) also makes c >= 1 whenever they run
+    c = ana.simplify(fw[0][v])
+    if not ana.can_prove_equal(c, fr[0][v]):
+        return False
+    for (coef, rest), guards in ((fw, guards_w), (fr, guards_r)):
+        row: PrimExpr = rest
+        for var, k in coef.items():
+            if var is not v:
+                row = row + k * var
+        row = ana.simplify(row)
+        if not ana.can_prove(row >= 0):
+            return False
+        if ana.can_prove(row < c):
+            continue
+        if not any(_guard_keeps(row, c, g, ana) for guard in guards
+                   for g in conjuncts(_strip_casts(guard))):
+            return False
+    return True
+
+
+def _guard_keeps(row: PrimExpr, c: PrimExpr, guard: PrimExpr, ana: Analyzer) -> bool:
+    """Does ``guard`` (``L < U`` or ``L <= U``) show ``row < c``: ``row <= L`` and
+    ``U <= c`` (``U < c`` for ``<=``)?"""
+    if isinstance(guard, LT):
+        return ana.can_prove(row <= guard.a) and ana.can_prove(guard.b <= c)
+    if isinstance(guard, LE):
+        return ana.can_prove(row <= guard.a) and ana.can_prove(guard.b < c)
     return False
 
 
