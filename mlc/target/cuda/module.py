@@ -81,8 +81,10 @@ class CUDAModule(Module):
 
     @property
     def check_budget(self) -> float:
-        """cuda-sim: seconds a call's check may take; a check of every block that does not
-        fit runs a sample of the blocks and warns naming them."""
+        """cuda-sim: CPU seconds a call's check may take (3 by default; ``float("inf")``:
+        no limit). A check of every block estimated past twice that runs a sample of the
+        blocks instead; any check stops at the budget; either way a warning says what ran
+        (``last_check``)."""
         return self._calls.budget if self._calls is not None else 0.0
 
     @check_budget.setter
@@ -319,7 +321,8 @@ class _DeviceCall:
         try:
             if kind is None:
                 self.ctx.synchronize()
-                if self.module._error_flag is not None:  # an index read from data left its
+                if self.module._error_flag is not None:  # an index read from data left
+                    # its array: GPUIndexError (the outputs are not copied back)
                     self.module._error_flag.raise_if_set(self.module.source, self.grids)
                 for buf, arr in zip(self.module.func.params, self.arrays):
                     if arr.flags.writeable:
