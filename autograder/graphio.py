@@ -306,15 +306,10 @@ class GraphCase:
         out_file = workdir / f"{self.id}.graph-report.json"
         cmd = [sys.executable, "-m", "autograder.graphio", str(grader_path), self.id,
                str(path), str(out_file)]
-        rc, output = run_trusted(cmd, workdir)
-        from autograder.judged import raise_if_grader_error
+        from autograder.cases import run_step
 
-        raise_if_grader_error(output)  # not judged: a grader-error row, never a zero
-        if rc != 0 or not out_file.is_file():
-            lines = output.strip().splitlines()
-            tail = lines[-1] if lines else f"exit status {rc}"
-            return 0.0, f"checking the graph failed ({tail})"
-        report = json.loads(out_file.read_text())
+        # a step that could not judge (crashed, killed, no walls): a grader-error row
+        report = run_step(run_trusted, cmd, workdir, out_file, f"checking {self.id}'s graph")
         return float(report["fraction"]), str(report["message"])
 
     def check_file(self, path: Path) -> tuple[float, str]:
