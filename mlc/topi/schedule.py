@@ -88,7 +88,8 @@ def _work(t: te.Tensor) -> int:
     return size
 
 
-def register_tile(tag: str, nrows: int, ncols: int, vec: int) -> tuple[int, int]:
+def register_tile(tag: str, nrows: int, ncols: int, vec: int, reduce: int = 0
+                  ) -> tuple[int, int]:
     """The accumulator tile of a dense kernel: ``rows`` output rows times ``nv`` vectors of
     ``vec`` columns, kept in registers across the whole reduction. One vector per row (the
     old tile: 4 rows x 1 vector) gives 4 chains of dependent FMAs, each waiting the FMA's
@@ -100,11 +101,13 @@ def register_tile(tag: str, nrows: int, ncols: int, vec: int) -> tuple[int, int]
     A convolution's tile is rows x vectors of output pixels (one image row each), all
     multiplied by the same broadcast weight."""
     nvec = ncols // vec if ncols % vec == 0 else 1
-    if tag != "conv2d" and nrows % 8 == 0 and nvec % 2 == 0:
-        # 8 rows x 2 vectors: each weight vector loaded serves 8 FMAs. The packed weight
-        # streams from L2 (a 64-column block of 784 rows is 200 KB): 4 x 4 loaded 256 bytes
-        # of it per 16 FMAs and ran 113-121 GFLOPS on 64x784x256, 8 x 2 loads 128 bytes:
-        # 136-139 (one thread, interleaved runs)
+    if tag != "conv2d" and nrows % 8 == 0 and nvec % 2 == 0 \
+            and reduce * 4 * vec * 4 > _l1_bytes():  # bytes of K x 4 vectors
+        # 8 rows x 2 vectors: each weight vector loaded serves 8 FMAs. When the weight
+        # block of a 4 x 4 tile (reduce x 64 floats) does not fit in L1 it streams from L2
+        # (784 x 64 floats is 200 KB): 4 x 4 loaded 256 bytes of it per 16 FMAs and ran
+        # 113-121 GFLOPS on 64x784x256, 8 x 2 loads 128 bytes: 136-139 (one thread,
+        # interleaved runs). A block that fits in L1 keeps 4 x 4
         return 8, 2
     rows = 4 if nrows >= 4 else 1
     if tag == "conv2d" and nvec == 1 and nrows % 8 == 0:
@@ -112,6 +115,12 @@ def register_tile(tag: str, nrows: int, ncols: int, vec: int) -> tuple[int, int]
     want = 4 if rows > 1 else 8
     nv = max((d for d in range(1, want + 1) if nvec % d == 0), default=1)
     return rows, nv
+
+
+def _l1_bytes() -> int:
+    from mlc.target.llvm.cpu import cache_bytes
+
+    return cache_bytes(1)
 
 
 class _Recipe:
@@ -169,7 +178,9 @@ class _Recipe:
         ncols = _extent(sch, loops[-1])
         vec = _vec_width(ncols)
         nrows = _extent(sch, loops[-2]) if len(loops) >= 2 else 1
-        rows, nv = register_tile(anchor.op.tag, nrows, ncols, vec)
+        red = cast(te.ComputeOp, anchor.op).reduce_axis
+        rows, nv = register_tile(anchor.op.tag, nrows, ncols, vec,
+                                 as_int(red[0].dom.extent) or 0 if red else 0)
         if not self.step():
             return
         jo, ji = sch.split(loops[-1], factors=[None, vec * nv])

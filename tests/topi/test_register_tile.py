@@ -17,7 +17,7 @@ RNG = np.random.default_rng(30)
 
 @pytest.mark.parametrize("nrows,ncols,vec,expect", [
     (1, 256, 16, (1, 8)),    # batch 1: one row, eight vectors
-    (64, 256, 16, (8, 2)),   # batch 64: 8 rows x 2 vectors
+    (64, 256, 16, (8, 2)),   # batch 64, 784 inputs: 8 rows x 2 vectors
     (12, 256, 16, (4, 4)),   # rows not a multiple of 8: 4 rows x 4 vectors
     (64, 48, 16, (4, 3)),    # three vectors of columns in all
     (1, 10, 10, (1, 1)),     # one short vector
@@ -26,7 +26,13 @@ RNG = np.random.default_rng(30)
 ])
 def test_register_tile_choice(nrows: int, ncols: int, vec: int,
                               expect: tuple[int, int]) -> None:
-    assert register_tile("dense_pack", nrows, ncols, vec) == expect
+    assert register_tile("dense_pack", nrows, ncols, vec, 784) == expect
+
+
+def test_register_tile_keeps_4x4_when_the_weight_block_fits_l1() -> None:
+    """64 inputs: a 4 x 4 tile's weight block is 64 x 64 floats (16 KB), in L1: 4 x 4
+    (the 8 x 2 tile pays off only when the block streams from L2)."""
+    assert register_tile("dense_pack", 64, 256, 16, 64) == (4, 4)
 
 
 def test_conv_tiles_output_rows() -> None:
