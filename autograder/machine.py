@@ -15,6 +15,10 @@ it only between timings (holding the timing lock for a moment), so a timing that
 lets no new job start; a timing holds the timing lock, then the jobs lock exclusively, so it
 begins once the jobs that were running have ended. Every grader process on the machine
 (threads of ``--jobs N``, Dask workers) takes the same two files.
+
+The timing itself reads the CPU clock of one pinned thread (:mod:`autograder.replay`), so
+load from outside the grader (another user, a build) no longer moves a ratio much; the locks
+still keep the grader's own jobs off the caches and the sibling core while it times.
 """
 
 from __future__ import annotations

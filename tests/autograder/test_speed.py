@@ -70,7 +70,7 @@ def test_the_reference_replayed_as_a_student_gets_full_credit_every_time(size):
 
 
 @pytest.mark.timing
-@pytest.mark.parametrize("factor, vectorize", [(4, False), (4, True)])
+@pytest.mark.parametrize("factor, vectorize", [(4, True)])  # ~0.4x: in the scale's slope
 def test_a_slower_schedule_gets_its_true_speed_within_a_tenth_or_a_review(size, factor,
                                                                           vectorize):
     """The true ratio is the median of a long replay (40 rounds); each of ten graded replays
