@@ -90,7 +90,8 @@ def test_matmul_with_units_no_block_divides(units: int) -> None:
     np.testing.assert_allclose(graph.build(opt, target="llvm")(x=xv)[0], xv @ w, rtol=1e-5)
 
 
-@pytest.mark.parametrize("units,bn", [(256, 64), (96, 32), (48, 16), (10, 10), (7, 7), (34, 0), (2, 2)])
+@pytest.mark.parametrize("units,bn", [(256, 64), (96, 32), (48, 16), (10, 10), (7, 7),
+                                      (34, 0), (2, 2)])
 def test_pick_block(units: int, bn: int) -> None:
     from mlc.graph.passes.layout import pick_block
 
