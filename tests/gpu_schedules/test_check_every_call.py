@@ -135,3 +135,22 @@ def test_a_race_that_wrote_equal_values_is_checked_again_with_other_values() -> 
     assert f.last_check.same_value_writes > 0
     with pytest.raises(RaceError, match="write-write race"):
         f(np.arange(n, dtype="float32"), idx, np.zeros(n, "float32"))
+
+
+def test_a_grid_of_millions_of_threads_is_sampled_not_held_in_memory() -> None:
+    # 4M threads doing one add each: cheap per thread, but the interpreter would hold
+    # several arrays of 4M numbers at once; the call's check samples blocks and says so
+    n = 1 << 22
+    func = from_source(textwrap.dedent(f"""
+        @T.prim_func
+        def add(A: T.Buffer(({n},), "float32"), B: T.Buffer(({n},), "float32")):
+            for bx in T.thread_binding({n // 256}, thread="blockIdx.x"):
+                for tx in T.thread_binding(256, thread="threadIdx.x"):
+                    B[bx * 256 + tx] = A[bx * 256 + tx] + T.float32(1)
+    """))
+    f = mlc.build(func, target="cuda-sim")
+    a = np.ones(n, "float32")
+    b = np.zeros(n, "float32")
+    with pytest.warns(UserWarning, match=rf"checked \d+ of the {n // 256} blocks of add_kernel"):
+        f(a, b)
+    np.testing.assert_array_equal(b, 2.0)

@@ -43,7 +43,7 @@ from mlc.target.cuda_sim.vectorize import loop_shape
 from mlc.tir import expr as E
 from mlc.tir import stmt as S
 from mlc.tir.arith import evaluate_known
-from mlc.tir.functor import IRVisitor
+from mlc.tir.functor import IRVisitor, post_order_visit
 
 CHECK_BLOCKS = 16
 """Blocks per kernel a sampled check runs (spread over the grid; each comes with its
@@ -59,6 +59,11 @@ starts whether every block fits the budget."""
 
 SECONDS_PER_STEP = 30e-6
 """What it spends per statement it runs for all threads at once (numpy's overhead)."""
+
+MAX_THREADS = 1 << 20
+"""Threads of one kernel past which a call's check samples blocks whatever the budget: the
+interpreter keeps several numbers per thread at once (an elementwise kernel of 2M threads
+took 300 MB more; a notebook on Binder has 2 GB)."""
 
 MODES = ("auto", "every", "first", "never")
 _KEPT = 64  # verdicts remembered (a digest each)
@@ -153,7 +158,8 @@ class CallChecks:
         either way; a warning when not everything ran."""
         budget = self.budget
         start = time.process_time()
-        if estimate(self.func, arrays) <= 2 * budget:
+        if estimate(self.func, arrays) <= 2 * budget and \
+                threads(self.func, arrays) <= MAX_THREADS:
             # every block; if the estimate was low, the check stops at the deadline having
             # run every block up to the same point (what a sample would not give)
             report = check_program(self.func, arrays, deadline=start + budget)
@@ -286,6 +292,25 @@ def estimate(func: S.PrimFunc, arrays: list[Any]) -> float:
 
     walk(func.body, 1.0, 1.0, 1.0)
     return total
+
+
+def threads(func: S.PrimFunc, arrays: list[Any]) -> float:
+    """The most threads one kernel of ``func`` launches for these arguments (a grid extent
+    not known before the run counts as one block)."""
+    env = _sizes(func, arrays)
+    most = 0.0
+
+    def visit(n: object) -> None:
+        nonlocal most
+        if isinstance(n, S.KernelLaunch):
+            blocks = 1.0
+            for _, extent in n.grid_extents:
+                known = evaluate_known(extent, env)
+                blocks *= float(known) if known is not None else 1.0
+            most = max(most, blocks * n.threads_per_block)
+
+    post_order_visit(func.body, visit)
+    return most
 
 
 def _accesses(node: Any) -> int:
