@@ -33,6 +33,7 @@ which cuda-sim's run-time check models (it raises ``RaceError``).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 from dataclasses import dataclass, field
@@ -509,25 +510,52 @@ def _within_rows(w: PrimExpr, r: PrimExpr, v: Var, ranges: dict[Var, Range],
         for var, k in coef.items():
             if var is not v:
                 row = row + k * var
-        row = ana.simplify(row)
-        if not ana.can_prove(row >= 0):
-            return False
-        if ana.can_prove(row < c):
-            continue
-        if not any(_guard_keeps(row, c, g, ana) for guard in guards
-                   for g in conjuncts(_strip_casts(guard))):
+        conds = [g for guard in guards for g in conjuncts(_strip_casts(guard))]
+        with contextlib.ExitStack() as stack:
+            for g in conds:  # what the guards say of single variables (j_0 * 4 + 3 < n: n >= 4)
+                stack.enter_context(ana.constraint_scope(g))
+            row = ana.simplify(row)
+            small = _small_loops(ranges)
+            if not _prove_each(row >= 0, small, ana):
+                return False
+            if not (_prove_each(row < c, small, ana)
+                    or any(_guard_keeps(row, c, g, small, ana) for g in conds)):
+                return False
+    return True
+
+
+def _small_loops(ranges: dict[Var, Range]) -> dict[Var, range]:
+    """Loops of a few constant iterations (a tile's rows, a vector's lanes): proofs try
+    each of their values, where bounds of ``n - i_1 * n`` taken apart would fail."""
+    out: dict[Var, range] = {}
+    for var, rng in ranges.items():
+        lo, n = evaluate_known(rng.min, {}), evaluate_known(rng.extent, {})
+        if isinstance(lo, int) and isinstance(n, int) and 0 < n <= 16:
+            out[var] = range(lo, lo + n)
+    return out
+
+
+def _prove_each(cond: PrimExpr, small: dict[Var, range], ana: Analyzer) -> bool:
+    """``cond`` for every value of the small loops it uses (at most 256 cases)."""
+    used = [(v, r) for v, r in small.items() if uses_var(cond, lambda y, v=v: y is v)]  # type: ignore[misc]
+    if not used or math.prod(len(r) for _, r in used) > 256:
+        return ana.can_prove(cond)
+    for values in itertools.product(*(r for _, r in used)):
+        case = substitute(cond, {v: IntImm(x, v.dtype) for (v, _), x in zip(used, values)})
+        if not ana.can_prove(case):
             return False
     return True
 
 
-def _guard_keeps(row: PrimExpr, c: PrimExpr, guard: PrimExpr, ana: Analyzer) -> bool:
-    """Does ``guard`` (``L < U`` or ``L <= U``) show ``row < c``: ``row <= L`` and
-    ``U <= c`` (``U < c`` for ``<=``)?"""
-    if isinstance(guard, LT):
-        return ana.can_prove(row <= guard.a) and ana.can_prove(guard.b <= c)
-    if isinstance(guard, LE):
-        return ana.can_prove(row <= guard.a) and ana.can_prove(guard.b < c)
-    return False
+def _guard_keeps(row: PrimExpr, c: PrimExpr, guard: PrimExpr, small: dict[Var, range],
+                 ana: Analyzer) -> bool:
+    """Does ``guard`` (``L < U`` or ``L <= U``) show ``row < c``: ``row = L + (row - L)
+    < U + (row - L) <= c``?"""
+    if not isinstance(guard, (LT, LE)):
+        return False
+    # row = L + (row - L) < U + (row - L), or <= for LE
+    beyond = ana.simplify(guard.b + (row - guard.a))
+    return _prove_each(beyond <= c if isinstance(guard, LT) else beyond < c, small, ana)
 
 
 def _magnitude(c: PrimExpr, ana: Analyzer) -> PrimExpr | None:
