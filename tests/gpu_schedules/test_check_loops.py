@@ -248,3 +248,24 @@ def test_two_threads_summing_into_one_element_race_when_folded() -> None:
     """)
     with pytest.raises(RaceError, match=r"race.*S_?\w*\[|race"):
         f.check(np.arange(256, dtype="float32"), np.zeros(256, "float32"))
+
+
+def test_an_accumulator_outside_its_array_is_an_error_only_if_a_store_reaches_it() -> None:
+    # thread 31 of block 1 would sum into B[64], but only when k == 100: never
+    func = from_source(textwrap.dedent("""
+        @T.prim_func
+        def f(A: T.Buffer((512,), "float32"), B: T.Buffer((64,), "float32"), off: T.int32):
+            for bx in T.thread_binding(2, thread="blockIdx.x"):
+                for tx in T.thread_binding(32, thread="threadIdx.x"):
+                    for k in range(8):
+                        if k + off == 100 or bx * 32 + tx < 63:
+                            B[bx * 32 + tx + (bx * 32 + tx) // 63] = (
+                                B[bx * 32 + tx + (bx * 32 + tx) // 63] + A[k])
+    """))
+    f = mlc.build(func, target="cuda-sim")
+    a, b = np.ones(512, "float32"), np.zeros(64, "float32")
+    f.check(a, b, 0)
+    np.testing.assert_array_equal(b[:63], 8.0)
+    with pytest.raises(GPUIndexError, match=r"blockIdx \(1\), threadIdx \(31\) reads element "
+                                            r"64 of B"):
+        f.check(a, np.zeros(64, "float32"), 95)

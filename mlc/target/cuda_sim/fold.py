@@ -49,7 +49,10 @@ def run(interp: Interpreter, loop: S.For, lo: int, count: int, mask: np.ndarray 
             flat = interp._flat(st.buffer, st.indices, mask)
             idx = np.broadcast_to(np.asarray(flat, np.int64), (n, 1))[:, 0]
             rows = np.arange(n) if mask is None else np.flatnonzero(mask[:, 0])
-            _, elems, _ = _checked(interp, st.buffer, idx, rows)
+            elems = idx[rows]
+            size = interp.mem[key].shape[-1]
+            if ((elems < 0) | (elems >= size)).any():
+                return False  # one by one: the error where (and if) a store reaches it
             targets[key] = (st.buffer, rows, elems)
     records: list[tuple[S.BufferStore, str, np.ndarray, np.ndarray]] = []
     interp._fold = {k: (kind, value) for k, (kind, value, _) in acc.stores.items()}
@@ -63,20 +66,6 @@ def run(interp: Interpreter, loop: S.For, lo: int, count: int, mask: np.ndarray 
         mine = [r for r in records if id(r[0].buffer.data) == key]
         _fold(interp, buf, rows, elems, mine, n, count)
     return True
-
-
-def _checked(interp: Interpreter, buf: S.Buffer, idx: np.ndarray,
-             rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, None]:
-    """The elements of ``rows``, checked against the buffer as a store would be."""
-    size = interp.mem[id(buf.data)].shape[-1]
-    elems = idx[rows]
-    bad = (elems < 0) | (elems >= size)
-    if bad.any():
-        from mlc.target.cuda_sim.checks import out_of_range
-
-        j = int(np.flatnonzero(bad)[0])
-        raise out_of_range(interp, buf, int(elems[j]), size, int(rows[j]), True)
-    return rows, elems, None
 
 
 def record(interp: Interpreter, st: S.BufferStore, mask: np.ndarray | None) -> None:
