@@ -230,30 +230,48 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def _doctor_references(args: argparse.Namespace) -> int:
-    """Grade each assignment's reference solution as ``grade`` would before a class."""
+    """Grade each assignment's reference solution as ``grade`` would before a class: in
+    local jobs, or on the Dask cluster that ``--scheduler``/``--cluster`` name."""
     from autograder.grade import DEFAULT_TESTS, GradingConfig
     from autograder.reference import ReferenceCheckFailed, check_reference, find_reference
-    from mlc.tune.executor import LocalExecutor
+    from mlc.errors import ClusterError
+    from mlc.tune.executor import DaskExecutor
 
     root = Path(args.tests).resolve() if args.tests else DEFAULT_TESTS
     names = args.assignment or sorted(p.name for p in root.iterdir()
                                       if (p / "tests.json").is_file())
+    try:
+        executor = _open_executor(args)
+    except ClusterError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 3
     failed = 0
-    for name in names:
-        config = GradingConfig(assignment=name, tests_root=root, cell_timeout=args.timeout,
-                               memory_bytes=int(args.memory_mb) << 20, size=args.size,
-                               insecure=args.insecure)
-        try:
-            reference = find_reference(config)
-            with LocalExecutor(1) as executor:
-                result = check_reference(executor, config, reference, False,
-                                         f"a local job, tests {config.tests_dir}")
-        except (ReferenceCheckFailed, FileNotFoundError) as err:
-            print(f"{name}: FAILED\n{err}", file=sys.stderr)
-            failed += 1
-            continue
-        print(f"{name}: the reference solution gets full marks "
-              f"({result.score:g} / {result.max_score:g})")
+    with executor:
+        remote = isinstance(executor, DaskExecutor)
+        if remote:
+            checks = executor.run_on_workers(_worker_preflight, args.insecure)
+            bad = {w: text for w, (ok, text) in checks.items() if not ok}
+            for worker, text in bad.items():
+                print(f"worker {worker}:\n{text}", file=sys.stderr)
+            if not checks or bad:
+                print("no Dask worker can grade" if not checks else
+                      f"{len(bad)} of {len(checks)} Dask workers cannot grade", file=sys.stderr)
+                return 3
+        for name in names:
+            config = GradingConfig(assignment=name, tests_root=root, cell_timeout=args.timeout,
+                                   memory_bytes=int(args.memory_mb) << 20, size=args.size,
+                                   insecure=args.insecure)
+            where = (executor.describe() if remote else "a local job") + \
+                f", tests {config.tests_dir}"
+            try:
+                result = check_reference(executor, config, find_reference(config), remote,
+                                         where)
+            except (ReferenceCheckFailed, FileNotFoundError) as err:
+                print(f"{name}: FAILED\n{err}", file=sys.stderr)
+                failed += 1
+                continue
+            print(f"{name}: the reference solution gets full marks "
+                  f"({result.score:g} / {result.max_score:g}) on {where}")
     if failed:
         print(f"{failed} of {len(names)} assignments cannot be graded right on this machine",
               file=sys.stderr)
@@ -336,6 +354,14 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.add_argument("--size", type=int, default=None, help="problem size (as grade)")
     doctor.add_argument("--skip-reference-check", action="store_true",
                         help="check the sandbox only, grade no reference solution")
+    doctor.add_argument("--jobs", type=int, default=1, help=argparse.SUPPRESS)
+    doctor_where = doctor.add_mutually_exclusive_group()
+    doctor_where.add_argument("--scheduler", metavar="ADDRESS",
+                              help="grade the references on the Dask cluster at ADDRESS")
+    doctor_where.add_argument("--cluster", metavar="local:N",
+                              help="grade the references on a Dask LocalCluster of N workers")
+    doctor.add_argument("--connect-timeout", type=float, default=5.0,
+                        help="seconds to reach the scheduler before giving up")
     doctor.set_defaults(func=_cmd_doctor)
     return parser
 

@@ -89,8 +89,18 @@ def test_no_reference_to_grade_is_an_error_that_says_what_to_pass(demo, tmp_path
 
 def test_doctor_grades_the_reference_of_each_assignment(demo, broken_tests, capsys):
     assert main(["doctor", "--tests", str(demo["tests"]), "--timeout", "10"]) == 0
-    assert "demo_numpy: the reference solution gets full marks (5 / 5)" in capsys.readouterr().out
+    assert "demo_numpy: the reference solution gets full marks (5 / 5) on a local job" in \
+        capsys.readouterr().out
     assert main(["doctor", "--tests", str(broken_tests), "--assignment", "demo_numpy",
                  "--timeout", "10"]) == 4
     err = capsys.readouterr().err
     assert "demo_numpy: FAILED" in err and "hidden test softmax_wide: failed" in err
+
+
+@pytest.mark.slow
+def test_doctor_grades_the_reference_on_a_dask_cluster(demo, capsys):
+    pytest.importorskip("distributed")
+    assert main(["doctor", "--tests", str(demo["tests"]), "--timeout", "10",
+                 "--cluster", "local:1"]) == 0
+    out = capsys.readouterr().out
+    assert "demo_numpy: the reference solution gets full marks (5 / 5) on Dask" in out, out
