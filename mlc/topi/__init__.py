@@ -12,6 +12,7 @@ from mlc.topi.elemwise import (
     add,
     copy,
     divide,
+    erf,
     exp,
     gelu,
     log,

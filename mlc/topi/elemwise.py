@@ -96,6 +96,7 @@ exp = _unary("exp", te.exp)
 log = _unary("log", te.log)
 sqrt = _unary("sqrt", te.sqrt)
 tanh = _unary("tanh", te.tanh)
+erf = _unary("erf", lambda v: fast_erf(v) if v.dtype == "float32" else te.erf(v))
 sigmoid = _unary("sigmoid", te.sigmoid)
 abs = _unary("abs", te.abs)  # noqa: A001
 copy = _unary("copy", lambda x: x)

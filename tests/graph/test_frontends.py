@@ -160,10 +160,10 @@ def test_from_onnx_helper_built_model_and_unsupported_op() -> None:
     xv = RNG.random((2, 3)).astype("float32")
     check_built(g, xv, np.maximum(xv @ w.T + b, 0))
 
-    nodes.append(helper.make_node("Erf", ["y"], ["z"], name="the_erf"))
+    nodes.append(helper.make_node("Hardmax", ["y"], ["z"], name="the_hardmax"))
     z_info = helper.make_tensor_value_info("z", TensorProto.FLOAT, [2, 4])
     bad = helper.make_model(helper.make_graph(nodes, "g", [x_info], [z_info], inits))
-    with pytest.raises(GraphError, match=r"no conversion for op Erf, node 2 'the_erf'"):
+    with pytest.raises(GraphError, match=r"no conversion for op Hardmax, node 2 'the_hardmax'"):
         graph.from_onnx(bad)
 
 

@@ -166,3 +166,45 @@ def test_attention_with_masked_scores_matches_ort() -> None:
     x[1, 2, :] = 1e4
     mod = graph.build(graph.optimize(graph.from_onnx(m)), target="llvm")
     np.testing.assert_allclose(mod(x=x)[0], _ort(m, x), rtol=1e-5, atol=1e-7)
+
+
+def _decomposed_block(opset: int) -> Any:
+    """Layer norm and exact GELU as exporters before LayerNormalization/Gelu write them:
+    ReduceMean, Sub, Pow 2, ReduceMean, Add eps, Sqrt, Div, Mul, Add; Div sqrt 2, Erf, Add 1,
+    Mul x, Mul 0.5."""
+    nh = onnx.numpy_helper
+    rng = np.random.default_rng(11)
+    c = {"two": np.array(2.0, "f4"), "eps": np.array(1e-5, "f4"), "one": np.array(1.0, "f4"),
+         "half": np.array(0.5, "f4"), "sqrt2": np.array(np.sqrt(2.0), "f4"),
+         "g": (1 + 0.1 * rng.standard_normal(32)).astype("f4"),
+         "b": rng.standard_normal(32).astype("f4")}
+    mean_args: dict[str, Any] = {"axes": [-1]} if opset < 18 else {}
+    axes_in = [] if opset < 18 else ["axes"]
+    if opset >= 18:
+        c["axes"] = np.array([-1], np.int64)
+    n = helper.make_node
+    nodes = [n("ReduceMean", ["x"] + axes_in, ["mu"], **mean_args),
+             n("Sub", ["x", "mu"], ["d"]), n("Pow", ["d", "two"], ["d2"]),
+             n("ReduceMean", ["d2"] + axes_in, ["var"], **mean_args),
+             n("Add", ["var", "eps"], ["ve"]), n("Sqrt", ["ve"], ["sd"]),
+             n("Div", ["d", "sd"], ["xn"]), n("Mul", ["xn", "g"], ["xg"]),
+             n("Add", ["xg", "b"], ["h"]),
+             n("Div", ["h", "sqrt2"], ["hs"]), n("Erf", ["hs"], ["e"]),
+             n("Add", ["e", "one"], ["e1"]), n("Mul", ["h", "e1"], ["he"]),
+             n("Mul", ["he", "half"], ["y"])]
+    g = helper.make_graph(nodes, "decomposed",
+                          [helper.make_tensor_value_info("x", TP.FLOAT, [4, 16, 32])],
+                          [helper.make_tensor_value_info("y", TP.FLOAT, [4, 16, 32])],
+                          [nh.from_array(v, k) for k, v in c.items()])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+
+
+@pytest.mark.parametrize("opset", [13, 18])
+def test_decomposed_layer_norm_and_erf_gelu(opset: int) -> None:
+    _check(_decomposed_block(opset))
+
+
+def test_reduce_mean_axis_out_of_range_refused() -> None:
+    m = _one("ReduceMean", [("x", (3, 4))], (3, 1), opset=13, axes=[2])
+    with pytest.raises(GraphError, match="ReduceMean over axis 2"):
+        graph.from_onnx(m)

@@ -4,6 +4,8 @@
                            (b..., M, K) @ (b..., K, N): nn.batch_matmul over the flattened b...
     LayerNormalization     nn.layer_norm over the axes from ``axis`` on (flattened to one)
     Gelu (opset 20)        nn.gelu, ``approximate`` "none" (erf) or "tanh"
+    Erf, Pow, ReduceMean   what older exporters write GELU and layer norm with
+                           (x * 0.5 * (1 + Erf(x / sqrt 2)); ReduceMean, Sub, Pow 2, Sqrt)
     Sqrt, Exp, Neg         the graph level's unary math
 
 Each one refuses what it cannot express with a GraphError naming the node's inputs.
@@ -20,7 +22,8 @@ from mlc.graph import ir
 from mlc.graph.ops import nn as gnn
 from mlc.graph.ops import tensor as gt
 
-SUPPORTED_NN = "MatMul (any rank), LayerNormalization, Gelu, Sqrt, Exp, Neg"
+SUPPORTED_NN = ("MatMul (any rank), LayerNormalization, Gelu, Erf, Pow, ReduceMean, Sqrt, "
+                "Exp, Neg")
 
 
 def _prod(shape: tuple[int, ...]) -> int:
@@ -86,6 +89,27 @@ def layer_norm(xs: list[Any], a: dict[str, Any]) -> Any:
     return gt.reshape(y, x.shape)
 
 
+def reduce_mean(xs: list[Any], a: dict[str, Any]) -> Any:
+    """ReduceMean: axes from the attribute (before opset 18) or the second input (18 on)."""
+    x = xs[0]
+    axes = a.get("axes")
+    if len(xs) > 1:
+        if not isinstance(xs[1], ir.Constant):
+            raise GraphError("from_onnx: ReduceMean with axes computed at run time is not "
+                             "supported; make them a constant")
+        axes = [int(v) for v in np.asarray(xs[1].value).ravel()]
+    if axes is None or len(axes) == 0:
+        if a.get("noop_with_empty_axes", 0):
+            return x
+        axes = list(range(x.ndim))
+    for ax in axes:
+        if not -x.ndim <= int(ax) < x.ndim:
+            raise GraphError(f"from_onnx: ReduceMean over axis {ax} of a {x.ndim}-d input "
+                             f"of shape {x.shape}")
+    return gt.mean(x, axis=tuple(int(ax) % x.ndim for ax in axes),
+                   keepdims=bool(a.get("keepdims", 1)))
+
+
 def _text(v: Any, default: str) -> str:
     if v is None:
         return default
@@ -104,6 +128,12 @@ def convert_nn(op: str, xs: list[Any], a: dict[str, Any], unsupported: Any) -> A
             raise GraphError(f"from_onnx: Gelu with approximate={approx!r}; ONNX allows "
                              "'none' and 'tanh'")
         return gnn.gelu(xs[0], approximate=approx)
+    if op == "Erf":
+        return gt.erf(xs[0])
+    if op == "Pow":
+        return gt.power(xs[0], xs[1])
+    if op == "ReduceMean":
+        return reduce_mean(xs, a)
     if op == "Sqrt":
         return gt.sqrt(xs[0])
     if op == "Exp":

@@ -184,6 +184,12 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-x))
 
 
+def _erf(x: np.ndarray) -> np.ndarray:
+    import math
+
+    return np.vectorize(math.erf, otypes=[np.float64])(x.astype(np.float64))
+
+
 def _reduce(fn: Any) -> Any:
     def ref(x: np.ndarray, axis: Any = None, keepdims: bool = False) -> np.ndarray:
         axes = normalize_axes(axis, x.ndim)
@@ -195,10 +201,10 @@ _BINARY: dict[str, Any] = {"add": np.add, "subtract": np.subtract, "multiply": n
            "divide": np.divide, "maximum": np.maximum, "minimum": np.minimum,
            "power": np.power}
 _UNARY: dict[str, Any] = {"negative": np.negative, "exp": np.exp, "log": np.log, "sqrt": np.sqrt,
-          "tanh": np.tanh, "sigmoid": _sigmoid, "abs": np.abs, "copy": np.copy}
+          "tanh": np.tanh, "sigmoid": _sigmoid, "erf": _erf, "abs": np.abs, "copy": np.copy}
 _REDUCE: dict[str, Any] = {"sum": np.sum, "mean": np.mean, "max": np.max, "min": np.min}
 
-_FLOAT_ONLY = {"divide", "power", "exp", "log", "sqrt", "tanh", "sigmoid"}
+_FLOAT_ONLY = {"divide", "power", "exp", "log", "sqrt", "tanh", "sigmoid", "erf"}
 
 for _name, _fn in _BINARY.items():
     register_op(_name, P.BROADCAST,
@@ -275,6 +281,11 @@ def log(x: Node) -> Call:
 
 def sqrt(x: Node) -> Call:
     return call("sqrt", x)
+
+
+def erf(x: Node) -> Call:
+    """The error function (ONNX Erf: exporters write the exact GELU with it)."""
+    return call("erf", x)
 
 
 def tanh(x: Node) -> Call:
