@@ -1,14 +1,15 @@
 """The thread runtime for small kernels: how long idle threads should spin before sleeping.
 
-    python benchmarks/threads.py [--rounds 7] [--spins 0,20,50,100,200,inf] [--json out.json]
+    python benchmarks/threads.py [--rounds 7] [--spins 0,20,50,100,200,inf] [--pin 0]
+                                 [--json out.json]
 
 libgomp reads its wait policy once, when it is loaded, so every policy runs in a worker
 process of its own (``MLC_THREAD_SPIN_US``: 0 is ``OMP_WAIT_POLICY=passive``, ``inf`` is
 ``active``; ``default, torch first`` imports torch, and so torch's libgomp, before mlc:
-its row should read as the default's). The workers are
-started together and kept stopped (SIGSTOP) except the one being timed, so an ``active``
-worker's spinning threads never run during another's round; rounds alternate between the
-workers. Each round of a worker measures:
+its row should read as the default's; ``--pin 0`` adds spin 0 with ``MLC_PIN_THREADS=1``).
+The workers are started together and kept stopped (SIGSTOP) except the one being timed,
+so an ``active`` worker's spinning threads never run during another's round; rounds
+alternate between the workers. Each round of a worker measures:
 
 * ``region_us``: one call of a kernel that is one empty parallel loop (a store per thread),
   minus the same kernel without ``parallel``: the fork/join cost of a parallel region;
@@ -223,11 +224,15 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--spins", default="0,20,50,100,200,inf")
     ap.add_argument("--no-torch", action="store_true")
+    ap.add_argument("--pin", default="", help="spins to run again with MLC_PIN_THREADS=1")
     ap.add_argument("--json", default="")
     args = ap.parse_args()
     print(f"load average before: {os.getloadavg()}; CPUs: {len(os.sched_getaffinity(0))}")
     workers = [Worker(f"spin {s} us", WORKER, {"MLC_THREAD_SPIN_US": s})
                for s in args.spins.split(",")]
+    workers += [Worker(f"spin {s} us, pinned", WORKER,
+                       {"MLC_THREAD_SPIN_US": s, "MLC_PIN_THREADS": "1"})
+                for s in args.pin.split(",") if s]
     try:
         import torch  # noqa: F401
 
