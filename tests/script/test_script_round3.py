@@ -220,3 +220,14 @@ def test_symbolic_rows_that_overlap_are_still_refused() -> None:
         from_source(head + "            B[i * m + j] = B[i * m + j + 1]\n")
     with pytest.raises(ScriptError, match="race"):
         from_source(head + "            B[i * (m - 1) + j] = A[j]\n")  # rows overlap by one
+
+
+def test_every_thread_storing_one_element_is_refused_the_rest_left_to_cuda_sim() -> None:
+    # B[0] = B[0] + A[tx] under threadIdx.x: cuda-sim raised RaceError at run time, the
+    # real cuda target computed a wrong sum; no barrier can make it right, so it is refused
+    params = 'A: T.Buffer((32,), "float32"), B: T.Buffer((32,), "float32")'
+    head = "for tx in T.thread_binding(32, thread='threadIdx.x'):\n"
+    with pytest.raises(ScriptError, match=r"every thread of 'tx' stores to B\[0\]"):
+        from_source(_script(head + "    B[0] = B[0] + A[tx]\n", params))
+    from_source(_script(head + "    if tx == 0:\n        B[0] = A[0]\n", params))
+    from_source(_script(head + "    B[tx] = A[31 - tx]\n", params))

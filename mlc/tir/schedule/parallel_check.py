@@ -106,8 +106,33 @@ def parallel_conflict(for_: For, what: str, params: set[Var],
     if found is not None:
         return found
     if for_.kind == ForKind.THREAD_BINDING or what.startswith("bind"):
-        return None  # plain statements of a GPU kernel: cuda-sim's run-time check
+        return _threads_store_one_element(for_, what, params)
     return _bare_conflict(for_, what)
+
+
+def _threads_store_one_element(for_: For, what: str, params: set[Var]) -> ParallelConflict | None:
+    """Plain statements of a GPU kernel share memory through barriers that lowering
+    inserts, which cuda-sim's run-time check models; judged here is only what no barrier
+    can make right: every thread of ``for_`` storing to the same elements of a function
+    buffer, unconditionally (``B[0] = B[0] + A[tx]``: on a GPU, a wrong sum)."""
+    if isinstance(for_.extent, IntImm) and for_.extent.value <= 1:
+        return None
+    accesses: list[_Access] = []
+    _collect_accesses(for_.body, {}, [], set(), {}, accesses)
+    v = for_.loop_var
+    for a in accesses:
+        if not a.store or a.guards or a.node.buffer.data not in params:
+            continue
+        if any(uses_var(i, lambda y: y is v) for i in a.indices):
+            continue
+        shown = f"{a.node.buffer.name}[{', '.join(str(i) for i in a.node.indices)}]"
+        return ParallelConflict(
+            f"{what}: every thread of {v.name!r} stores to {shown}, the same element, at "
+            "once; on a GPU the stores race (a wrong, varying result). Let one thread store "
+            f"(if {v.name} == 0: ...), index the store by {v.name}, or reduce across the "
+            "threads with a block over a reduce variable bound to the thread axis",
+            {for_: what}, bare=True)
+    return None
 
 
 # ---------------------------------------------------------------------------------------------
