@@ -140,9 +140,17 @@ def parse(ir_text: str) -> llvm.ModuleRef:
 
 
 def optimize(mod: llvm.ModuleRef, tm: llvm.TargetMachine) -> None:
-    """Run the ``-O3`` pipeline (with loop/SLP vectorization and unrolling) in place."""
+    """Run the ``-O3`` pipeline in place: SLP vectorization and unrolling, and LLVM's loop
+    vectorizer only on the loops a schedule marked ``vectorized`` (their
+    ``llvm.loop.vectorize.enable`` hint; mlc's own pass vectorizes the others).
+
+    Why not everywhere: LLVM 22's loop vectorizer miscompiles a guarded loop nest on CPUs
+    with AVX-512 (``C[by * 8 + tx // 4, bx * 4 + tx % 4] = B[bx * 4 + tx % 4]`` loaded
+    ``B[bx * 4 + 0 .. 7]`` as if ``tx % 4`` were consecutive across 8 lanes: odd rows wrong,
+    without a word; tests/target/test_llvm_autovectorize.py). A schedule says where vectors
+    go; LLVM does not guess."""
     pto = llvm.create_pipeline_tuning_options(speed_level=3)
-    pto.loop_vectorization = True
+    pto.loop_vectorization = False  # vectorize only where forced (the schedule's hint)
     # SLP vectorization is quadratic in a basic block's length: one 30,000-instruction
     # block (a 10,000-term expression built in Python) took it 40 s of a 50 s build
     pto.slp_vectorization = _largest_block(mod) <= SLP_BLOCK_LIMIT
