@@ -68,10 +68,25 @@ def _references(value, found):
     return found
 
 
+READ_ANNOTATIONS = frozenset()
+"""Annotation keys whose value changes the compiled program. mlc's lowering and code
+generator read none today (``annotate`` only labels a loop), so a sampled value that only
+goes into an annotation changes nothing: two sampled decisions annotated onto a loop beside a
+fixed, hand-tuned schedule would pass for a search space."""
+
+
+def _takes_effect(kind, args):
+    """Whether an instruction's arguments can change the program (an annotation only when
+    the compiler reads its key)."""
+    if kind in ("annotate", "unannotate"):
+        return isinstance(args, dict) and args.get("ann_key") in READ_ANNOTATIONS
+    return not str(kind).startswith("sample_")
+
+
 def sampled_decisions(text):
     """The trace's sampling instructions, each as ``(position, kind, used)``: ``used`` is
-    whether a later instruction takes one of its values (a ``split``'s factors, an
-    ``annotate``'s value), i.e. whether the decision reaches a loop or a block at all."""
+    whether a later instruction that changes the program takes one of its values (a
+    ``split``'s factors, say), i.e. whether the decision reaches a loop or a block at all."""
     insts = _instructions(text)
     out = []
     for pos, (kind, _, outputs) in enumerate(insts):
@@ -79,8 +94,9 @@ def sampled_decisions(text):
             continue
         names = {o for o in outputs if isinstance(o, str)} if isinstance(outputs, list) else set()
         later = set()
-        for _, args, _ in insts[pos + 1:]:
-            _references(args, later)
+        for later_kind, args, _ in insts[pos + 1:]:
+            if _takes_effect(str(later_kind), args):
+                _references(args, later)
         out.append((pos, str(kind), bool(names & later)))
     return out
 
@@ -106,9 +122,10 @@ class TunedTraceCase(TraceCase):
         if unused:
             return (f"the sampled decision{'s' if len(unused) > 1 else ''} "
                     f"{', '.join(unused)} reach{'' if len(unused) > 1 else 'es'} no loop or "
-                    "block: no schedule primitive takes the sampled value (pass it to split's "
-                    "factors, or to annotate), so changing the decision changes nothing; "
-                    "a search space samples only what it uses")
+                    "block: no schedule primitive that changes the program takes the sampled "
+                    "value (pass it to split's factors; an annotation the compiler does not "
+                    "read changes nothing), so changing the decision changes nothing; a "
+                    "search space samples only what it uses")
         found = count_samples(text)
         if found < self.min_samples:
             return (f"the schedule has {found} sampling decision(s); a search space needs at "

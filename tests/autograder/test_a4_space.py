@@ -68,16 +68,30 @@ def test_a_sampled_decision_that_reaches_nothing_is_refused_with_the_reason(case
     assert A4.case(case_id).check_local(trace(dummy_space))[0] == 0.0
 
 
-def test_a_decision_used_by_split_or_annotate_counts():
+def test_a_decision_used_as_a_split_factor_counts():
     def space(sch):
         i, j, k = sch.get_loops(sch.get_block("C"))
         sch.split(i, factors=sch.sample_perfect_tile(i, n=2, max_innermost_factor=8))
-        sch.annotate(j, "pragma_auto_unroll_max_step", sch.sample_categorical([0, 16], [1, 1]))
+        sch.split(j, factors=[None, sch.sample_categorical([4, 8, 16], [1, 1, 1])])
 
     text = trace(space)
     assert [used for _, _, used in A4.module.sampled_decisions(text)] == [True, True]
     assert A4.module.count_samples(text) == 2
     assert A4.case("tuned_correct")._space_problem(text) is None
+
+
+def test_a_decision_only_annotated_onto_a_loop_changes_nothing_and_is_refused():
+    """No pass reads an annotation's value: two sampled values annotated onto a loop beside a
+    fixed schedule would have passed for a search space."""
+    def space(sch):
+        i, j, k = sch.get_loops(sch.get_block("C"))
+        sch.split(i, factors=sch.sample_perfect_tile(i, n=2, max_innermost_factor=8))
+        sch.annotate(j, "pragma_auto_unroll_max_step", sch.sample_categorical([0, 16], [1, 1]))
+        sch.annotate(k, "whatever", sch.sample_categorical([1, 2], [1, 1]))
+
+    problem = A4.case("tuned_correct")._space_problem(trace(space))
+    assert problem and "#4 (sample_categorical), #6 (sample_categorical)" in problem
+    assert "annotation the compiler does not read" in problem
 
 
 def test_the_baseline_earns_no_speed_points():

@@ -113,7 +113,7 @@ def test_a4_needs_a_space_with_sampled_decisions(tmp_path):
     assert count(json.dumps([["sample_perfect_tile", {}, ["v0", "v1"]],
                              ["sample_categorical", {}, ["v2"]],
                              ["split", {"loop": "$l0", "factors": ["$v0", "$v1"]}, []],
-                             ["annotate", {"ann_val": "$v2"}, []]])) == 2
+                             ["split", {"loop": "$l1", "factors": [None, "$v2"]}, []]])) == 2
     assert count("{broken") == 0
     exports = tmp_path / "exports"
     exports.mkdir()
