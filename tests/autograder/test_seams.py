@@ -168,3 +168,29 @@ def test_a_size_cap_that_is_no_cap_is_refused(demo, tmp_path, value, capsys):
     with pytest.raises(SystemExit) as exit_:
         _grade_demo(demo, tmp_path / "out", [demo["solution"]], "--max-size-mb", value)
     assert exit_.value.code == 2 and "positive number of megabytes" in capsys.readouterr().err
+
+
+def test_an_undecided_speed_grade_marks_the_submission_for_review(tmp_path, monkeypatch,
+                                                                  capsys):
+    """A speed credit the timing could not decide is provisional: the row's status is
+    ``needs review``, the reason names the test and case, and stderr lists it."""
+    from autograder.cases import NEEDS_REVIEW, TraceCase
+
+    real = TraceCase.check_export
+
+    def undecided(self, exports, **kw):
+        fraction, message, *_ = real(self, exports, **kw)
+        return (fraction, message, NEEDS_REVIEW) if self.speed else (fraction, message)
+
+    monkeypatch.setattr(TraceCase, "check_export", undecided)
+    name = "a2_gemm_schedule"
+    sub = tmp_path / "solution.ipynb"
+    sub.write_bytes((REPO / "instructor" / name / f"{name}.ipynb").read_bytes())
+    out = tmp_path / "out"
+    rc = main(["grade", "--assignment", name, "--out", str(out), "--timeout", "60", "--quiet",
+               "--size", "64", "--skip-reference-check", str(sub)])
+    row = _rows(out)["solution"]
+    assert rc == 0 and row["status"] == "needs review"
+    assert "gemm_speed" in row["reason"] and "re-grade on a quieter machine" in row["reason"]
+    assert "needs review: solution:" in capsys.readouterr().err
+    assert "Note: needs review" in (out / "solution" / "feedback.md").read_text()
