@@ -130,14 +130,18 @@ print(stats)
 # ## A missing token is found, not guessed
 # Drop the token between the weight load and the GEMM. On real hardware the GEMM could start
 # before its weights arrived and compute garbage now and then. The simulator sees that the
-# load writes tiles the GEMM reads *during the same cycles* and names both instructions (here the
-# input load is the one caught: nothing orders it before the GEMM any more either).
+# load writes tiles the GEMM reads with no token ordering the two, and names both
+# instructions (here the input load, 0x02, is the one caught: nothing orders it before the
+# GEMM, 0x04, any more either). The cell checks that the message names those two.
 
 # %%
+caught = None
 try:
     run_one_tile(one_tile(flags_on=False))
 except VDLAError as err:
+    caught = err
     print(type(err).__name__ + ":", err)
+assert caught is not None and "0x02" in str(caught) and "0x04" in str(caught)
 
 # %% [markdown]
 # Writing flags by hand is where accelerator programs go wrong, so the compiler derives them:
