@@ -27,12 +27,12 @@ becomes ::
             B_run[r] = B_run[r] + A[r * 32 + t + 1] * 0.5
     B[0] = ((B_run[0] + B_run[1]) + (B_run[2] + B_run[3])) + ... + A[9984] * 0.5 + ...
 
-Every addition happens in the same order and grouping as before (floating-point addition
-is never reassociated), so the result is the same, up to the multiply-adds LLVM may fuse
-(as it may in the unrolled expression); what is left of the tree is one node per run. A run at the bottom of a chain starts from its first term; one on top of
-other terms (the last, unfinished run) starts from the sum below it. Only sums that are a
-store's value (and the sums inside them) are rerolled, never inside a condition's branch,
-which may not be evaluated, and only stores of at least :data:`MIN_ADDS` additions.
+The additions keep their order and grouping (floating-point addition is never
+reassociated), so the result is the same, up to multiply-adds LLVM may fuse (as it may
+unrolled); one node per run is left of the tree. A run at the bottom of a chain starts
+from its first term, one on top of other terms (the last, unfinished run) from the sum
+below it. Only a store's value (and the sums inside it) is rerolled, never a condition's
+branch (it may not run), and only stores of at least :data:`MIN_ADDS` additions.
 """
 
 from __future__ import annotations
@@ -78,12 +78,10 @@ class _Reroller(IRMutator):
         self.count = 0
 
     def visit_BufferStore(self, op: BufferStore) -> Any:
-        value = op.value
-        if not isinstance(value, Add) or dt.lanes(value.dtype) != 1:
+        value, segments = op.value, list[_Segment]()
+        if (not isinstance(value, Add) or dt.lanes(value.dtype) != 1
+                or _count_adds(value, MIN_ADDS) < MIN_ADDS):
             return op
-        if _count_adds(value, MIN_ADDS) < MIN_ADDS:
-            return op
-        segments: list[_Segment] = []
         try:
             new = _reroll(value, segments)
         except RecursionError:
@@ -113,8 +111,7 @@ def _reroll(e: PrimExpr, segments: list[_Segment]) -> PrimExpr:
     """``e`` with its runs replaced by placeholder variables (recorded in ``segments``)."""
     if not isinstance(e, Add):
         return e
-    heads, terms = _chain(e)
-    del heads
+    terms = _chain(e)
     terms = [_reroll(t, segments) if isinstance(t, Add) and t.dtype == e.dtype else t
              for t in terms]
     shapes = [_shape(t) for t in terms]
@@ -232,17 +229,15 @@ def _continues(group: list[_Segment], seg: _Segment) -> bool:
     return all(x == b + n * d for x, b, d in zip(seg.base, first.base, stride))
 
 
-def _chain(value: Add) -> tuple[list[PrimExpr], list[PrimExpr]]:
-    """``((t0 + t1) + t2) + ...`` as its terms, and ``heads[k]``: the sum of ``t0..tk``."""
-    adds: list[Add] = []
+def _chain(value: Add) -> list[PrimExpr]:
+    """The terms of ``((t0 + t1) + t2) + ...``, left to right."""
+    terms: list[PrimExpr] = []
     e: PrimExpr = value
     while isinstance(e, Add) and e.dtype == value.dtype:
-        adds.append(e)
+        terms.append(e.b)
         e = e.a
-    adds.reverse()
-    terms = [e] + [a.b for a in adds]
-    heads: list[PrimExpr] = [e, *adds]
-    return heads, terms
+    terms.append(e)
+    return terms[::-1]
 
 
 def _shape(e: PrimExpr) -> tuple[Any, list[int]] | None:
