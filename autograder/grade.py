@@ -382,7 +382,11 @@ def grade_shipped(job: ShippedSubmission) -> SubmissionResult:
         notebook = root / "submission" / f"{job.student}.ipynb"
         notebook.parent.mkdir()
         notebook.write_bytes(job.notebook)
-        config = replace(job.config, tests_root=tests_root, hide=[str(root)])
+        # the grader's own folders stay hidden too where this worker shares its file system
+        # (a LocalCluster, a shared mount): only the unpacked copy was, and a notebook read
+        # the instructor's tests folder (outside /tmp and the homes) in place
+        hide = [*job.config.hide, str(job.config.tests_root), str(root)]
+        config = replace(job.config, tests_root=tests_root, hide=hide)
         result = grade_or_error(notebook, config)
     result.student = job.student
     return result

@@ -111,3 +111,29 @@ def test_an_unreachable_scheduler_stops_the_run_at_once(demo, variants, tmp_path
     assert "cannot reach the Dask scheduler" in capsys.readouterr().err
     assert time.monotonic() - start < 15
     assert not (tmp_path / "grades.csv").exists()
+
+
+def test_a_worker_on_the_graders_machine_hides_the_original_tests_folder(demo, tmp_path):
+    """A Dask job is graded from the copy it unpacks; the instructor's own tests folder, the
+    reference and the output folder must stay hidden too when the worker shares the grader's
+    file system (a LocalCluster, a shared mount): only the unpacked copy was hidden, so a
+    tests folder outside /tmp and the homes (/srv/hidden, say) was readable by the notebook."""
+    import shutil
+    import tempfile
+
+    base = Path("/srv") if os.access("/srv", os.W_OK) else Path(__file__).resolve().parents[2]
+    tests = Path(tempfile.mkdtemp(prefix="ag-hidden-", dir=base))
+    try:
+        shutil.copytree(demo["tests"], tests, dirs_exist_ok=True)
+        snoop = variant(demo["solution"], tmp_path / "subs" / "snoop.ipynb",
+                        insert={FIRST_TEST: SNOOP.format(tests=tests)})
+        client, cluster = start_local_cluster("local:1")
+        try:
+            rc, rows = _grade([snoop], tests, tmp_path / "out",
+                              "--scheduler", cluster.scheduler_address)
+        finally:
+            client.close()
+            cluster.close()
+        assert rc == 0 and rows[0]["score"] == "5", rows
+    finally:
+        shutil.rmtree(tests, ignore_errors=True)
