@@ -111,6 +111,11 @@ def _cmd_grade(args: argparse.Namespace) -> int:
         print(f"a submission's name cannot name its feedback folder: {unusable} (rename it)",
               file=sys.stderr)
         return 2
+    undecodable = sorted(repr(p.name) for p in paths if not _utf8(p.stem))
+    if undecodable:  # written into grades.csv and feedback.md after everyone was graded
+        print(f"a submission's name is not valid UTF-8: {undecodable} (rename it)",
+              file=sys.stderr)
+        return 2
     taken = sorted(f"{p} (would be {out / reserved_name(p.stem)})" for p in paths
                    if reserved_name(p.stem))
     if taken:  # grades.csv.ipynb made out/grades.csv/ and no gradebook could be written
@@ -190,6 +195,14 @@ def _cmd_grade(args: argparse.Namespace) -> int:
     for r in errors:
         print(f"grader-error for {r.student}: {r.reason} (re-grade it)", file=sys.stderr)
     return 1 if errors else 0
+
+
+def _utf8(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:  # a byte that is not UTF-8, kept by Python as a surrogate
+        return False
+    return True
 
 
 def _hide_reference(config: Any, reference: Path) -> None:

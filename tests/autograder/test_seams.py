@@ -194,3 +194,21 @@ def test_an_undecided_speed_grade_marks_the_submission_for_review(tmp_path, monk
     assert "gemm_speed" in row["reason"] and "re-grade on a quieter machine" in row["reason"]
     assert "needs review: solution:" in capsys.readouterr().err
     assert "Note: needs review" in (out / "solution" / "feedback.md").read_text()
+
+
+def test_a_name_that_is_not_utf8_stops_the_run_before_grading(demo, tmp_path, capsys):
+    """A file named b'\\xff.ipynb' was graded, then writing its name into grades.csv raised
+    UnicodeEncodeError: no gradebook for anyone."""
+    import os
+
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    bad = os.path.join(os.fsencode(subs), b"\xffbad.ipynb")
+    with open(bad, "wb") as f:
+        f.write(demo["solution"].read_bytes())
+    other = _demo_subs(demo, tmp_path, **{"other.ipynb": demo["solution"]})
+    out = tmp_path / "out"
+    assert _grade_demo(demo, out, [Path(os.fsdecode(bad)), *other],
+                       "--skip-reference-check") == 2
+    assert "not valid UTF-8" in capsys.readouterr().err
+    assert not (out / "grades.csv").exists() and not (out / "other").exists()
