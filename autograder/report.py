@@ -36,7 +36,10 @@ def write_student(out: Path, result: SubmissionResult) -> None:
         if text:
             lines += ["", "```", text, "```"]
         lines.append("")
-    (folder / "feedback.md").write_text("\n".join(lines))
+    # text from a check may hold a lone surrogate (a JSON "\udcff" escape in a report): it is
+    # written escaped, never an UnicodeEncodeError that stops the run before the gradebook
+    (folder / "feedback.md").write_text("\n".join(lines), encoding="utf-8",
+                                        errors="backslashreplace")
     gradescope = {
         "score": result.score,
         "max_score": result.max_score,
@@ -74,7 +77,7 @@ def write_gradebook(out: Path, results: list[SubmissionResult],
             if t.id not in test_ids:
                 test_ids.append(t.id)
     path = out / GRADEBOOK
-    with path.open("w", newline="") as f:
+    with path.open("w", newline="", encoding="utf-8", errors="backslashreplace") as f:
         writer = csv.writer(f)
         writer.writerow(["student", "assignment", "score", "max_score", "status", *test_ids,
                          "reason", "reference_check"])

@@ -212,3 +212,17 @@ def test_a_name_that_is_not_utf8_stops_the_run_before_grading(demo, tmp_path, ca
                        "--skip-reference-check") == 2
     assert "not valid UTF-8" in capsys.readouterr().err
     assert not (out / "grades.csv").exists() and not (out / "other").exists()
+
+
+def test_feedback_text_that_is_not_utf8_is_written_escaped(tmp_path):
+    """A check's message can carry a lone surrogate (a "\\udcff" escape in a JSON report);
+    writing it raised UnicodeEncodeError and stopped the run before the gradebook."""
+    from autograder.grade import SubmissionResult, TestResult
+    from autograder.report import write_gradebook, write_student
+
+    test = TestResult("t", 1.0, 0.0, False, "public \udcff", [("c", False, "bad \udcff", True)])
+    result = SubmissionResult("alice", "a", [test], "ok", "reason \udcff")
+    write_student(tmp_path, result)
+    write_gradebook(tmp_path, [result])
+    assert "bad \\udcff" in (tmp_path / "alice" / "feedback.md").read_text()
+    assert "reason \\udcff" in (tmp_path / "grades.csv").read_text()
