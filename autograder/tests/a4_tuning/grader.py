@@ -89,16 +89,16 @@ def sampled_decisions(text):
     ``split``'s factors, say), i.e. whether the decision reaches a loop or a block at all."""
     insts = _instructions(text)
     out = []
-    for pos, (kind, _, outputs) in enumerate(insts):
-        if not str(kind).startswith("sample_"):
-            continue
-        names = {o for o in outputs if isinstance(o, str)} if isinstance(outputs, list) else set()
-        later = set()
-        for later_kind, args, _ in insts[pos + 1:]:
-            if _takes_effect(str(later_kind), args):
-                _references(args, later)
-        out.append((pos, str(kind), bool(names & later)))
-    return out
+    later = set()  # names taken by the instructions after the one looked at (one backward walk:
+    for pos in range(len(insts) - 1, -1, -1):  # a trace of 100k samples must not be quadratic)
+        kind, args, outputs = insts[pos]
+        if str(kind).startswith("sample_"):
+            names = {o for o in outputs if isinstance(o, str)} if isinstance(outputs, list) \
+                else set()
+            out.append((pos, str(kind), bool(names & later)))
+        elif _takes_effect(str(kind), args):
+            _references(args, later)
+    return out[::-1]
 
 
 def count_samples(text):
