@@ -363,6 +363,11 @@ def _refuse_numpy_function(err: TypeError, what: str) -> None:
     "loop of ufunc does not support argument 0 of type BufferLoad which has no callable exp
     method". Say which te function to use instead."""
     text = str(err)
+    if "is symbolic: Python's `if`" in text:  # np.maximum(A[i], 0), max(A[i], 0), np.where
+        raise type(err)(
+            f"{what}: {text} A numpy function such as np.maximum/np.minimum/np.where, or "
+            "Python's max/min, compares its arguments that way: use te.max(a, b), "
+            "te.min(a, b) or te.if_then_else(cond, a, b)") from None
     if "ufunc" not in text and "numpy" not in text:
         return
     import re

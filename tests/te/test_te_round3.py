@@ -126,3 +126,12 @@ def test_unknown_pragma_is_refused() -> None:
     with pytest.raises(ScheduleError, match=r"unknown pragma 'bogus_pragma'.*s\[B\]\.unroll"):
         s[B].pragma(B.op.axis[0], "bogus_pragma", 1)
     s[B].pragma(B.op.axis[0], "auto_unroll_max_step", 8)
+
+
+def test_np_maximum_inside_compute_names_te_max() -> None:
+    # said only that Python's `if` cannot look at a symbolic value
+    from mlc.errors import MLCTypeError
+
+    A = te.placeholder((8,), name="A")
+    with pytest.raises(MLCTypeError, match=r"np\.maximum.*use te\.max\(a, b\)"):
+        te.compute((8,), lambda i: np.maximum(A[i], 0), name="B")
