@@ -294,9 +294,10 @@ def explain(name, ratio):
                     f"{os.getloadavg()[0]:.1f}): two threads win more of the CPU time that "
                     "other programs compete for")
         if more < 1.3:
-            return (f"all threads together reach {more:.2f}x the one-thread FMA peak: the "
-                    f"{os.cpu_count()} CPUs share one core's units, so the second thread "
-                    "has nothing of its own to run on")
+            return (f"all threads together reach only {more:.2f}x the one-thread FMA peak "
+                    f"(two free cores would give about 2x): the {os.cpu_count()} CPUs share "
+                    "one core's units, or other programs hold the rest, so a second thread "
+                    "has little of its own to run on")
         return (f"the machine has {more:.2f}x the one-thread peak, but the threads waited "
                 f"(load average {os.getloadavg()[0]:.1f}: other work held the cores)")
     return "the idea of the step (above)" if gained else "noise, or the machine was busy"
