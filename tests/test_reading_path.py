@@ -90,3 +90,13 @@ if __name__ == "__main__":
     for m in stops():
         a, b = span(m["file"], m["sym"])
         print(f"{m['n']:>3}. {m['file']}:{a}-{b}  {m['sym']}")
+
+
+def test_architecture_lists_the_passes_lower_runs() -> None:
+    """docs/architecture.md's 'one build, step by step' names the passes of PASSES, in order."""
+    from mlc.transform.pipeline import PASSES
+
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    block = text.split("transform.lower", 1)[1].split("run_passes(backend.passes)", 1)[0]
+    named = [w.strip() for w in block.replace("\n", " ").split(",")]
+    assert named == [name for name, _ in PASSES]
