@@ -16,6 +16,7 @@ import sys
 import textwrap
 import time
 
+import numpy as np
 import pytest
 
 from mlc.runtime import parallel
@@ -239,13 +240,20 @@ def test_only_outer_loops_check_for_an_interrupt():
     V = te.compute((4096,), lambda i: A[i // n % n, i % n] * 2.0, name="V")
     ll = mlc.build(te.create_schedule(V.op), [A, V]).get_source("ll-unopt")
     assert "__mlc_interrupt" not in ll  # a short single loop: no check
-    W = te.placeholder((1 << 20,), name="W")
-    X = te.compute((1 << 20,), lambda i: W[i] * 2.0, name="X")
-    f = mlc.build(te.create_schedule(X.op), [W, X])
+    W = te.placeholder((1 << 21,), name="W")
+    X = te.compute((1 << 21,), lambda i: W[i] * 2.0, name="X")
+    s = te.create_schedule(X.op)
+    xo, xi = s[X].split(X.op.axis[0], factor=16)
+    s[X].vectorize(xi)
+    f = mlc.build(s, [W, X])
     ll = f.get_source("ll-unopt")  # a long one checks once per block of 65536 iterations
     assert ll.count('load volatile i32, i32* @"__mlc_interrupt"') == 1
-    assert "for_i.blocks" in ll
-    assert "x float>" in f.get_source("ll")  # and LLVM still vectorizes the loop
+    assert ".blocks" in ll
+    assert "<16 x float>" in f.get_source("ll")  # its vector code stays as it was
+    w = np.random.rand(1 << 21).astype("float32")
+    x = np.zeros_like(w)
+    f(w, x)
+    np.testing.assert_array_equal(x, w * 2)
 
 
 def test_a_call_in_another_thread_is_never_interrupted():
