@@ -333,3 +333,37 @@ def test_sigint_stops_a_single_loop_of_huge_trip_count(tmp_path):
     result = json.loads(out.strip().splitlines()[-1])
     assert result["small"] == 200_000.0
     assert result["interrupted_after"] < 0.5 + 3.0 and result["nan"]
+
+
+def test_jupyters_interrupt_button_stops_a_long_call():
+    # the real thing: a kernel, a cell running a naive 4096^3 matmul, interrupt_kernel()
+    manager = pytest.importorskip("jupyter_client.manager")
+    pytest.importorskip("ipykernel")
+    km, kc = manager.start_new_kernel(kernel_name="python3")
+    try:
+        kc.execute(textwrap.dedent(PRELUDE) + textwrap.dedent("""
+            f = matmul(4096)
+            a = np.ones((4096, 4096), "float32"); c = np.zeros((4096, 4096), "float32")
+            print("start", flush=True)
+            f(a, a, c)
+        """))
+        while True:
+            msg = kc.get_iopub_msg(timeout=LIMIT_S)
+            if msg["msg_type"] == "stream" and "start" in msg["content"]["text"]:
+                break
+        time.sleep(0.5)
+        start = time.time()
+        km.interrupt_kernel()
+        reply = kc.get_shell_msg(timeout=LIMIT_S)["content"]
+        took = time.time() - start
+        assert reply["status"] == "error" and reply["ename"] == "KeyboardInterrupt"
+        assert took < 5.0, f"the interrupt took {took:.1f} s"
+        kc.execute("print('nan', bool(np.isnan(c).all()))")
+        while True:
+            msg = kc.get_iopub_msg(timeout=LIMIT_S)
+            if msg["msg_type"] == "stream":
+                assert msg["content"]["text"].split() == ["nan", "True"]
+                break
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
