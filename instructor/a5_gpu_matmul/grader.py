@@ -4,6 +4,9 @@ indices, divergent barriers), and on the **performance model's predicted time**.
 
 The student's schedule is exported as its trace (``sch.trace``), replayed on a fresh copy of
 the matmul (``make_func``), built with ``target="cuda-sim"`` and run on inputs drawn here.
+The replay, build, run and prediction happen in a judged step (:mod:`autograder.judge_gpu`:
+its own uid, no capability, no tests folder, ``allow_calls=False``); this process keeps the
+expected answer and the reference's predicted time, and decides.
 The speed grade replays the same trace at ``n = 1024`` and asks
 :func:`mlc.target.cuda_sim.predict` for the kernel's time on the ``h100`` profile; the model
 is deterministic, so the grade is the same on any machine and needs no GPU and no repeated
@@ -11,7 +14,7 @@ timing: ``ratio = reference time / student time``, full points from ``full`` (1.
 as the reference, the course's ``blocking_with_shared``), none at ``floor`` or slower,
 linear in between.
 
-Run as a script (what the grader does, in its own process)::
+Run as a script (what the grader does, in its trusted runner)::
 
     python grader.py CASE_ID TRACE_FILE OUT_FILE
 """
@@ -78,14 +81,6 @@ def _inputs(case_id: str, n: int) -> tuple[np.ndarray, np.ndarray]:
             rng.standard_normal((n, n)).astype(np.float32))
 
 
-def _replay(trace_text: str, n: int) -> Any:
-    from mlc import tir
-
-    sch = tir.Schedule(make_func(n))
-    tir.Trace.apply_json_to_schedule(json.loads(trace_text), sch)
-    return sch
-
-
 def _predict(sch: Any, n: int) -> float:
     import mlc
     from mlc.target import cuda_sim
@@ -106,39 +101,53 @@ class GPUCase:
     full: float = 1.0
     show_message: ClassVar[bool] = True
 
-    def evaluate(self, trace_text: str) -> dict[str, Any]:
-        """Replay, build, run and judge (trusted: runs in the grader's process)."""
-        import mlc
-        from mlc.target import cuda_sim
+    def evaluate(self, trace_text: str, workdir: Path | None = None,
+                 hide: list[str] | None = None,
+                 probe: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Replay, build, run and judge. With ``workdir`` (the grader) the student's schedule
+        is replayed, built (``allow_calls=False``) and run in a judged step
+        (:func:`autograder.judge_gpu.judge_schedule`: own uid, no capability, no tests
+        folder); without (a student's own check, in the notebook) in this process. The
+        expected answer and the reference's predicted time are computed here either way."""
+        from autograder import judge_gpu
 
         n = self.params["n"]
+        big = self.params["speed_n"] if self.kind == "speed" else None
         a, b = _inputs(self.id, n)
-        try:
-            sch = _replay(trace_text, n)
-            f = mlc.build(sch.mod, target="cuda-sim")
-            c = np.full((n, n), np.nan, np.float32)
-            if self.kind == "checked":
-                report = cuda_sim.check(f, a, b, c)
-                return {"ok": True, "message": str(report)}
-            f.check_on_first_call = False     # races are the "checked" case's business
-            f(a, b, c)
-        except Exception as err:  # a student's schedule may fail in any way: report it
-            return {"ok": False, "message": f"{type(err).__name__}: {err}"}
-        expected = a @ b
+        options: dict[str, Any] = {"check": self.kind == "checked", "gpu": GPU,
+                                   "predict_func": make_func(big) if big else None}
+        if workdir is None:
+            run = judge_gpu.run_schedule("cuda-sim", make_func(n), trace_text, [a, b], (n, n),
+                                         "float32", **options)
+        else:
+            run = judge_gpu.judge_schedule("cuda-sim", make_func(n), trace_text,
+                                           {"A": a, "B": b}, (n, n), "float32", workdir,
+                                           hide=hide, probe=probe, **options)
+        report = self._report(run, a, b)
+        if probe is not None:
+            report["probe"] = run.probe
+        return report
+
+    def _report(self, run: Any, a: np.ndarray, b: np.ndarray) -> dict[str, Any]:
+        """The verdict on what the replayed schedule did (:class:`~autograder.judge_gpu.
+        ScheduleRun`, already checked: shape, dtype, a finite positive time)."""
+        if not run.ran:
+            return {"ok": False, "message": run.message}
+        if self.kind == "checked":
+            return {"ok": True, "message": run.message}
+        c, expected = run.out, a @ b
         if not np.allclose(c, expected, rtol=1e-4, atol=1e-3):
             bad = int((~np.isclose(c, expected, rtol=1e-4, atol=1e-3)).sum())
             return {"ok": False, "message": f"{bad} of {c.size} values differ from numpy's A @ B"}
         if self.kind == "correct":
             return {"ok": True, "message": "matches numpy in cuda-sim"}
         big = self.params["speed_n"]
-        try:
-            time = _predict(_replay(trace_text, big), big)
-        except Exception as err:  # noqa: BLE001
+        if run.predict_error or run.time is None:
             return {"ok": False, "message": f"the schedule replayed at n = {big} fails: "
-                                            f"{type(err).__name__}: {err}"}
+                                            f"{run.predict_error}"}
         ref = _predict(reference_schedule(big), big)
-        return {"ok": True, "message": "matches numpy", "time": time, "ref_time": ref,
-                "ratio": ref / time}
+        return {"ok": True, "message": "matches numpy", "time": run.time, "ref_time": ref,
+                "ratio": ref / run.time}
 
     def score(self, ratio: float) -> float:
         return float(np.clip((ratio - self.floor) / (self.full - self.floor), 0.0, 1.0))
@@ -173,12 +182,24 @@ CASES = [
 ]
 
 
-def main(argv: list[str]) -> None:
+def main(argv: list[str]) -> int:
+    """What the grader runs (its trusted runner): the student's schedule is judged on the
+    other side of the wall; a judged step that cannot start with every wall is a
+    ``GRADER-ERROR`` (exit 3), never a grade."""
+    from autograder.judge_gpu import JudgeUnavailable
+
     case_id, trace_file, out_file = argv
     case = next(c for c in CASES if c.id == case_id)
-    report = case.evaluate(Path(trace_file).read_text())
+    tests = Path(__file__).resolve().parent
+    try:
+        report = case.evaluate(Path(trace_file).read_text(), Path(out_file).resolve().parent,
+                               hide=[str(tests), str(tests.parent)])
+    except JudgeUnavailable as err:
+        print(f"GRADER-ERROR: {err}", file=sys.stderr)
+        return 3
     Path(out_file).write_text(json.dumps(report))
+    return 0
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    sys.exit(main(sys.argv[1:]))

@@ -3,11 +3,15 @@ correctness and on **simulated cycles**.
 
 The student's te schedule is exported as its trace (``s.sch.trace``), replayed on a fresh
 copy of the GEMM (``make_func``), built with ``target="vdla"`` and run on the simulator with
-inputs drawn here. Cycles are deterministic, so the speed grade is the same on any machine
-and needs no repeated timing: ``ratio = reference cycles / student cycles``, full points from
-``full`` (1.0: as fast as the reference), none at ``floor`` or slower, linear in between.
+inputs drawn here. The replay, build and simulation happen in a judged step
+(:mod:`autograder.judge_gpu`: its own uid, no capability, no tests folder; VDLA programs are
+instructions its simulator interprets, so nothing native runs); this process keeps the
+expected answer and the reference's cycles, and decides. Cycles are deterministic, so the
+speed grade is the same on any machine and needs no repeated timing: ``ratio = reference
+cycles / student cycles``, full points from ``full`` (1.0: as fast as the reference), none at
+``floor`` or slower, linear in between.
 
-Run as a script (what the grader does, in its own process)::
+Run as a script (what the grader does, in its trusted runner)::
 
     python grader.py CASE_ID TRACE_FILE OUT_FILE
 """
@@ -65,29 +69,48 @@ class CycleCase:
     full: float = 1.0
     show_message: ClassVar[bool] = True
 
-    def evaluate(self, trace_text: str) -> dict[str, Any]:
-        """Replay, build, run and compare (trusted: runs in the grader's process)."""
+    def evaluate(self, trace_text: str, workdir: Path | None = None,
+                 hide: list[str] | None = None,
+                 probe: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Replay, build, run and compare. With ``workdir`` (the grader) the student's
+        schedule is replayed, built and run on the simulator in a judged step
+        (:func:`autograder.judge_gpu.judge_schedule`: own uid, no capability, no tests
+        folder); without (a student's own check, in the notebook) in this process. The
+        expected answer and the reference's cycles are computed here either way."""
         import mlc
-        from mlc import tir
+        from autograder import judge_gpu
 
         n = self.params["n"]
         a, b = _inputs(self.id, n)
         expected = a.astype(np.int32) @ b.astype(np.int32).T
-        try:
-            sch = tir.Schedule(make_func(n))
-            tir.Trace.apply_json_to_schedule(json.loads(trace_text), sch)
-            module = mlc.build(sch.mod, target="vdla")
-            got, cycles = _run(module, a, b)
-        except Exception as err:  # a student's schedule may fail in any way: report it
-            return {"correct": False, "message": f"{type(err).__name__}: {err}"}
+        if workdir is None:
+            run = judge_gpu.run_schedule("vdla", make_func(n), trace_text, [a, b],
+                                         expected.shape, "int32")
+        else:
+            run = judge_gpu.judge_schedule("vdla", make_func(n), trace_text, {"A": a, "B": b},
+                                           expected.shape, "int32", workdir, hide=hide,
+                                           probe=probe)
+        report = self._report(run, expected)
+        if probe is not None:
+            report["probe"] = run.probe
+        if report["correct"]:
+            s, args = reference_schedule(n)
+            _, ref_cycles = _run(mlc.build(s, args, target="vdla"), a, b)
+            report.update(ref_cycles=ref_cycles, ratio=ref_cycles / report["cycles"])
+        return report
+
+    @staticmethod
+    def _report(run: Any, expected: np.ndarray) -> dict[str, Any]:
+        """The verdict on what the replayed schedule did (:class:`~autograder.judge_gpu.
+        ScheduleRun`, already checked: shape, dtype, a positive whole number of cycles)."""
+        if not run.ran:
+            return {"correct": False, "message": run.message}
+        got = run.out
         if not np.array_equal(got, expected):
             bad = int((got != expected).sum())
             return {"correct": False, "message": f"{bad} of {got.size} values differ from "
                                                  "numpy's A @ B.T"}
-        s, args = reference_schedule(n)
-        _, ref_cycles = _run(mlc.build(s, args, target="vdla"), a, b)
-        return {"correct": True, "message": "matches numpy", "cycles": cycles,
-                "ref_cycles": ref_cycles, "ratio": ref_cycles / cycles}
+        return {"correct": True, "message": "matches numpy", "cycles": run.cycles}
 
     def score(self, ratio: float) -> float:
         return float(np.clip((ratio - self.floor) / (self.full - self.floor), 0.0, 1.0))
@@ -120,12 +143,24 @@ CASES = [
 ]
 
 
-def main(argv: list[str]) -> None:
+def main(argv: list[str]) -> int:
+    """What the grader runs (its trusted runner): the student's schedule is judged on the
+    other side of the wall; a judged step that cannot start with every wall is a
+    ``GRADER-ERROR`` (exit 3), never a grade."""
+    from autograder.judge_gpu import JudgeUnavailable
+
     case_id, trace_file, out_file = argv
     case = next(c for c in CASES if c.id == case_id)
-    report = case.evaluate(Path(trace_file).read_text())
+    tests = Path(__file__).resolve().parent
+    try:
+        report = case.evaluate(Path(trace_file).read_text(), Path(out_file).resolve().parent,
+                               hide=[str(tests), str(tests.parent)])
+    except JudgeUnavailable as err:
+        print(f"GRADER-ERROR: {err}", file=sys.stderr)
+        return 3
     Path(out_file).write_text(json.dumps(report))
+    return 0
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    sys.exit(main(sys.argv[1:]))
