@@ -15,7 +15,8 @@ solution through the same path (:mod:`autograder.reference`) and stops unless it
 marks (exit status 4, naming the tests that failed and their feedback);
 ``--skip-reference-check`` skips that, and ``grades.csv`` says so. A submission whose
 grading fails for a reason that is not the student's gets a ``grader-error`` row; the others
-are graded (exit status 1). A submission over ``--max-size-mb`` (20) is not parsed: status
+are graded (exit status 1); so is a speed credit the timing could not decide (status
+``needs review``). A submission over ``--max-size-mb`` (20) is not parsed: status
 ``too large``. A name whose feedback folder would be the grader's own output
 (``grades.csv.ipynb``) stops the run before anyone is graded (exit status 2).
 
@@ -194,7 +195,8 @@ def _cmd_grade(args: argparse.Namespace) -> int:
     errors = [r for r in results if r.status == "grader-error"]
     for r in errors:
         print(f"grader-error for {r.student}: {r.reason} (re-grade it)", file=sys.stderr)
-    return 1 if errors else 0
+    review = [r for r in results if r.status == "needs review"]
+    return 1 if errors or review else 0  # some rows are not final grades yet
 
 
 def _utf8(name: str) -> bool:

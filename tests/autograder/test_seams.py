@@ -190,7 +190,7 @@ def test_an_undecided_speed_grade_marks_the_submission_for_review(tmp_path, monk
     rc = main(["grade", "--assignment", name, "--out", str(out), "--timeout", "60", "--quiet",
                "--size", "64", "--skip-reference-check", str(sub)])
     row = _rows(out)["solution"]
-    assert rc == 0 and row["status"] == "needs review"
+    assert rc == 1 and row["status"] == "needs review"  # not every grade is final
     assert "gemm_speed" in row["reason"] and "re-grade on a quieter machine" in row["reason"]
     assert "needs review: solution:" in capsys.readouterr().err
     assert "Note: needs review" in (out / "solution" / "feedback.md").read_text()
