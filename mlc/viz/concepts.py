@@ -41,6 +41,8 @@ CHAPTER_LEVELS: dict[int, tuple[str, ...]] = {
     9: ("schedule", "loops"),
     10: ("loops", "code"),
     11: ("code",),
+    12: ("schedule", "code"),
+    13: ("graph", "te", "schedule"),
 }
 
 # where the course goes deeper into each level
