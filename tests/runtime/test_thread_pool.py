@@ -80,6 +80,14 @@ def test_idle_threads_sleep_after_their_spin(spin):
 
 
 @needs_threads
+def test_spinning_forever_is_what_libgomp_does_when_asked():
+    # the setting reaches mlc's copy: a team told never to sleep keeps one CPU busy
+    result = run(IDLE_CPU.format(preload=""), env={"MLC_THREAD_SPIN_US": "inf"})
+    assert result["ok"]
+    assert result["idle_cpu_s"] > 0.05, "MLC_THREAD_SPIN_US=inf did not reach libgomp"
+
+
+@needs_threads
 def test_a_libgomp_loaded_first_with_spinning_threads_does_not_decide():
     # torch or xgboost may have loaded libgomp first, with their settings: mlc's kernels
     # used that instance (its threads then spun all second long); now they use mlc's own
