@@ -127,6 +127,20 @@ WRONG = [
      'return {3: {"push_next": True}, 4: {"pop_prev": True, "push_prev": True},\n'
      '        5: {"pop_next": True}, 6: {"push_next": True},\n'
      '        7: {"pop_prev": True, "push_next": True}, 8: {"pop_prev": True}}'),
+    # a failed candidate treated as infinitely slow: a shape where all failed still gets one
+    ("12_kernel_selection", 0, "1. pick per shape",
+     "inf = float('inf')\n"
+     "return {s: min(t, key=lambda nm: inf if t[nm] is None else t[nm])\n"
+     "        for s, t in timings.items()}"),
+    # a dispatcher that measures on every call
+    ("12_kernel_selection", 2, "2. a timing cache",
+     "return self.kernels[self.measure(x.shape)](x)"),
+    # no compute_at: the whole n x n scores are allocated
+    ("13_attention", 0, "1. attention, one row at a time", "return te.create_schedule(O.op)"),
+    # a running sum that is not rescaled when a larger maximum arrives
+    ("13_attention", 1, "2. online softmax",
+     "m, total = -np.inf, 0.0\nfor b in blocks:\n    m = max(m, float(b.max()))\n"
+     "    total += float(np.exp(b - m).sum())\nreturn m, total"),
 ]
 
 
