@@ -132,7 +132,7 @@ def judge_schedule(target: str, func: Any, trace_text: str, arrays: dict[str, np
                    out_shape: tuple[int, ...], out_dtype: str, workdir: Path, *,
                    check: bool = False, predict_func: Any = None, gpu: str = "h100",
                    hide: list[str] | None = None, probe: dict[str, Any] | None = None,
-                   wall_s: float = 200.0) -> ScheduleRun:
+                   wall_s: float = 100.0) -> ScheduleRun:
     """:func:`run_schedule` in a judged step, its result checked on this (trusted) side.
 
     Raises :class:`JudgeUnavailable` when the step could not start with every wall (never a
@@ -171,15 +171,9 @@ def _checked(result: dict[str, Any], files: dict[str, bytes], out_shape: tuple[i
     message = message[:MAX_MESSAGE] if isinstance(message, str) else ""
     if result.get("ran") is not True:
         return ScheduleRun(False, message or "the schedule did not run")
-    try:
-        out = np.load(io.BytesIO(files["out.npy"]), allow_pickle=False)
-    except (KeyError, ValueError, OSError, EOFError) as err:
-        return ScheduleRun(False, f"the schedule's output cannot be read: {err}")
-    if not isinstance(out, np.ndarray) or out.shape != out_shape \
-            or out.dtype != np.dtype(out_dtype):
-        return ScheduleRun(False, f"the schedule's output is {getattr(out, 'dtype', '?')}"
-                                  f"{list(getattr(out, 'shape', ()))}, not "
-                                  f"{np.dtype(out_dtype)}{list(out_shape)}")
+    out = load_output(files.get("out.npy"), out_shape, np.dtype(out_dtype))
+    if isinstance(out, str):
+        return ScheduleRun(False, f"the schedule's output {out}")
     run = ScheduleRun(True, message, out)
     if target == "vdla":
         cycles = result.get("cycles")
@@ -197,6 +191,36 @@ def _checked(result: dict[str, Any], files: dict[str, bytes], out_shape: tuple[i
         else:
             run.predict_error = f"the model's prediction is not usable: {str(time)[:100]}"
     return run
+
+
+def load_output(data: bytes | None, shape: tuple[int, ...],
+                 dtype: np.dtype[Any]) -> np.ndarray | str:
+    """The ``.npy`` array in ``data`` if its header says ``shape`` and ``dtype``; else why
+    not. The header is read first: ``np.load`` of a header that claims 4 TiB allocates them
+    before it finds the data short."""
+    from numpy.lib import format as npy
+
+    if data is None:
+        return "is missing"
+    f = io.BytesIO(data)
+    try:
+        version = npy.read_magic(f)
+        if version == (1, 0):
+            got_shape, _, got_dtype = npy.read_array_header_1_0(f)
+        elif version == (2, 0):
+            got_shape, _, got_dtype = npy.read_array_header_2_0(f)
+        else:
+            return f"cannot be read: .npy version {version}"
+    except (ValueError, EOFError, SyntaxError, TypeError) as err:
+        return f"cannot be read: {str(err)[:200]}"
+    if tuple(got_shape) != shape or got_dtype != dtype:
+        return (f"is {str(got_dtype)[:40]}{list(got_shape)[:8]}, not "
+                f"{dtype}{list(shape)}")
+    try:
+        out = np.load(io.BytesIO(data), allow_pickle=False)
+    except (ValueError, OSError, EOFError) as err:
+        return f"cannot be read: {str(err)[:200]}"
+    return out if isinstance(out, np.ndarray) else "is not an array"
 
 
 def judge_main(in_dir: Path, out_dir: Path) -> int:

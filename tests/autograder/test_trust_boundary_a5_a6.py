@@ -158,10 +158,24 @@ def _out(shape=(4, 4), dtype="float32") -> dict[str, bytes]:
     return {"out.npy": buffer.getvalue()}
 
 
+def _huge_header() -> bytes:
+    """A .npy header that claims 4 TiB of float32 (np.load would allocate them first)."""
+    import io
+
+    from numpy.lib import format as npy
+
+    f = io.BytesIO()
+    npy.write_array_header_1_0(f, {"descr": "<f4", "fortran_order": False,
+                                   "shape": (1 << 40,)})
+    return f.getvalue() + b"\0" * 64
+
+
 @pytest.mark.parametrize("result, files, target, predict, words", [
     ({"ran": "yes"}, _out(), "cuda-sim", False, "did not run"),
-    ({"ran": True}, {}, "cuda-sim", False, "cannot be read"),
+    ({"ran": True}, {}, "cuda-sim", False, "missing"),
     ({"ran": True}, {"out.npy": b"\x93NUMPY garbage"}, "cuda-sim", False, "cannot be read"),
+    ({"ran": True}, {"out.npy": _out()["out.npy"][:-8]}, "cuda-sim", False, "cannot be read"),
+    ({"ran": True}, {"out.npy": _huge_header()}, "cuda-sim", False, "[1099511627776]"),
     ({"ran": True}, _out((4, 5)), "cuda-sim", False, "[4, 5]"),
     ({"ran": True}, _out(dtype="float64"), "cuda-sim", False, "float64"),
     ({"ran": True, "cycles": True}, _out(dtype="int32"), "vdla", False, "cycle count"),
@@ -257,3 +271,21 @@ def test_again_as_an_ordinary_user():
         assert "4 passed" in proc.stdout, proc.stdout[-2000:]
     finally:
         remove_tree(home)
+
+
+def test_an_output_header_claiming_terabytes_is_refused_unread(monkeypatch, tmp_path):
+    """Before: ``np.load`` allocated what the header of a judged step's output claims
+    (a 4 TiB float32 array: MemoryError in the trusted runner). Now the header is checked
+    first, for a5/a6's outputs and for a2/a4's trace outputs alike."""
+    from autograder import judged
+    from autograder.judge_trace import judge_trace
+
+    run = judge_gpu._checked({"ran": True}, {"out.npy": _huge_header()}, (4, 4), "float32",
+                             "cuda-sim", False)
+    assert not run.ran and "[1099511627776]" in run.message
+    monkeypatch.setenv("AUTOGRADER_SIZE", "64")
+    monkeypatch.setattr(judged, "run_judged", lambda *a, **k: judged.Judged(
+        {"ran": True}, {"out.npy": _huge_header()}, {}, ""))
+    a2 = load_grader(REPO / "instructor" / "a2_gemm_schedule" / "grader.py")
+    report = judge_trace(a2.case("gemm_correct"), "[]", tmp_path)
+    assert not report["correct"] and "[1099511627776]" in report["message"], report
