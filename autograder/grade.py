@@ -411,8 +411,8 @@ def grade_submission(path: Path, config: GradingConfig, workroot: Path | None = 
     student = path.stem
     try:
         data = read_submission(path, config.max_bytes)
-    except Refused as refused:
-        return refused_result(student, config, spec, refused)
+    except Refused as refusal:
+        return refused_result(student, config, spec, refusal)
     try:
         submission = nbformat.reads(data.decode("utf-8"), as_version=4)
     except Exception as err:  # noqa: BLE001 - any unreadable file is the student's problem
