@@ -571,11 +571,54 @@ print(f"7-bit int8 is {min(speedups):.2f}x to {max(speedups):.2f}x the speed of 
 # the rounds above alternate the builds so that they see the same load.
 
 # %% [markdown]
+# ### fp16 beside int8
+# Half precision needs no scale and no zero point: a float16 has 5 exponent bits and 10
+# mantissa bits, about 3 decimal digits up to 65,504, and a value is cast, not quantized.
+# It halves memory as int8 quarters it. Its weakness is the sum: a dot product of 256
+# terms accumulated in float16 keeps 3 digits of a number that grows, so mixed precision
+# reads float16 and accumulates in float32. Both, in te (the `.astype` picks the
+# accumulator), against a float64 reference; the last column lists the instructions
+# LLVM chose on this CPU (`vfmadd231ph` is AVX512-FP16's half-precision FMA; without it
+# the halves are converted to float32 first):
+
+# %% tags=["nbval-ignore-output"]
+import re
+
+from mlc.topi.schedule import default_schedule
+
+
+def dense_half(acc, m=64, n=64, k=256):
+    X = te.placeholder((m, k), name="X", dtype="float16")
+    W = te.placeholder((n, k), name="W", dtype="float16")
+    r = te.reduce_axis((0, k), name="k")
+    Y = te.compute((m, n), lambda i, j: te.sum(X[i, r].astype(acc) * W[j, r].astype(acc),
+                                               axis=r), name="dense", tag="dense")
+    return mlc.build(default_schedule([X, W, Y]).mod)
+
+
+rng16 = np.random.default_rng(0)
+x16 = rng16.random((64, 256)).astype("float16")
+w16 = rng16.random((64, 256)).astype("float16")
+ref16 = x16.astype("float64") @ w16.astype("float64").T
+err16 = {}
+for acc in ("float16", "float32"):
+    f16 = dense_half(acc)
+    y16 = np.zeros((64, 64), acc)
+    f16(x16, w16, y16)
+    err16[acc] = float(np.abs(y16 - ref16).max() / np.abs(ref16).max())
+    ops = sorted(set(re.findall(r"\b(vfmadd\w+|vcvt\w*ph\w*|vcvtsh2ss)\b",
+                                f16.get_source("asm"))))
+    print(f"fp16 inputs, {acc} accumulator: relative error {err16[acc]:.1e}; {', '.join(ops)}")
+with np.errstate(over="ignore"):
+    print("np.float16(70000) =", np.float16(70000), "(past 65,504 a float16 is inf)")
+assert err16["float32"] < 1e-5 < err16["float16"]
+
+# %% [markdown]
 # > **What to remember**
 # > * blockize makes a block compute a whole tile; tensorize replaces it by an instruction (a
 # >   TensorIntrin: a description and an implementation that must agree).
 # > * int8 dot-product instructions need a zero point and a shift, which the compiler
-# >   compensates for exactly.
+# >   compensates for exactly; fp16 needs neither, but accumulate it in float32.
 # > * Whether a micro-kernel pays is measured against numpy on this machine.
 
 # %% [markdown]
