@@ -329,9 +329,12 @@ check_rows(schedule_rows)
           "new max) moves it to the new maximum"])
 def check_online(running_max_sum):
     def blocks(x, size, seen):
+        buf = np.empty(size, "float32")  # one buffer, refilled: a kept block changes
         for start in range(0, len(x), size):
             seen.append(start)
-            yield x[start:start + size]
+            view = buf[:len(x[start:start + size])]
+            view[:] = x[start:start + size]
+            yield view
 
     r = np.random.default_rng(4)
     for x, size in [(r.standard_normal(37).astype("float32"), 5),
@@ -349,13 +352,16 @@ def check_online(running_max_sum):
         want = np.exp(x.astype("float64") - x.max()).sum()
         expect(np.isclose(total, want, rtol=1e-4),
                f"the sum of exp(x - max) is {want:.6g}, not {total:.6g} "
-               f"(blocks of {size}{', the largest comes last' if size == 8 else ''})")
+               f"(blocks of {size}{', the largest comes last' if size == 8 else ''}; "
+               "each block is refilled in the same buffer when the next comes, so a block "
+               "kept for later no longer holds its values)")
 
 # %% [markdown]
 # **2.** FlashAttention's trick, on one row. `running_max_sum(blocks)` gets the row as an
 # iterator of numpy blocks, to be read once, and returns `(m, l)`: the row's maximum and
 # `l = sum(exp(x - m))`, so that `softmax(x) = exp(x - m) / l`. Keep only two numbers
-# between blocks; no block may be kept.
+# between blocks: as on a GPU, where a block of scores is overwritten by the next, a block
+# you keep will not hold its values later.
 
 # %%
 def running_max_sum(blocks):

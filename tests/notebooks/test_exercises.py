@@ -141,6 +141,10 @@ WRONG = [
     ("13_attention", 1, "2. online softmax",
      "m, total = -np.inf, 0.0\nfor b in blocks:\n    m = max(m, float(b.max()))\n"
      "    total += float(np.exp(b - m).sum())\nreturn m, total"),
+    # the blocks kept and reduced at the end: not one pass with two numbers between blocks
+    ("13_attention", 1, "2. online softmax",
+     "x = np.concatenate(list(blocks))\nm = float(x.max())\n"
+     "return m, float(np.exp(x - m).sum())"),
 ]
 
 
