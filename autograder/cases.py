@@ -256,6 +256,7 @@ def replay_export(case_id: str, exports: Path, workdir: Path,
         text = parse_json(path.read_bytes())["text"]
         if not isinstance(text, str):
             raise TypeError(f"the trace is a {type(text).__name__}, not text")
+        text.encode()  # a lone surrogate ('\udcff' in the JSON): UnicodeEncodeError
     except (ValueError, KeyError, TypeError) as err:
         return None, f"the exported trace cannot be read: {err}"
     trace_file = workdir / f"{case_id}.trace.json"

@@ -289,3 +289,16 @@ def test_an_output_header_claiming_terabytes_is_refused_unread(monkeypatch, tmp_
     a2 = load_grader(REPO / "instructor" / "a2_gemm_schedule" / "grader.py")
     report = judge_trace(a2.case("gemm_correct"), "[]", tmp_path)
     assert not report["correct"] and "[1099511627776]" in report["message"], report
+
+
+def test_a_trace_that_is_not_utf8_text_is_the_students_failure(tmp_path):
+    """A lone surrogate in the exported trace ('\\udcff' in its JSON) stopped the check with
+    UnicodeEncodeError (a grader-error row); it is a trace that cannot be read."""
+    from autograder.cases import run_plain
+
+    exports = tmp_path / "exports"
+    exports.mkdir()
+    (exports / "vdla_gemm_correct.json").write_text(json.dumps({"text": "\udcff[]"}))
+    score, message = A6.case("vdla_gemm_correct").check_export(
+        exports, grader_path=A6.path, run_trusted=run_plain, workdir=tmp_path)
+    assert score == 0.0 and "cannot be read" in message and "surrogate" in message, message
