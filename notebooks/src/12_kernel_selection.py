@@ -145,14 +145,15 @@ def time_candidates(m, n, k, candidates=CANDIDATES, seed=0, rounds=5):
 
 # %% [markdown]
 # ## The table
-# Five shapes: batch 1 (one request at a time, a matrix-vector product), the digits MLP's
-# last layer (10 outputs), a small batch, and two larger ones. Each cell is microseconds per
+# Five shapes: the digits MLP's first layer at batch 1 (one request at a time, a
+# matrix-vector product), its last layer (32 inputs, 10 outputs), a small batch, and two
+# larger ones. Each cell is microseconds per
 # call on this machine in this run; the last column is the fastest, the column before it the
-# fastest compiled by mlc. The two lines under the table are computed from it; the last
-# one times a call with no work.
+# fastest compiled by mlc. The two lines under the table are computed from it; the third
+# times a call with no work.
 
 # %% tags=["nbval-ignore-output"]
-SHAPES = [(1, 64, 64), (1, 10, 64), (16, 64, 64), (64, 256, 256), (128, 256, 256)]
+SHAPES = [(1, 64, 64), (1, 10, 32), (16, 64, 64), (64, 256, 256), (128, 256, 256)]
 table = {shape: time_candidates(*shape) for shape in SHAPES}
 
 names = list(CANDIDATES)
@@ -183,12 +184,14 @@ print(f"a call with nothing to do, (1, 1, 1): {idle['naive'] * 1e6:.1f} us for a
 #
 # * **Every call pays a fixed cost**, printed on the last line: an mlc kernel is called
 #   through ctypes with its arguments checked, `np.matmul` has its own dispatch. At batch 1
-#   the work is 4,096 or 640 multiply-adds, a microsecond or less at one core's rate, so
+#   the work is 4,096 or 320 multiply-adds, a microsecond or less at one core's rate, so
 #   compare the batch-1 rows with that line: there the columns measure calling conventions
 #   more than kernels.
-# * **The schedule matters from the middle shapes on**: naive and vectorized loops read `w`
-#   with a stride of `k` floats, the register-tiled kernel keeps a 4 × 64 tile in registers
-#   (chapter 06 reads its code); compare their columns at (64, 256, 256).
+# * **The schedule matters from the middle shapes on**: the naive loop does one
+#   multiply-add per step, the vectorized one 16 for one row of the output, and the
+#   register-tiled kernel keeps a 4 × 64 tile of accumulators, so each vector of `w` it
+#   loads serves 4 rows (chapter 06 reads its code); compare their columns at
+#   (64, 256, 256).
 # * **The library** is OpenBLAS, hand-written assembly per CPU family: chapter 04 took the
 #   same road step by step and saw how far it goes. TensorRT keeps cuBLAS among its tactics
 #   for the same reason.
@@ -266,8 +269,9 @@ print({shape: name for shape, (name, _) in engine.cache.items()})
 #   kernels from a loop-polyhedron description, with transformations the user applies by
 #   name: `split_iname`, `tag_inames` (to GPU axes, or `unr` to unroll), `add_prefetch`
 #   (stage data in local memory). Those are mlc's `split`, `bind`, `unroll` and
-#   `cache_read`. What Loopy added is that the kernel, not a separate schedule, carries the
-#   transformations, and that the data dependences are checked when it transforms.
+#   `cache_read`. Loopy's kernel is a polyhedral loop domain (integer sets, through isl)
+#   plus instructions, and each transformation returns a new kernel: there is no separate
+#   schedule object, the transformed kernel is the record.
 #   Chapter 02's two styles are the same idea; the notes list Loopy with Halide as the
 #   origin of the schedule primitives.
 # * **TACO**, the Tensor Algebra Compiler (Kjolstad et al., 2017), compiles index
