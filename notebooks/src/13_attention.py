@@ -8,7 +8,7 @@
 #
 # for a sequence of `n` tokens with `d` features per head: `Q`, `K`, `V` and `O` are
 # `n × d`, and the scores `S = Q Kᵀ / √d` are `n × n`. The scores are the problem: at 4,096
-# tokens they are 64 MB per head, computed, written, read back for the softmax, written
+# tokens they are 64 MiB per head, computed, written, read back for the softmax, written
 # again and read once more by the second product. The fusion rules of chapter 05 leave
 # exactly that traffic in place. This chapter shows why, then writes the fused kernel the
 # rules cannot find (the idea behind FlashAttention).
@@ -148,8 +148,8 @@ assert plain["S"] == plain["E"] == n * n
 
 # %% [markdown]
 # ## One row at a time
-# Row `i` of the output needs row `i` of `S`, of `E`, and `M[i]`, `L[i]`, and nothing of
-# any other row. So every stage can be computed inside `O`'s row loop with `compute_at`
+# Row `i` of the output needs all of `K` and `V`, but of the intermediates only row `i` of
+# `S` and `E`, `M[i]`, `L[i]` and row `i` of `U`: nothing of any other row. So every stage can be computed inside `O`'s row loop with `compute_at`
 # (chapter 02): each iteration of `i` computes one row of scores, its max, its
 # exponentials, its sum and its product with `V`, and the buffers shrink to one row.
 
@@ -165,7 +165,7 @@ assert rows == {"S": n, "M": 1, "E": n, "L": 1, "U": d}
 assert sum(rows.values()) == 2 * n + d + 2
 
 # %% [markdown]
-# Read the program: inside `for i`, five loops over one row. `S` holds `n = 64` scores,
+# Read the program: inside `for i`, six short loops, one per stage, over one row. `S` holds `n = 64` scores,
 # 256 bytes, small enough for the L1 cache (on a GPU: for shared memory or registers, "on
 # chip"). Both kernels compute attention, checked against numpy:
 
