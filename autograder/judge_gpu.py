@@ -109,11 +109,10 @@ def run_schedule(target: str, func: Any, trace_text: str, arrays: list[np.ndarra
         if target == "cuda-sim":
             module.check_on_first_call = False  # races are the checked case's business
         stats = module(*arrays, out)
+        cycles = int(stats.cycles) if target == "vdla" else None
     except Exception as err:  # noqa: BLE001 - a student's schedule may fail in any way
         return ScheduleRun(False, _error(err))
-    run = ScheduleRun(True, "", out)
-    if target == "vdla":
-        run.cycles = int(stats.cycles)
+    run = ScheduleRun(True, "", out, cycles=cycles)
     if predict_func is not None:
         from mlc.target import cuda_sim
 
