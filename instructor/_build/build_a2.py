@@ -13,10 +13,15 @@ is fixed; you write its **schedule** with the TensorIR primitives of `mlc.tir.Sc
 How it is graded:
 * **correctness (2 points)**: your schedule must compute `A @ B`;
 * **speed (4 points)**: your schedule is replayed from its trace (`sch.trace`) in a clean
-  process on the same computation and timed against a reference schedule (32x32 tiles,
-  vectorized, parallel), measured in the same run. With `ratio = t_reference / t_yours`,
-  you get `clip((ratio - 0.25) / 0.75, 0, 1)` of the 4 points: full points at the reference's
-  speed or faster, none at a quarter of it or slower, linear in between. A wrong result
+  process on the same computation and timed against a reference schedule (32x32 tiles, `k`
+  between the tile loops, vectorized, its outer loop parallel), interleaved in the same run.
+  Both run on **one CPU
+  with one thread** and are timed by that thread's CPU time, so a busy grading machine does
+  not change your grade, and `parallel` earns nothing here (it still makes your notebook
+  faster). With `ratio = t_reference / t_yours`, you get `clip((ratio - 0.25) / 0.65, 0, 1)`
+  of the 4 points: full points from 0.9x the reference's speed, none at a quarter of it or
+  slower, linear in between. When the measured spread cannot decide your credit, the grader
+  times again and then marks the row `needs review` for your instructor. A wrong result
   scores 0.
 
 Only the schedule counts: the grader rebuilds it from the trace, so the primitives you call
