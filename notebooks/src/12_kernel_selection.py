@@ -23,6 +23,7 @@ if not hasattr(mlc, "build"):
                       "package: start Jupyter from another folder (`make lab` in the "
                       "checkout does), or rename that folder")
 
+import re
 import time
 
 import numpy as np
@@ -35,7 +36,7 @@ from mlc.viz import seconds_per_call
 
 # %% [markdown]
 # **Why:** no single kernel is fastest at every shape: the schedule that pays at 256 rows
-# wastes its set-up at 1 row, and a library is tuned for the shapes its authors cared about.
+# may be no better at 1 row, and a library is tuned for the shapes its authors cared about.
 # Measuring each candidate where it will run is the cheapest way to never pick badly.
 #
 # Where this chapter works, on the map of chapter 00 (its levels in blue):
@@ -53,7 +54,7 @@ stack(chapter=12)
 # |---|---|---|
 # | `naive` | the te loop nest as written, no schedule (chapter 01) | a generic fallback |
 # | `vectorized` | columns split by 16, the 16 made the innermost, vector loop (chapter 02) | a simple hand kernel |
-# | `register-tiled` | `topi`'s default schedule: a 4 × 64 tile of accumulators (chapters 04, 06) | a tuned kernel |
+# | `register-tiled` | `topi`'s default schedule: a tile of accumulators in registers, its shape picked for the layer and the CPU (chapters 04, 06) | a tuned kernel |
 # | `numpy` | `np.matmul`, which calls OpenBLAS | the library call (cuBLAS) |
 #
 # Each builder takes a shape and returns a function `f(x, w, y)` that writes `y`; every
@@ -189,13 +190,23 @@ print(f"a call with nothing to do, (1, 1, 1): {idle['naive'] * 1e6:.1f} us for a
 #   more than kernels.
 # * **The schedule matters from the middle shapes on**: the naive loop does one
 #   multiply-add per step, the vectorized one 16 for one row of the output, and the
-#   register-tiled kernel keeps a 4 × 64 tile of accumulators, so each vector of `w` it
-#   loads serves 4 rows (chapter 06 reads its code); compare their columns at
-#   (64, 256, 256).
+#   register-tiled kernel keeps a tile of accumulators, so each vector of `w` it loads
+#   serves several rows (the cell below reads the tile from its loop program; chapter 06
+#   reads such code line by line); compare their columns at (64, 256, 256).
 # * **The library** is OpenBLAS, hand-written assembly per CPU family: chapter 04 took the
 #   same road step by step and saw how far it goes. TensorRT keeps cuBLAS among its tactics
 #   for the same reason.
-#
+
+# %% tags=["nbval-ignore-output"]
+X_, W_, Y_ = dense_te(64, 256, 256)
+k_body = str(mlc.lower(default_schedule([X_, W_, Y_]).mod)).split("for k in range(256):")[1]
+tile_rows = len(set(re.findall(r"broadcast\(X\[([^\]]*)\]", k_body)))
+tile_vecs = len(set(re.findall(r"W\[ramp\(([^,]*),", k_body)))
+print(f"register-tiled at (64, 256, 256): {tile_rows} rows x {tile_vecs} vectors of w per "
+      f"step of k, each vector of w used for {tile_rows} rows")
+assert tile_rows > 1 and tile_vecs >= 1
+
+# %% [markdown]
 # The winner of a close race can change from run to run on a shared machine, and numpy's
 # OpenBLAS runs on every core, so another program's burst of work can stall one of its
 # threads. The cell below times the whole table a second time and prints, per shape, how far
