@@ -23,9 +23,11 @@ if not hasattr(mlc, "build"):
                       "package: start Jupyter from another folder (`make lab` in the "
                       "checkout does), or rename that folder")
 
+%matplotlib inline
 import re
 import time
 
+import matplotlib.pyplot as plt
 import numpy as np
 
 from mlc import te, topi
@@ -179,6 +181,31 @@ print(f"always '{one_rule}' (the most frequent winner) would be at worst {loss:.
 idle = time_candidates(1, 1, 1)
 print(f"a call with nothing to do, (1, 1, 1): {idle['naive'] * 1e6:.1f} us for an mlc kernel, "
       f"{idle['numpy'] * 1e6:.1f} us for np.matmul")
+
+# %% [markdown]
+# The same table drawn, one group of bars per shape, on a log scale (each step up is 10x
+# slower); the fastest of each shape is marked "best":
+
+# %% tags=["nbval-ignore-output"]
+fig, ax = plt.subplots(figsize=(8, 3.2))
+width = 0.8 / len(names)
+for c, nm in enumerate(names):
+    for x_pos, shape in enumerate(SHAPES):
+        t = table[shape][nm]
+        if t is not None:
+            ax.bar(x_pos + (c - 1.5) * width, t * 1e6, width, color=f"C{c}",
+                   label=nm if x_pos == 0 else None)
+            if choice[shape] == nm:
+                ax.text(x_pos + (c - 1.5) * width, t * 1e6 * 1.3, "best", ha="center",
+                        fontsize=7)
+ax.set_yscale("log")
+ax.set_ylim(None, ax.get_ylim()[1] * 30)  # room for the legend above the bars
+ax.set_xticks(range(len(SHAPES)), [str(sh) for sh in SHAPES], fontsize=8)
+ax.set_xlabel("(m, n, k)")
+ax.set_ylabel("us per call (log)")
+ax.legend(fontsize=8, ncol=4)
+ax.set_title("four implementations of dense, timed per shape")
+plt.show()
 
 # %% [markdown]
 # Read the table with three facts in mind, each visible in it:
