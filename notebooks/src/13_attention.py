@@ -26,6 +26,8 @@ if not hasattr(mlc, "build"):
                       "package: start Jupyter from another folder (`make lab` in the "
                       "checkout does), or rename that folder")
 
+%matplotlib inline
+import matplotlib.pyplot as plt
 import numpy as np
 
 from mlc import graph, te, tir
@@ -163,6 +165,28 @@ rows = scratch(lowered)
 print("one row at a time, the program allocates:", rows)
 assert rows == {"S": n, "M": 1, "E": n, "L": 1, "U": d}
 assert sum(rows.values()) == 2 * n + d + 2
+
+# %% [markdown]
+# The two ways as a picture: on the left the probabilities `P` of this chapter's `Q`, `K`,
+# the whole `n × n` matrix the graph module writes between kernels; on the right the one
+# row the row kernel holds while it computes row 10 of `O`.
+
+# %% tags=["nbval-ignore-output"]
+sc_np = qv[0] @ kv[0].T / np.sqrt(d)
+p_np = np.exp(sc_np - sc_np.max(axis=1, keepdims=True))
+p_np /= p_np.sum(axis=1, keepdims=True)
+fig, (left, right) = plt.subplots(1, 2, figsize=(8, 3.4),
+                                  gridspec_kw={"width_ratios": [1, 1]})
+left.imshow(p_np, cmap="viridis")
+left.set_title(f"stage by stage: all of P in memory\n({n} x {n} floats)", fontsize=9)
+left.add_patch(plt.Rectangle((-0.5, 9.5), n, 1, fill=False, edgecolor="red", linewidth=1.5))
+right.imshow(np.where(np.arange(n)[:, None] == 10, p_np, np.nan), cmap="viridis")
+right.set_title(f"one row at a time: row 10 only\n({n} floats, then the next row)",
+                fontsize=9)
+for ax in (left, right):
+    ax.set_xlabel("key j")
+    ax.set_ylabel("query i")
+plt.show()
 
 # %% [markdown]
 # Read the program: inside `for i`, six short loops, one per stage, over one row. `S` holds `n = 64` scores,
