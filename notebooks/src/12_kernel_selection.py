@@ -391,6 +391,8 @@ def check_cache(Dispatcher):
     measured = []
 
     def measure(shape):
+        expect(isinstance(shape, tuple), "measure takes a shape (x.shape), not "
+               f"{type(shape).__name__}")
         measured.append(shape)
         return "small" if shape[0] < 8 else "large"
 

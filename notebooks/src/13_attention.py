@@ -393,7 +393,10 @@ def check_online(running_max_sum):
                     (np.array([1000.0, 999.0, -1000.0, 1001.0], "float32"), 1),
                     (np.array([3.0], "float32"), 4)]:
         seen = []
-        m, total = running_max_sum(blocks(x, size, seen))
+        result = running_max_sum(blocks(x, size, seen))
+        expect(isinstance(result, tuple) and len(result) == 2,
+               f"running_max_sum returns the pair (m, l), not {result!r}")
+        m, total = result
         expect(len(seen) == -(-len(x) // size),
                "read the blocks once, in order, as they come (they are a generator)")
         expect(np.isfinite(m) and np.isfinite(total),
