@@ -48,9 +48,9 @@ CHAPTER_LEVELS: dict[int, tuple[str, ...]] = {
 # where the course goes deeper into each level
 WHERE = {
     "model": "06",
-    "graph": "05, 06",
+    "graph": "05, 06, 13",
     "te": "01",
-    "schedule": "02, 04, 07",
+    "schedule": "02, 04, 07, 12",
     "loops": "03, 09",
     "code": "04 (CPU), 08 (GPU), 10 (accelerator), 11 (deployment)",
 }
