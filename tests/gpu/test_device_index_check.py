@@ -94,7 +94,7 @@ def test_a_2d_grid_is_named_by_its_axes() -> None:
                     for ty in T.thread_binding(4, thread="threadIdx.y"):
                         for tx in T.thread_binding(4, thread="threadIdx.x"):
                             B[by * 32 + bx * 16 + ty * 4 + tx] = A[I[by * 32 + bx * 16 + ty * 4 + tx]]
-    """))
+    """))  # noqa: E501
     f = mlc.build(func, target="cuda")
     # block (x=1, y=1) is linear 3; thread (x=2, y=3) is linear 14
     err = index_error(f.source, [1, 64, 3, 14], {"gather_kernel": [2, 2, 1]})
