@@ -55,8 +55,8 @@ stack(chapter=12)
 # | candidate | what it is | in TensorRT's terms |
 # |---|---|---|
 # | `naive` | the te loop nest as written, no schedule (chapter 01) | a generic fallback |
-# | `vectorized` | columns split by 16, the 16 made the innermost, vector loop (chapter 02) | a simple hand kernel |
-# | `register-tiled` | `topi`'s default schedule: a tile of accumulators in registers, its shape picked for the layer and the CPU (chapters 04, 06) | a tuned kernel |
+# | `vectorized` | columns split by 16, innermost and vectorized (chapter 02) | a hand kernel |
+# | `register-tiled` | topi's default schedule, a register tile (chapters 04, 06) | a tuned kernel |
 # | `numpy` | `np.matmul`, which calls OpenBLAS | the library call (cuBLAS) |
 #
 # Each builder takes a shape and returns a function `f(x, w, y)` that writes `y`; every

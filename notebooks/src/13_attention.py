@@ -151,9 +151,10 @@ assert plain["S"] == plain["E"] == n * n
 # %% [markdown]
 # ## One row at a time
 # Row `i` of the output needs all of `K` and `V`, but of the intermediates only row `i` of
-# `S` and `E`, `M[i]`, `L[i]` and row `i` of `U`: nothing of any other row. So every stage can be computed inside `O`'s row loop with `compute_at`
-# (chapter 02): each iteration of `i` computes one row of scores, its max, its
-# exponentials, its sum and its product with `V`, and the buffers shrink to one row.
+# `S` and `E`, `M[i]`, `L[i]` and row `i` of `U`: nothing of any other row. So every stage
+# can be computed inside `O`'s row loop with `compute_at` (chapter 02): each iteration of
+# `i` computes one row of scores, its max, its exponentials, its sum and its product with
+# `V`, and the buffers shrink to one row.
 
 # %%
 s_rows = te.create_schedule(O.op)
@@ -189,9 +190,9 @@ for ax in (left, right):
 plt.show()
 
 # %% [markdown]
-# Read the program: inside `for i`, six short loops, one per stage, over one row. `S` holds `n = 64` scores,
-# 256 bytes, small enough for the L1 cache (on a GPU: for shared memory or registers, "on
-# chip"). Both kernels compute attention, checked against numpy:
+# Read the program: inside `for i`, six short loops, one per stage, over one row. `S`
+# holds `n = 64` scores, 256 bytes, small enough for the L1 cache (on a GPU: for shared
+# memory or registers, "on chip"). Both kernels compute attention, checked against numpy:
 
 # %%
 f_plain = mlc.build(s_plain, [Q, K, V, O])
