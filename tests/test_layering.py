@@ -108,14 +108,14 @@ def line_table() -> str:
 
 # The budget: each folder's core lines may grow to this and no further without a decision
 # (raise the number in the same commit, and say why in its message). Set on 2026-11-28 at the
-# sizes of that day plus about 10%.
+# sizes at the end of that day's session plus about 8%.
 BUDGET: dict[str, int] = {
-    "config": 130, "errors": 150, "tir": 10200, "te": 2600, "script": 2550, "vdla": 2200,
-    "transform": 2950, "runtime": 2900, "target": 9100, "driver": 120, "testing": 1150,
-    "topi": 1350, "tune": 2800, "rpc": 330, "graph": 4650, "viz": 2050, "examples": 280,
+    "config": 150, "errors": 150, "tir": 10450, "te": 2600, "script": 2500, "vdla": 2250,
+    "transform": 3200, "runtime": 3000, "target": 9750, "driver": 150, "testing": 1150,
+    "topi": 1400, "tune": 3000, "rpc": 350, "graph": 4650, "viz": 2000, "examples": 300,
     "__init__": 40,
 }
-TOTAL_BUDGET = 46_000
+TOTAL_BUDGET = 47_000
 
 
 def test_each_folder_stays_within_its_line_budget() -> None:
