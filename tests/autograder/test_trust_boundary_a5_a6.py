@@ -303,3 +303,16 @@ def test_a_trace_that_is_not_utf8_text_is_the_students_failure(tmp_path):
     score, message = A6.case("vdla_gemm_correct").check_export(
         exports, grader_path=A6.path, run_trusted=run_plain, workdir=tmp_path)
     assert score == 0.0 and "cannot be read" in message and "surrogate" in message, message
+
+
+def test_a_te_program_output_header_claiming_terabytes_is_refused_unread(monkeypatch, tmp_path):
+    """a1's program check read the judged step's out.npy with a plain np.load: a header
+    claiming 4 TiB was allocated in the trusted runner. Read header first, as a2-a6 do."""
+    from autograder import judged
+    from autograder.program import judge_program
+
+    monkeypatch.setattr(judged, "run_judged", lambda *a, **k: judged.Judged(
+        {"ran": True}, {"out.npy": _huge_header()}, {}, ""))
+    a1 = load_grader(REPO / "instructor" / "a1_tensor_expressions" / "grader.py")
+    ok, message, _ = judge_program(a1.case("conv2d_a"), "unused", tmp_path)
+    assert not ok and "[1099511627776]" in message, message
