@@ -27,6 +27,8 @@ if not hasattr(mlc, "build"):
                       "checkout does), or rename that folder")
 
 %matplotlib inline
+import re
+
 import matplotlib.pyplot as plt
 import numpy as np
 
@@ -260,8 +262,12 @@ print(f"graph module (3 scheduled kernels) {t_graph * 1e6:.0f} us; te stage by s
       f"{t_plain * 1e6:.0f} us, one row at a time {t_rows * 1e6:.0f} us, the same "
       f"vectorized {t_vec * 1e6:.0f} us")
 first_kernel = str(mod.kernels[0].lowered)
-assert "batch_matmul = alloc_buffer((256,)" in first_kernel and "ramp(" in first_kernel
-print("the graph's first kernel keeps a tile of 256 accumulators (4 rows x 64) in vectors")
+tile = re.search(r"batch_matmul = alloc_buffer\(\((\d+),\)", first_kernel)
+k_step = re.split(r"for k\w* in range\(32\):", first_kernel)[-1].split("for ")[0]
+tile_rows = len(set(re.findall(r"broadcast\(q\[([^\]]*)\]", k_step)))
+assert tile and tile_rows > 1 and "ramp(" in k_step
+print(f"the graph's first kernel keeps a tile of {tile[1]} accumulators ({tile_rows} rows x "
+      f"{int(tile[1]) // tile_rows}) in vectors")
 
 # %% [markdown]
 # ## Why this stays an open problem
