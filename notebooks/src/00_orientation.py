@@ -131,6 +131,8 @@ print("the compiled layer agrees with numpy; largest difference",
 # | 09 hardware acceleration | loop IR | tensorize a matmul into an intrinsic; int8 |
 # | 10 an accelerator | code | a small deep-learning accelerator, its queues and tokens |
 # | 11 deployment | code | the model as a shared library called from C, cross-compiled, run remotely |
+# | 12 kernel selection | all | time several implementations per shape and pick the fastest, as TensorRT does |
+# | 13 attention | graph → schedule | why softmax(QKᵀ)V does not fuse, and a schedule that keeps one row of scores |
 #
 # The map again, drawn for one chapter (this is what chapter 04 opens with):
 
