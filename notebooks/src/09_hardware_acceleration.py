@@ -614,6 +614,35 @@ with np.errstate(over="ignore"):
 assert err16["float32"] < 1e-5 < err16["float16"]
 
 # %% [markdown]
+# What `te.sum` does when you do not choose: like TVM, mlc keeps the inputs' dtype as the
+# accumulator, so a float16 sum adds in float16 (a float32 one would be a buffer and a block
+# that no schedule asked for). A float16 stops counting at 2,048 (the next float16 after it
+# is 2,050), so mlc warns at build time when a float16 sum is longer than that, and names the
+# fix, `.astype("float32")` on the term:
+
+# %%
+import warnings
+
+from mlc.errors import PrecisionWarning
+
+ones = te.placeholder((5000,), name="ones", dtype="float16")
+kk = te.reduce_axis((0, 5000), name="kk")
+total16 = te.compute((1,), lambda _: te.sum(ones[kk], axis=kk), name="total16")
+total32 = te.compute((1,), lambda _: te.sum(ones[kk].astype("float32"), axis=kk),
+                     name="total32")
+a_ones = np.ones(5000, "float16")
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    sum16 = mlc.build(te.create_schedule(total16.op), [ones, total16])
+print("warned:", [str(w.message).split(";")[0] for w in caught
+                  if issubclass(w.category, PrecisionWarning)])
+out16, out32 = np.zeros(1, "float16"), np.zeros(1, "float32")
+sum16(a_ones, out16)
+mlc.build(te.create_schedule(total32.op), [ones, total32])(a_ones, out32)
+print(f"5000 float16 ones summed in float16: {out16[0]}; in float32: {out32[0]}")
+assert out16[0] == 2048 and out32[0] == 5000 and caught
+
+# %% [markdown]
 # > **What to remember**
 # > * blockize makes a block compute a whole tile; tensorize replaces it by an instruction (a
 # >   TensorIntrin: a description and an implementation that must agree).
