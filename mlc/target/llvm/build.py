@@ -46,16 +46,7 @@ def compile_lowered(
         return _compile_cross(func, tgt, name)
     use_threads = has_parallel(func) and parallel.available()
     tm = jit.machine_for(tgt)
-    src = codegen_llvm(
-        func,
-        entry_name(c_name(name or func.name)),
-        parallel_runtime=use_threads,
-        num_threads=_threads(tgt) if use_threads else 0,
-        triple=tm.triple,
-        data_layout=str(tm.target_data),
-        bounds_check=config.bounds_check(),
-        cpu_features=cpu_features(tgt),
-    )
+    src = _generate(func, name, tgt, tm, use_threads, cpu_features(tgt))
     if not may_call_out():  # mlc.build(..., allow_calls=False): what is compiled, checked
         check_calls(src.ir, src.extern_symbols)
     missing = jit.missing_symbols(src.extern_symbols)
@@ -79,8 +70,15 @@ def _compile_cross(func: PrimFunc, tgt: Target, name: str | None) -> CrossModule
     import dataclasses
 
     tm = target_machine(tgt.mtriple, tgt.mcpu, tgt.mattr)
-    threads = has_parallel(func)
-    src = codegen_llvm(
+    features = cpu_features(dataclasses.replace(tgt, mcpu=tgt.mcpu or "generic"))
+    src = _generate(func, name, tgt, tm, has_parallel(func), features)
+    return CrossModule(func, src.entry, tgt, src.ir, src.check_sites)
+
+
+def _generate(func: PrimFunc, name: str | None, tgt: Target, tm: Any, threads: bool,
+              features: frozenset[str]) -> Any:
+    """LLVM IR of ``func`` for the machine ``tm`` describes (this one, or another's)."""
+    return codegen_llvm(
         func,
         entry_name(c_name(name or func.name)),
         parallel_runtime=threads,
@@ -88,9 +86,8 @@ def _compile_cross(func: PrimFunc, tgt: Target, name: str | None) -> CrossModule
         triple=tm.triple,
         data_layout=str(tm.target_data),
         bounds_check=config.bounds_check(),
-        cpu_features=cpu_features(dataclasses.replace(tgt, mcpu=tgt.mcpu or "generic")),
+        cpu_features=features,
     )
-    return CrossModule(func, src.entry, tgt, src.ir, src.check_sites)
 
 
 _NOT_HARDWARE = ("access_ptr", "call_extern", "call_pure_extern", "call_packed")
