@@ -77,7 +77,7 @@ def listdir(session: str) -> list[str]:
 def load(session: str, name: str) -> dict[str, Any]:
     """``remote.load_module``: load (a ``.o`` is linked by the worker's cc first) and keep
     the module; returns what the client shows of it."""
-    from mlc.runtime.export import LoadedGraphModule, load_module
+    from mlc.runtime.load import LoadedGraphModule, load_module
 
     path = os.path.join(folder(session), safe_name(name))
     if not os.path.isfile(path):
