@@ -13,6 +13,7 @@ makes the same choices. The same JSON rebuilds the schedule on a fresh PrimFunc:
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 import math
@@ -186,6 +187,13 @@ def arg_kinds(method: Any) -> dict[str, str]:
     """The trace argument kinds of one primitive, read from its signature: ``fuse(*loops:
     LoopRV)`` records ``loops`` as a list of loop handles. Raises :class:`TypeError` for an
     annotation a trace cannot record (a new primitive's author meets it in the tests)."""
+    return dict(_kinds_of(method))
+
+
+@functools.cache
+def _kinds_of(method: Any) -> tuple[tuple[str, str], ...]:
+    """:func:`arg_kinds`, read once per primitive (replay asks for every instruction of
+    every candidate a tuner measures)."""
     kinds: dict[str, str] = {}
     for p in inspect.signature(method).parameters.values():
         if p.name == "self" or p.kind is inspect.Parameter.VAR_KEYWORD:
@@ -203,7 +211,7 @@ def arg_kinds(method: Any) -> dict[str, str]:
                 f"Schedule.{method.__name__}: parameter {p.name!r} is annotated {ann!r}, which "
                 f"a trace cannot record; annotate it with one of {sorted(_KIND_OF_ANNOTATION)} "
                 "(mlc/tir/schedule/trace.py)")
-    return kinds
+    return tuple(kinds.items())
 
 
 # Public Schedule members that are not instructions of a trace.
