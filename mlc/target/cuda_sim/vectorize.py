@@ -29,10 +29,11 @@ from typing import Any
 
 import numpy as np
 
+from mlc.target.cuda_sim.evaluate import _tdiv, _tmod
 from mlc.target.gpu.split_host_device import is_barrier
 from mlc.tir import expr as E
 from mlc.tir import stmt as S
-from mlc.tir.functor import post_order_visit
+from mlc.tir.functor import contains, post_order_visit
 
 MAX_ELEMENTS = 1 << 20
 """Elements one vectorised step may hold (thread x iteration x inner iterations x vector
@@ -255,15 +256,6 @@ class _Planner:
         if isinstance(e, E.Cast) and e.dtype.startswith(("int", "uint")):
             return self.expr(e.value)
         raise _Unknown(type(e).__name__)
-
-
-def _tdiv(a: Any, b: Any) -> Any:
-    q = np.abs(a) // np.abs(b)
-    return np.where((np.asarray(a) < 0) != (np.asarray(b) < 0), -q, q)
-
-
-def _tmod(a: Any, b: Any) -> Any:
-    return a - _tdiv(a, b) * b
 
 
 _OPS: dict[type, Any] = {
@@ -500,38 +492,13 @@ def _lanes_of(st: S.BufferStore) -> int:
 
 
 def _uses(node: Any, var: E.Var) -> bool:
-    found = False
-
-    def visit(n: object) -> None:
-        nonlocal found
-        found = found or n is var
-
-    post_order_visit(node, visit)
-    return found
+    return contains(node, lambda n: n is var)
 
 
 def _reads(node: Any) -> bool:
-    found = False
-
-    def visit(n: object) -> None:
-        nonlocal found
-        found = found or isinstance(n, E.BufferLoad)
-
-    post_order_visit(node, visit)
-    return found
+    return contains(node, lambda n: isinstance(n, E.BufferLoad))
 
 
 def _reads_buffer(node: Any, key: int) -> bool:
-    found = False
+    return contains(node, lambda n: isinstance(n, E.BufferLoad) and id(n.buffer.data) == key)
 
-    def visit(n: object) -> None:
-        nonlocal found
-        found = found or (isinstance(n, E.BufferLoad) and id(n.buffer.data) == key)
-
-    post_order_visit(node, visit)
-    return found
-
-
-def without(shape: LoopShape, buffers: frozenset[int]) -> LoopShape:
-    """``shape`` whose written buffers leave out ``buffers`` (accumulators, run apart)."""
-    return LoopShape(shape.written - buffers, shape.depth, shape.key_vars)
