@@ -111,6 +111,7 @@ def check_dependencies(program: Program, infos: list[Any]) -> None:
     clock: list[dict[Module, int] | None] = [None] * len(instrs)
     pos = {m: 0 for m in Module}
     last: dict[Module, dict[Module, int]] = {m: {} for m in Module}
+    started: list[int] = []  # an order in which every instruction follows what it waits for
     progressed = True
     while progressed:
         progressed = False
@@ -133,12 +134,17 @@ def check_dependencies(program: Program, infos: list[Any]) -> None:
                     if flag and d is not None:
                         tokens.setdefault((m, d), deque()).append(k)
                 last[m] = {**vc, m: position[k]}
+                started.append(k)
                 pos[m] += 1
                 progressed = True
     if any(pos[m] < len(queues[m]) for m in Module):
         return  # a deadlock: schedule() names it
     history: dict[tuple[MemScope, Module], list[tuple[int, int, int, int, bool]]] = {}
-    for j, info in enumerate(infos):
+    # visited in ``started`` order, not the program's: the queues, not where an instruction
+    # stands in the list, order the modules (a STORE listed before the GEMM it waits for is
+    # fine); in this order whatever may precede ``j`` is in ``history`` when ``j`` is judged
+    for j in started:
+        info = infos[j]
         me = info.module
         vc = clock[j] or {}
         for access in info.accesses:
@@ -150,15 +156,17 @@ def check_dependencies(program: Program, infos: list[Any]) -> None:
                     if pos_i <= done:
                         break
                     if (write or access.write) and lo < access.hi and access.lo < hi:
+                        a, b = sorted((i, j))  # named as listed: the token goes a -> b
+                        ma, mb = instrs[a].module, instrs[b].module
                         raise VDLARaceError(
-                            f"race on {access.scope.label}: {where(i, instrs[i], program)} "
-                            f"and {where(j, instrs[j], program)} touch tiles "
+                            f"race on {access.scope.label}: {where(a, instrs[a], program)} "
+                            f"and {where(b, instrs[b], program)} touch tiles "
                             f"[{max(lo, access.lo)}, {min(hi, access.hi)}) and one of them "
                             "writes, but no dependency token orders them, so they may run "
                             "at the same time (found before running, whatever the timing). "
-                            f"Add a token: push_{_side(instrs[i].module, me)}=True on the "
-                            f"first and pop_{_side(me, instrs[i].module)}=True on the second, "
-                            "or let vdla.insert_dependencies place the tokens")
+                            f"Add a token: push_{_side(ma, mb)}=True on the first and "
+                            f"pop_{_side(mb, ma)}=True on the second, or let "
+                            "vdla.insert_dependencies place the tokens")
         for access in info.accesses:
             history.setdefault((access.scope, me), []).append(
                 (position[j], j, access.lo, access.hi, access.write))
