@@ -205,9 +205,12 @@ viz.gflops_bars(gflops, reference={"numpy": numpy_gflops}, peak=peak,
 # machine that explains it, gain or no gain (within 10% of the step before counts as no
 # change: closer than that is noise on a shared machine). The facts it reads:
 #
-# * **vectorize** after **blocking**: whether LLVM's own loop vectorizer had already turned
-#   blocking's innermost loop (32 independent columns `ji`) into vector code, and how wide
-#   its vectors are against the schedule's (read from the LLVM IR of both).
+# * **vectorize** after **blocking**: whether LLVM had already turned blocking's innermost
+#   loop (32 independent columns `ji`) into vector code on its own, and how wide its vectors
+#   are against the schedule's (read from the LLVM IR of both). mlc lets LLVM's *loop*
+#   vectorizer work only on loops a schedule marked `vectorize`; unasked, LLVM can still
+#   unroll a short loop of known length and pack the neighbouring scalar operations it gets
+#   into vectors (its SLP vectorizer).
 # * **pack**: `packedB` stores each panel of B (n × 32 floats) in one contiguous run, so the
 #   tile's inner loops read one stream instead of 32 floats out of every 2 KiB row of B.
 #   It costs n² copies inside every call (here; a library packs a weight matrix once:
@@ -234,12 +237,18 @@ simd = host_simd()
 panel, l2 = N * BN * 4, cache_bytes(2)
 import re
 
-def widest_vector(step):  # the most float lanes of any vector in a step's LLVM IR
+def widest_vector(step):  # a step's widest float vector in its LLVM IR, and its loads
     ll = mlc.build(steps[step].mod).get_source("ll")
-    return max((int(w) for w in re.findall(r"<(\d+) x float>", ll)), default=1)
+    lanes = max((int(w) for w in re.findall(r"<(\d+) x float>", ll)), default=1)
+    return lanes, ll.count(f"load <{lanes} x float>")
 
-lanes_blocking, lanes_vectorize = widest_vector("blocking"), widest_vector("vectorize")
+(lanes_blocking, loads_blocking), (lanes_vectorize, _) = (widest_vector("blocking"),
+                                                          widest_vector("vectorize"))
 auto_vectorized = lanes_blocking > 1
+# the loop's 32 columns side by side as vectors: unrolled, then packed (SLP)
+unrolled = auto_vectorized and loads_blocking >= BN // lanes_blocking
+how_llvm = (f"its {BN} columns unrolled into {BN // lanes_blocking} vectors of "
+            f"{lanes_blocking} lanes" if unrolled else f"{lanes_blocking} lanes")
 tile_registers = BN * BN // simd.lanes
 shape = peak_shape()                      # the same work, built for one thread
 saved = os.environ.get("MLC_NUM_THREADS")
@@ -252,7 +261,7 @@ else:
 peak_one = viz.measure_peak(0.3, module=one_thread)
 peak_all = viz.measure_peak(0.3)
 print(f"LLVM vectorized blocking's inner loop on its own: {auto_vectorized} "
-      f"({lanes_blocking} lanes; the vectorize step's vectors: {lanes_vectorize} lanes)")
+      f"({how_llvm}; the vectorize step's vectors: {lanes_vectorize} lanes)")
 print(f"B's panel: {panel >> 10} KiB; this core's L2: {l2 >> 10} KiB")
 print(f"a {BN} x {BN} tile of C: {tile_registers} vector registers of {simd.lanes} lanes; "
       f"the CPU has {simd.registers}")
@@ -264,9 +273,9 @@ def explain(name, ratio):
     gained, lost = ratio > 1.1, ratio < 0.9
     if name == "vectorize":
         if gained and auto_vectorized:
-            return (f"LLVM had vectorized blocking on its own, {lanes_blocking} lanes at a "
-                    f"time in a loop; the schedule's vector is {lanes_vectorize} lanes, the "
-                    "whole row of the tile at once, split into the widest registers")
+            return (f"LLVM had vectorized blocking on its own ({how_llvm}); the "
+                    f"schedule's vector is {lanes_vectorize} lanes, the whole row of the "
+                    "tile at once, split into the widest registers")
         if gained:
             return "vector code LLVM had not made on its own"
         return ("LLVM had vectorized blocking's inner loop on its own" if auto_vectorized
