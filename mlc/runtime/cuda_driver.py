@@ -71,7 +71,9 @@ class Context:
         self.lib.cuDeviceGetAttribute(ctypes.byref(minor), 76, self.device)  # CC minor
         return f"compute_{major.value}{minor.value}"
 
-    def load(self, ptx: str, names: Sequence[str]) -> dict[str, ctypes.c_void_p]:
+    def load(self, ptx: str,
+             names: Sequence[str]) -> tuple[dict[str, ctypes.c_void_p], ctypes.c_void_p]:
+        """Load ``ptx``: its kernels by name, and the module handle (for its globals)."""
         module = ctypes.c_void_p()
         _check(self.lib, self.lib.cuModuleLoadData(ctypes.byref(module), ptx.encode() + b"\0"),
                "cuModuleLoadData")
@@ -81,7 +83,7 @@ class Context:
             _check(self.lib, self.lib.cuModuleGetFunction(ctypes.byref(fn), module,
                                                           name.encode()), "cuModuleGetFunction")
             out[name] = fn
-        return out
+        return out, module
 
     def alloc(self, nbytes: int) -> ctypes.c_uint64:
         ptr = ctypes.c_uint64()

@@ -32,17 +32,8 @@ def load(ctx: Any, ptx: str, names: Sequence[str],
          checked: bool) -> tuple[dict[str, Any], ErrorFlag | None]:
     """Load ``ptx`` into ``ctx``: its kernels by name, and its error record when ``checked``
     (the source checks indices on the device: ``CUDASource.checks``)."""
-    lib = ctx.lib
-    module = ctypes.c_void_p()
-    cuda_driver._check(lib, lib.cuModuleLoadData(ctypes.byref(module), ptx.encode() + b"\0"),
-                       "cuModuleLoadData")
-    functions: dict[str, Any] = {}
-    for name in names:
-        fn = ctypes.c_void_p()
-        cuda_driver._check(lib, lib.cuModuleGetFunction(ctypes.byref(fn), module, name.encode()),
-                           "cuModuleGetFunction")
-        functions[name] = fn
-    return functions, ErrorFlag(ctx, module) if checked else None
+    functions, module = ctx.load(ptx, names)
+    return dict(functions), ErrorFlag(ctx, module) if checked else None
 
 
 class ErrorFlag:
