@@ -268,11 +268,7 @@ def estimate(func: S.PrimFunc, arrays: list[Any]) -> float:
             for c in s.seq:
                 walk(c, steps, times, threads)
         elif isinstance(s, S.KernelLaunch):
-            blocks = 1.0
-            for _, extent in s.grid_extents:
-                known = evaluate_known(extent, env)
-                blocks *= float(known) if known is not None else 1.0
-            walk(s.body, steps, times, blocks * s.threads_per_block)
+            walk(s.body, steps, times, _blocks(s, env) * s.threads_per_block)
         elif isinstance(s, S.For):
             trips = evaluate_known(s.extent, env)
             n = float(trips) if trips is not None else 1.0
@@ -303,14 +299,19 @@ def threads(func: S.PrimFunc, arrays: list[Any]) -> float:
     def visit(n: object) -> None:
         nonlocal most
         if isinstance(n, S.KernelLaunch):
-            blocks = 1.0
-            for _, extent in n.grid_extents:
-                known = evaluate_known(extent, env)
-                blocks *= float(known) if known is not None else 1.0
-            most = max(most, blocks * n.threads_per_block)
+            most = max(most, _blocks(n, env) * n.threads_per_block)
 
     post_order_visit(func.body, visit)
     return most
+
+
+def _blocks(launch: S.KernelLaunch, env: dict[int, Any]) -> float:
+    """The blocks of ``launch``'s grid for these sizes (an unknown extent counts as one)."""
+    blocks = 1.0
+    for _, extent in launch.grid_extents:
+        known = evaluate_known(extent, env)
+        blocks *= float(known) if known is not None else 1.0
+    return blocks
 
 
 def _accesses(node: Any) -> int:
