@@ -93,24 +93,21 @@ class CheckReport:
         """Did every block of every kernel run to its end?"""
         return self.stopped is None and all(c == n for c, n in self.blocks.values())
 
+    def _which(self, kernel: str) -> str:
+        """`` (blockIdx (0, 0), (5, 2), ...)`` for a kernel of which a sample ran, else ``""``."""
+        c, n = self.blocks[kernel]
+        if kernel not in self.sampled or c == n:
+            return ""
+        return " (blockIdx " + ", ".join(
+            "(" + ", ".join(map(str, b)) + ")" for b in self.sampled[kernel]) + ")"
+
     def _parts(self) -> list[str]:
-        parts = []
-        for k, (c, n) in self.blocks.items():
-            part = f"{k}: {c} of {n} blocks"
-            if k in self.sampled and c < n:
-                part += " (blockIdx " + ", ".join(
-                    "(" + ", ".join(map(str, b)) + ")" for b in self.sampled[k]) + ")"
-            parts.append(part)
-        return parts
+        return [f"{k}: {c} of {n} blocks{self._which(k)}" for k, (c, n) in self.blocks.items()]
 
     def summary(self) -> str:
         """One sentence: what ran (for the warning of a check that did not run everything)."""
-        ran = "; ".join(
-            f"checked {c} of the {n} blocks of {k}" + (
-                " (blockIdx " + ", ".join("(" + ", ".join(map(str, b)) + ")"
-                                          for b in self.sampled.get(k, [])) + ")"
-                if c < n else "")
-            for k, (c, n) in self.blocks.items())
+        ran = "; ".join(f"checked {c} of the {n} blocks of {k}{self._which(k)}"
+                        for k, (c, n) in self.blocks.items())
         if self.stopped is not None:
             ran += f"; the time ran out at {self.stopped}: the accesses after it were not checked"
         return ran + ". No problem was found in what ran; the blocks that did not run may race"
