@@ -45,6 +45,9 @@ def test_script_parallel_sum_into_one_element_is_refused_naming_loop_and_fix() -
     ("for i in T.parallel(64):\n    B[I[i]] = 1", "read from data"),
     ("for j in T.parallel(8):\n    for i in range(8):\n        B[i] = I[j * 8 + i]", "B[i]"),
     ("for ij in T.parallel(64):\n    B[ij // 2] = I[ij]", "B[ij // 2]"),
+    # I[0] is -i, another value in each iteration: every iteration updates B[0]
+    ("for i in T.parallel(8):\n    P = T.alloc_buffer((1,), 'int32')\n    P[0] = 0 - i\n"
+     "    B[P[0] + i] = B[P[0] + i] + 1", "read from data"),
 ])
 def test_script_racing_loops_are_refused(body: str, access: str) -> None:
     with pytest.raises(ScriptError, match="race") as info:

@@ -201,6 +201,7 @@ class _Access:
     indices: list[PrimExpr]
     store: bool
     guards: list[PrimExpr]
+    varying: bool = False  # an index reads a buffer of one iteration: no two indices compare
 
 
 def _bare_conflict(for_: For, what: str) -> ParallelConflict | None:
@@ -250,10 +251,15 @@ def _collect_accesses(s: Stmt, lets: dict[Var, PrimExpr], guards: list[PrimExpr]
     def scalar(indices: tuple[PrimExpr, ...]) -> list[PrimExpr]:
         return [_lanes_as_loop(substitute(i, lets), inner) for i in indices]
 
+    def varying(indices: list[PrimExpr]) -> bool:
+        return any(collect(i, lambda n: isinstance(n, BufferLoad) and n.buffer.data in private)
+                   for i in indices)
+
     def loads(e: PrimExpr) -> None:
         for ld in collect(e, lambda n: isinstance(n, BufferLoad)):
             if ld.buffer.data not in private:
-                out.append(_Access(ld, scalar(ld.indices), False, list(guards)))
+                at = scalar(ld.indices)
+                out.append(_Access(ld, at, False, list(guards), varying(at)))
 
     if isinstance(s, BlockRealize):
         return  # judged by its block
@@ -262,7 +268,8 @@ def _collect_accesses(s: Stmt, lets: dict[Var, PrimExpr], guards: list[PrimExpr]
         for i in s.indices:
             loads(i)
         if s.buffer.data not in private:
-            out.append(_Access(s, scalar(s.indices), True, list(guards)))
+            at = scalar(s.indices)
+            out.append(_Access(s, at, True, list(guards), varying(at)))
         return
     if isinstance(s, For):
         inner[s.loop_var] = Range(substitute(s.min, lets), substitute(s.extent, lets))
@@ -324,6 +331,8 @@ def _disjoint(s: _Access, x: _Access, v: Var, ranges: dict[Var, Range]) -> bool:
     ``v``? First one dimension at a time in algebra, then by enumerating small nests."""
     if len(s.indices) != len(x.indices):
         return False  # a flat view beside a shaped one: not judged, refused
+    if s.varying or x.varying:
+        return False  # I[0] of a buffer allocated in the loop: another value each iteration
     ana = Analyzer()
     bounds: dict[Var, tuple[int, int]] = {}
     for var, rng in ranges.items():
