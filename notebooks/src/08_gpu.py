@@ -379,12 +379,19 @@ assert race is not None and "_shared[" in str(race) and "blockIdx" in str(race)
 gpu_viz.race_picture(race)
 
 # %% [markdown]
-# A module built with `target="cuda-sim"` runs the same checks before its first call (on
-# copies of the arrays, a few blocks per kernel), so a race, a read of shared memory no
-# thread wrote, an index outside a buffer or a barrier that some threads skip is an error,
-# not wrong numbers; `f.check(x, w, y)` checks every block. The kernel with its barriers:
+# A module built with `target="cuda-sim"` runs the same checks, on copies of the arrays,
+# before its first call and before any call whose verdict could differ from the calls
+# checked so far (other shapes, or other values in an array that decides addresses), so a
+# race, a read of shared memory no thread wrote, an index outside a buffer or a barrier
+# that some threads skip is an error, not wrong numbers. Each such check runs every block
+# when it fits `f.check_budget` seconds of CPU (3 by default), a sample of blocks with a
+# warning otherwise; `f.last_check` reports what ran, `f.check_calls = "every"` checks every
+# call, and `f.check(x, w, y)` checks one call by hand. The kernel with its barriers, first
+# the check that ran before its call above, then one by hand:
 
 # %%
+print("before the call above:", f_shared.last_check)
+assert f_shared.last_check is not None and f_shared.last_check.complete
 print(f_shared.check(xm, wm, np.zeros((M, M), "float32")))
 
 # %% [markdown]
