@@ -15,6 +15,7 @@ is missing). ``notebooks/figures/make_figures.py`` writes every one to an ``.svg
 
 from __future__ import annotations
 
+from mlc.errors import ArgumentError
 from mlc.viz._dot import Drawing
 
 # (key, label, what it is) of each level, top to bottom
@@ -63,15 +64,16 @@ def stack(chapter: int | None = None, highlight: tuple[str, ...] | None = None) 
 
     ``chapter=N`` highlights the levels chapter N works at (``CHAPTER_LEVELS``), and
     ``highlight=("schedule",)`` names them directly; with neither, every level is drawn
-    alike. Unknown chapters or level names raise ``ValueError`` naming the known ones."""
+    alike. Unknown chapters or level names raise ``ArgumentError`` (a ``ValueError``)
+    naming the known ones."""
     if highlight is None and chapter is not None:
         if chapter not in CHAPTER_LEVELS:
-            raise ValueError(f"no chapter {chapter}; chapters are {sorted(CHAPTER_LEVELS)}")
+            raise ArgumentError(f"no chapter {chapter}; chapters are {sorted(CHAPTER_LEVELS)}")
         highlight = CHAPTER_LEVELS[chapter]
     keys = [key for key, _, _ in LEVELS]
     unknown = [h for h in (highlight or ()) if h not in keys]
     if unknown:
-        raise ValueError(f"unknown level(s) {unknown}; the levels are {keys}")
+        raise ArgumentError(f"unknown level(s) {unknown}; the levels are {keys}")
     lit = set(highlight) if highlight else set(keys)
     compact = chapter is not None and chapter != 0
     title = ("the compiler's levels" if not compact

@@ -208,3 +208,12 @@ def test_reduce_mean_axis_out_of_range_refused() -> None:
     m = _one("ReduceMean", [("x", (3, 4))], (3, 1), opset=13, axes=[2])
     with pytest.raises(GraphError, match="ReduceMean over axis 2"):
         graph.from_onnx(m)
+
+
+def test_example_models_refuse_bad_arguments_with_an_argument_error() -> None:
+    from mlc.errors import ArgumentError
+
+    with pytest.raises(ArgumentError, match="spelling must be 'gemm' or 'matmul'"):
+        ex.mlp(spelling="conv")
+    with pytest.raises(ArgumentError, match="not a multiple of heads"):
+        ex.transformer(width=10, heads=4)

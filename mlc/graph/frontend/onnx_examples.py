@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from mlc.errors import ArgumentError
+
 
 def _onnx() -> Any:
     try:
@@ -64,7 +66,7 @@ def mlp(spelling: str = "gemm", batch: int = 64, sizes: tuple[int, ...] = (784, 
         seed: int = 0) -> Any:
     """``spelling`` "gemm" (Gemm, transB=1) or "matmul" (MatMul + Add); ReLU between layers."""
     if spelling not in ("gemm", "matmul"):
-        raise ValueError(f"spelling must be 'gemm' or 'matmul', got {spelling!r}")
+        raise ArgumentError(f"spelling must be 'gemm' or 'matmul', got {spelling!r}")
     b = _Builder(seed)
     h = "x"
     for k, (i, o) in enumerate(zip(sizes, sizes[1:])):
@@ -108,7 +110,7 @@ def transformer(seq: int = 128, width: int = 256, heads: int = 4, mlp_ratio: int
                 batch: int = 1, seed: int = 0) -> Any:
     """A pre-norm encoder block on x of shape (batch, seq, width), opset 20 (Gelu)."""
     if width % heads:
-        raise ValueError(f"width {width} is not a multiple of heads {heads}")
+        raise ArgumentError(f"width {width} is not a multiple of heads {heads}")
     b = _Builder(seed)
     dh = width // heads
     s = 1.0 / np.sqrt(width)
