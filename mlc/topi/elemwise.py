@@ -18,7 +18,7 @@ from typing import Any
 from mlc import te
 from mlc.errors import TEError
 from mlc.tir.expr import PrimExpr, as_int
-from mlc.topi.fastmath import fast_erf
+from mlc.topi import fastmath
 
 Operand = te.Tensor | float | int
 
@@ -96,7 +96,7 @@ exp = _unary("exp", te.exp)
 log = _unary("log", te.log)
 sqrt = _unary("sqrt", te.sqrt)
 tanh = _unary("tanh", te.tanh)
-erf = _unary("erf", lambda v: fast_erf(v) if v.dtype == "float32" else te.erf(v))
+erf = _unary("erf", fastmath.erf)  # float32: vector arithmetic (topi.fastmath)
 sigmoid = _unary("sigmoid", te.sigmoid)
 abs = _unary("abs", te.abs)  # noqa: A001
 copy = _unary("copy", lambda x: x)
@@ -118,8 +118,7 @@ def gelu(x: te.Tensor, approximate: str = "tanh") -> te.Tensor:
     def f(*i: PrimExpr) -> PrimExpr:
         v = x[i]
         if approximate == "none":  # erf as vector arithmetic for float32 (topi.fastmath)
-            erf = fast_erf if v.dtype == "float32" else te.erf
-            return 0.5 * v * (1.0 + erf(v * (1.0 / math.sqrt(2.0))))
+            return 0.5 * v * (1.0 + fastmath.erf(v * (1.0 / math.sqrt(2.0))))
         return 0.5 * v * (1.0 + te.tanh(c * (v + 0.044715 * v * v * v)))
 
     return te.compute(x.shape, f, name="gelu", tag="elemwise")

@@ -68,3 +68,14 @@ def fast_erf(x: PrimExpr) -> PrimExpr:
     v = te.max(te.min(x, te.const(4.0, x.dtype)), te.const(-4.0, x.dtype))
     v2 = v * v
     return v * _horner(v2, _ERF_P) / _horner(v2, _ERF_Q)
+
+
+def exp(x: PrimExpr) -> PrimExpr:
+    """:func:`fast_exp` for float32 (where a vector loop would call libm per element),
+    ``te.exp`` for any other dtype."""
+    return fast_exp(x) if x.dtype == "float32" else te.exp(x)
+
+
+def erf(x: PrimExpr) -> PrimExpr:
+    """:func:`fast_erf` for float32, ``te.erf`` for any other dtype."""
+    return fast_erf(x) if x.dtype == "float32" else te.erf(x)

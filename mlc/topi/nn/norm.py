@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from mlc import te
 from mlc.tir.expr import PrimExpr
 from mlc.topi.elemwise import const_shape
-from mlc.topi.fastmath import fast_exp
+from mlc.topi.fastmath import exp as _exp
 
 
 def _with_axis(idx: Sequence[PrimExpr], axis: int, v: PrimExpr) -> tuple[PrimExpr, ...]:
@@ -29,7 +29,7 @@ def _drop(idx: Sequence[PrimExpr], axis: int) -> tuple[PrimExpr, ...]:
 def _row_stats(x: te.Tensor, axis: int) -> tuple[te.Tensor, te.Tensor, int]:
     shape = const_shape(x)
     axis %= len(shape)
-    if axis == len(shape) - 1 and shape[axis] % LANES == 0 and shape[axis] >= 2 * LANES:
+    if _in_lanes(shape, axis):
         return _row_stats_in_lanes(x, axis)
     red = tuple(s for a, s in enumerate(shape) if a != axis)
     k1 = te.reduce_axis((0, shape[axis]), name="k")
@@ -79,10 +79,11 @@ def lanes_reduce(red: tuple[int, ...], n: int, name: str, body: Callable[..., Pr
                       tag="comm_reduce")
 
 
-def _exp(v: PrimExpr) -> PrimExpr:
-    """float32 exp as vector arithmetic (mlc.topi.fastmath; libm's expf is one call per
-    element); other dtypes keep te.exp."""
-    return fast_exp(v) if v.dtype == "float32" else te.exp(v)
+def _in_lanes(shape: Sequence[int], axis: int) -> bool:
+    """Is the reduction over ``axis`` done in :data:`LANES` lanes first (:func:`lanes_reduce`)?
+    The last axis, a multiple of LANES, at least two vectors long."""
+    n = shape[axis % len(shape)]
+    return axis % len(shape) == len(shape) - 1 and n % LANES == 0 and n >= 2 * LANES
 
 
 def _ins(i: Sequence[PrimExpr], axis: int) -> list[PrimExpr]:
@@ -94,13 +95,12 @@ def _ins(i: Sequence[PrimExpr], axis: int) -> list[PrimExpr]:
 def softmax(x: te.Tensor, axis: int = -1) -> te.Tensor:
     """Softmax along ``axis``, stabilised by subtracting the maximum."""
     shape = const_shape(x)
-    last = axis % len(shape) == len(shape) - 1
-    if last and shape[-1] % LANES == 0 and shape[-1] >= 2 * LANES and x.dtype == "float32":
+    if _in_lanes(shape, axis) and x.dtype == "float32":
         # exp once: e is kept (tag softmax_exp: the schedule does not inline it), summed in
         # lanes and divided; recomputing it in the sum and in the output cost half the time
         red, n = shape[:-1], shape[-1]
         mx = lanes_reduce(red, n, "softmax_max", lambda i, k: x[tuple(i) + (k,)], te.max)
-        e = te.compute(shape, lambda *i: fast_exp(x[i] - mx[i[:-1]]), name="softmax_exp",
+        e = te.compute(shape, lambda *i: _exp(x[i] - mx[i[:-1]]), name="softmax_exp",
                        tag="softmax_exp")
         es = lanes_reduce(red, n, "softmax_expsum", lambda i, k: e[tuple(i) + (k,)], te.sum)
         return te.compute(shape, lambda *i: e[i] / es[i[:-1]], name="softmax", tag="softmax")
@@ -142,7 +142,7 @@ def layer_norm(x: te.Tensor, gamma: te.Tensor, beta: te.Tensor, axis: int = -1,
     axis %= len(shape)
     n = shape[axis]
     red = tuple(s for a, s in enumerate(shape) if a != axis)
-    if axis == len(shape) - 1 and n % LANES == 0 and n >= 2 * LANES:  # vector lanes first
+    if _in_lanes(shape, axis):  # vector lanes first
         mu = lanes_reduce(red, n, "ln_sum", lambda i, k: x[tuple(i) + (k,)], te.sum)
 
         def dev2(i: tuple[PrimExpr, ...], k: PrimExpr) -> PrimExpr:
