@@ -364,7 +364,7 @@ def judge_graph(case: GraphCase, text: str, workdir: Path,
     import io
 
     from autograder.cases import compare
-    from autograder.judged import run_judged
+    from autograder.judged import JudgeUnavailable, pack_arrays, run_judged
     from mlc import graph
 
     if case.kind == "groups":
@@ -373,19 +373,18 @@ def judge_graph(case: GraphCase, text: str, workdir: Path,
     rng = np.random.default_rng(case.seed + zlib.crc32(case.id.encode()))
     feeds = [{v.name: rng.uniform(-1, 1, v.shape).astype(v.dtype) for v in g.inputs}
              for _ in range(case.trials)]
-    buffer = io.BytesIO()
-    np.savez(buffer, **{f"t{k}_{name}": a for k, feed in enumerate(feeds)
-                        for name, a in feed.items()})
+    packed = pack_arrays({f"t{k}_{name}": a for k, feed in enumerate(feeds)
+                          for name, a in feed.items()})
     spec = {"inputs": [v.name for v in g.inputs], "trials": case.trials}
     expected = [graph.evaluate(g, feed) for feed in feeds]
     # what honest values take, with room for the npz's headers: more is refused unread
     cap = 2 * sum(np.asarray(e).nbytes for row in expected for e in row) + (1 << 20)
     judged = run_judged("autograder.graphio", workdir,
-                        {"graph.json": text.encode(), "feeds.npz": buffer.getvalue(),
+                        {"graph.json": text.encode(), "feeds.npz": packed,
                          "spec.json": json.dumps(spec).encode()},
                         outputs=("values.npz",), hide=hide, cap=cap)
     if judged.problem:
-        raise RuntimeError(judged.problem)
+        raise JudgeUnavailable(judged.problem)
     if judged.failure:
         return 0.0, f"the graph could not be checked: {judged.failure}"
     report = judged.result or {}
@@ -449,6 +448,7 @@ def main(argv: list[str]) -> int:
         return judge_main(Path(argv[1]), Path(argv[2]))
     from autograder import graphio  # this file runs as __main__: grader.py's GraphCase is there
     from autograder.cases import load_grader
+    from autograder.judged import JudgeUnavailable, grader_error
 
     grader_path, case_id, export_path, out_path = argv
     case = load_grader(grader_path).case(case_id)
@@ -472,9 +472,8 @@ def main(argv: list[str]) -> int:
                     hide=[str(tests), str(tests.parent)])
             except GraphFormatError as err:
                 fraction, message = 0.0, f"the exported result is not valid: {err}"
-            except RuntimeError as err:
-                print(f"GRADER-ERROR: {err}", file=sys.stderr)
-                return 3
+            except JudgeUnavailable as err:
+                return grader_error(err)
     Path(out_path).write_text(json.dumps({"fraction": fraction, "message": message}))
     return 0
 

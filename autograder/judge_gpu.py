@@ -30,7 +30,6 @@ The same :func:`run_schedule` runs in process for a student's own check in the n
 
 from __future__ import annotations
 
-import io
 import json
 import math
 import sys
@@ -40,15 +39,12 @@ from typing import Any
 
 import numpy as np
 
+from autograder.judged import JudgeUnavailable, pack_arrays, read_npy, unpack_arrays
+
 MAX_MESSAGE = 2000
 MAX_TIME_S = 1e6          # a predicted kernel time past this is not a number the model makes
 MAX_CYCLES = 1 << 62
 TARGETS = ("cuda-sim", "vdla")
-
-
-class JudgeUnavailable(RuntimeError):
-    """The judged step could not start with every wall: the check was not made, and a grade
-    would be a lie (the grader's runner prints ``GRADER-ERROR`` and exits 3)."""
 
 
 @dataclass
@@ -140,13 +136,11 @@ def judge_schedule(target: str, func: Any, trace_text: str, arrays: dict[str, np
     and write), what the judged process is and could reach is in ``run.probe``."""
     from autograder.judged import run_judged
 
-    buffer = io.BytesIO()
-    np.savez(buffer, **arrays)  # type: ignore[arg-type]  # numpy's stub: names as keywords
     spec = {"target": target, "names": list(arrays), "out_shape": [int(d) for d in out_shape],
             "out_dtype": str(np.dtype(out_dtype)), "check": bool(check), "gpu": gpu,
             "predict": predict_func is not None, "probe": probe}
     inputs = {"func.txt": func.script().encode(), "trace.json": trace_text.encode(),
-              "inputs.npz": buffer.getvalue(), "spec.json": json.dumps(spec).encode()}
+              "inputs.npz": pack_arrays(arrays), "spec.json": json.dumps(spec).encode()}
     if predict_func is not None:
         inputs["predict_func.txt"] = predict_func.script().encode()
     nbytes = int(np.prod(out_shape)) * np.dtype(out_dtype).itemsize
@@ -170,7 +164,7 @@ def _checked(result: dict[str, Any], files: dict[str, bytes], out_shape: tuple[i
     message = message[:MAX_MESSAGE] if isinstance(message, str) else ""
     if result.get("ran") is not True:
         return ScheduleRun(False, message or "the schedule did not run")
-    out = load_output(files.get("out.npy"), out_shape, np.dtype(out_dtype))
+    out = read_npy(files.get("out.npy"), out_shape, out_dtype)
     if isinstance(out, str):
         return ScheduleRun(False, f"the schedule's output {out}")
     run = ScheduleRun(True, message, out)
@@ -192,43 +186,12 @@ def _checked(result: dict[str, Any], files: dict[str, bytes], out_shape: tuple[i
     return run
 
 
-def load_output(data: bytes | None, shape: tuple[int, ...],
-                 dtype: np.dtype[Any]) -> np.ndarray | str:
-    """The ``.npy`` array in ``data`` if its header says ``shape`` and ``dtype``; else why
-    not. The header is read first: ``np.load`` of a header that claims 4 TiB allocates them
-    before it finds the data short."""
-    from numpy.lib import format as npy
-
-    if data is None:
-        return "is missing"
-    f = io.BytesIO(data)
-    try:
-        version = npy.read_magic(f)
-        if version == (1, 0):
-            got_shape, _, got_dtype = npy.read_array_header_1_0(f)
-        elif version == (2, 0):
-            got_shape, _, got_dtype = npy.read_array_header_2_0(f)
-        else:
-            return f"cannot be read: .npy version {version}"
-    except (ValueError, EOFError, SyntaxError, TypeError) as err:
-        return f"cannot be read: {str(err)[:200]}"
-    if tuple(got_shape) != shape or got_dtype != dtype:
-        return (f"is {str(got_dtype)[:40]}{list(got_shape)[:8]}, not "
-                f"{dtype}{list(shape)}")
-    try:
-        out = np.load(io.BytesIO(data), allow_pickle=False)
-    except (ValueError, OSError, EOFError) as err:
-        return f"cannot be read: {str(err)[:200]}"
-    return out if isinstance(out, np.ndarray) else "is not an array"
-
-
 def judge_main(in_dir: Path, out_dir: Path) -> int:
     """The judged step (see the module docstring)."""
     from mlc.script import from_source
 
     spec = json.loads((in_dir / "spec.json").read_text())
-    with np.load(in_dir / "inputs.npz", allow_pickle=False) as data:
-        arrays = [np.array(data[name]) for name in spec["names"]]
+    arrays = list(unpack_arrays(in_dir / "inputs.npz", spec["names"]).values())
     result: dict[str, Any] = {}
     if spec.get("probe") is not None:
         from autograder import program

@@ -22,7 +22,6 @@ The trusted side compares the output with the answer and checks the times it rea
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import math
 import sys
@@ -43,8 +42,9 @@ def judge_trace(case: TraceCase, trace_text: str, workdir: Path,
     :func:`autograder.replay.replay_and_time` before its decision: ``correct``, ``message``
     and, for a speed case, the judged step's timing (``t_reference_rounds``,
     ``t_student_rounds`` and what :func:`autograder.replay.summarize` makes of them).
-    Raises RuntimeError when the step could not judge (never a grade)."""
-    from autograder.judged import run_judged
+    Raises :class:`~autograder.judged.JudgeUnavailable` when the step could not judge
+    (never a grade)."""
+    from autograder.judged import JudgeUnavailable, pack_arrays, read_npy, run_judged
     from mlc import tir
 
     params = case.effective_params()
@@ -54,8 +54,6 @@ def judge_trace(case: TraceCase, trace_text: str, workdir: Path,
     ref_sch = tir.Schedule(func)
     case.reference_schedule(ref_sch)
     ref_trace = ref_sch.trace.as_json()
-    buffer = io.BytesIO()
-    np.savez(buffer, **arrays)  # type: ignore[arg-type]  # numpy's stub: names as keywords
     spec = {"names": list(arrays), "out_shape": list(expected.shape),
             "out_dtype": str(expected.dtype), "speed": bool(case.speed), "rounds": rounds,
             "min_time": min_time, "settle": settle, "give_up_below": case.floor / 2,
@@ -66,11 +64,11 @@ def judge_trace(case: TraceCase, trace_text: str, workdir: Path,
         {"func.txt": func.script().encode(), "trace.json": trace_text.encode(),
          "reference_trace.json": (ref_trace if isinstance(ref_trace, str)
                                   else json.dumps(ref_trace)).encode(),
-         "inputs.npz": buffer.getvalue(), "spec.json": json.dumps(spec).encode()},
+         "inputs.npz": pack_arrays(arrays), "spec.json": json.dumps(spec).encode()},
         outputs=("out.npy",), hide=hide, wall_s=200.0,
         cap=max(1 << 20, 2 * expected.nbytes + 4096))
     if judged.problem:
-        raise RuntimeError(judged.problem)
+        raise JudgeUnavailable(judged.problem)
     if judged.failure:
         return {"correct": False, "message": f"the schedule could not be checked: "
                                               f"{judged.failure}"}
@@ -80,10 +78,7 @@ def judge_trace(case: TraceCase, trace_text: str, workdir: Path,
         report.update(correct=False, message=str(result.get("message", ""))[:MAX_MESSAGE]
                       or "the schedule does not replay")
         return report
-    from autograder.judge_gpu import load_output
-
-    # the header is checked before anything is allocated (a header claiming 4 TiB)
-    out = load_output(judged.files.get("out.npy"), expected.shape, expected.dtype)
+    out = read_npy(judged.files.get("out.npy"), expected.shape, expected.dtype)
     if isinstance(out, str):
         return {**report, "correct": False, "message": f"wrong result: the output {out}"}
     ok, message = compare(expected, out, case.rtol, case.atol)
@@ -93,7 +88,7 @@ def judge_trace(case: TraceCase, trace_text: str, workdir: Path,
     if case.speed:
         timing = _checked_timing(result.get("timing"), rounds)
         if timing is None:
-            raise RuntimeError("the judged replay reported no usable timing")
+            raise JudgeUnavailable("the judged replay reported no usable timing")
         report.update(timing)
     return report
 
@@ -146,12 +141,12 @@ def judge_main(in_dir: Path, out_dir: Path) -> int:
     """The judged step (see the module docstring)."""
     import mlc
     from autograder import program, replay
+    from autograder.judged import unpack_arrays
     from mlc.errors import MLCError
     from mlc.script import from_source
 
     spec = json.loads((in_dir / "spec.json").read_text())
-    with np.load(in_dir / "inputs.npz", allow_pickle=False) as data:
-        arrays = [np.array(data[name]) for name in spec["names"]]
+    arrays = list(unpack_arrays(in_dir / "inputs.npz", spec["names"]).values())
     result: dict[str, Any] = {}
     if spec.get("probe") is not None:
         result["probe"] = program._probe(spec["probe"])

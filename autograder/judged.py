@@ -13,7 +13,7 @@ capped) and decides. ``python -m MODULE --judge in out`` is each check's judged 
 
 from __future__ import annotations
 
-import json
+import io
 import os
 import sys
 import tempfile
@@ -21,6 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from autograder.cases import parse_json
 from autograder.sandbox import (
     PROTECTIONS,
     Limits,
@@ -147,9 +150,9 @@ def run_judged(module: str, workdir: Path, inputs: dict[str, bytes], *,
         parsed: dict[str, Any] | None = None
         if JUDGE_RESULT in found:
             try:
-                value = json.loads(found.pop(JUDGE_RESULT)[:1 << 20])
+                value = parse_json(found.pop(JUDGE_RESULT)[:1 << 20])
                 parsed = value if isinstance(value, dict) else None
-            except ValueError:
+            except (ValueError, UnicodeDecodeError):
                 parsed = None
         if parsed is None and not failure:
             tail = " / ".join(result.output.strip().splitlines()[-2:]) or "no output"
@@ -165,6 +168,66 @@ def run_judged(module: str, workdir: Path, inputs: dict[str, bytes], *,
 
 
 GRADER_ERROR = "GRADER-ERROR: "  # how a check's runner says its judged step could not start
+
+
+class JudgeUnavailable(RuntimeError):
+    """A judged step could not judge for a reason that is not the export's (it could not
+    start with every wall, or reported nothing the trusted side can use): the check was not
+    made, and a grade would be a lie. A check's runner says so (:func:`grader_error`)."""
+
+
+def grader_error(err: BaseException) -> int:
+    """Print ``err`` as a :data:`GRADER_ERROR` line for the grader and return the runner's
+    exit status (3): :func:`raise_if_grader_error` turns it into a ``grader-error`` row."""
+    print(f"{GRADER_ERROR}{err}", file=sys.stderr)
+    return 3
+
+
+def pack_arrays(arrays: dict[str, Any]) -> bytes:
+    """``arrays`` as the bytes of an ``.npz`` archive: a judged step's inputs."""
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)  # type: ignore[arg-type]  # numpy's stub: names as keywords
+    return buffer.getvalue()
+
+
+def unpack_arrays(path: Path, names: list[str]) -> dict[str, Any]:
+    """The arrays ``names`` of the ``.npz`` at ``path`` (what :func:`pack_arrays` wrote), in
+    that order: the judged step's side."""
+    with np.load(path, allow_pickle=False) as data:
+        return {name: np.array(data[name]) for name in names}
+
+
+def read_npy(data: bytes | None, shape: tuple[int, ...], dtype: Any = None) -> Any:
+    """The ``.npy`` array in ``data`` (bytes a judged step wrote) if its header says
+    ``shape`` and ``dtype`` (with ``dtype=None``: any number or bool type); else why not, as a
+    phrase ("is missing", "cannot be read: ...", "is float64[3], not float32[4]"). The
+    header is read first: ``np.load`` of a header that claims 4 TiB allocates them before it
+    finds the data short."""
+    from numpy.lib import format as npy
+
+    if data is None:
+        return "is missing"
+    f = io.BytesIO(data)
+    try:
+        version = npy.read_magic(f)
+        if version == (1, 0):
+            got_shape, _, got_dtype = npy.read_array_header_1_0(f)
+        elif version == (2, 0):
+            got_shape, _, got_dtype = npy.read_array_header_2_0(f)
+        else:
+            return f"cannot be read: .npy version {version}"
+    except (ValueError, EOFError, SyntaxError, TypeError) as err:
+        return f"cannot be read: {str(err)[:200]}"
+    want = "a number type" if dtype is None else str(np.dtype(dtype))
+    ok_dtype = (got_dtype.kind in "fiub" and not got_dtype.hasobject if dtype is None
+                else got_dtype == np.dtype(dtype))
+    if tuple(got_shape) != tuple(shape) or not ok_dtype:
+        return f"is {str(got_dtype)[:40]}{list(got_shape)[:8]}, not {want}{list(shape)}"
+    try:
+        out = np.load(io.BytesIO(data), allow_pickle=False)
+    except (ValueError, OSError, EOFError) as err:
+        return f"cannot be read: {str(err)[:200]}"
+    return out if isinstance(out, np.ndarray) else "is not an array"
 
 
 def raise_if_grader_error(output: str) -> None:

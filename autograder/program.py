@@ -20,7 +20,6 @@ can act on. :func:`check_program` does both halves in one process (tests, local 
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import sys
@@ -115,10 +114,6 @@ def _verdict(case: TECase, expected: np.ndarray, out: np.ndarray) -> tuple[bool,
     return ok, ("correct on fresh inputs" if ok else f"on fresh inputs: {message}")
 
 
-class JudgeFailed(RuntimeError):
-    """The judged step could not check the program (the sandbox, a limit, a crash)."""
-
-
 def judge_program(case: TECase, text: str, workdir: Path, seed: int | None = None,
                   hide: list[str] | None = None, probe: dict[str, Any] | None = None,
                   wall_s: float = 100.0) -> tuple[bool, str, dict[str, Any]]:
@@ -126,31 +121,27 @@ def judge_program(case: TECase, text: str, workdir: Path, seed: int | None = Non
     (:func:`autograder.judged.run_judged`); the reference stays here. (correct, message,
     the judged step's report). ``probe`` (tests only) asks the judged step to report its
     user, capabilities and what it could read and write (:func:`_probe`).
-    Raises :class:`JudgeFailed` when the step could not judge (never a grade)."""
-    from autograder.judged import run_judged
+    Raises :class:`~autograder.judged.JudgeUnavailable` when the step could not judge
+    (never a grade)."""
+    from autograder.judged import JudgeUnavailable, pack_arrays, read_npy, run_judged
 
     arrays, expected = case_arrays(case, seed)
-    buffer = io.BytesIO()
-    np.savez(buffer, **arrays)  # type: ignore[arg-type]  # numpy's stub: names as keywords
     spec = {"names": list(arrays), "out_shape": list(expected.shape),
             "out_dtype": str(expected.dtype), "probe": probe}
     judged = run_judged("autograder.program", workdir,
-                        {"program.txt": text.encode(), "inputs.npz": buffer.getvalue(),
+                        {"program.txt": text.encode(), "inputs.npz": pack_arrays(arrays),
                          "spec.json": json.dumps(spec).encode()},
                         outputs=("out.npy",), hide=hide, wall_s=wall_s,
                         cap=max(1 << 20, 2 * expected.nbytes + 4096))
     if judged.problem:
-        raise JudgeFailed(judged.problem)
+        raise JudgeUnavailable(judged.problem)
     if judged.failure:
         return False, f"the program could not be checked: {judged.failure}", {}
     report = judged.result or {}
     message = str(report.get("message", ""))[:MAX_MESSAGE]
     if not report.get("ran"):
         return False, message or "the program did not run", report
-    from autograder.judge_gpu import load_output
-
-    # the header is checked before anything is allocated (a header claiming 4 TiB)
-    out = load_output(judged.files.get("out.npy"), expected.shape, expected.dtype)
+    out = read_npy(judged.files.get("out.npy"), expected.shape, expected.dtype)
     if isinstance(out, str):
         return False, f"the program's output {out}", report
     ok, message = _verdict(case, expected, out)
@@ -224,9 +215,10 @@ def _compiled_open(path: str, flags: int) -> int:
 def judge_main(in_dir: Path, out_dir: Path) -> int:
     """The judged step: read the program and inputs, run it, write ``out.npy`` and
     ``result.json`` (``{"ran": bool, "message": str}``)."""
+    from autograder.judged import unpack_arrays
+
     spec = json.loads((in_dir / "spec.json").read_text())
-    with np.load(in_dir / "inputs.npz", allow_pickle=False) as data:
-        arrays = {name: np.array(data[name]) for name in spec["names"]}
+    arrays = unpack_arrays(in_dir / "inputs.npz", spec["names"])
     report: dict[str, Any] = {}
     if spec.get("probe") is not None:
         report["probe"] = _probe(spec["probe"])
@@ -256,13 +248,14 @@ def main(argv: list[str]) -> int:
     except (ValueError, KeyError, TypeError) as err:
         ok, message = False, f"the exported program cannot be read: {err}"
     else:
+        from autograder.judged import JudgeUnavailable, grader_error
+
         tests = Path(grader_path).resolve().parent
         try:
             ok, message, _ = judge_program(case, text, Path(out_path).resolve().parent,
                                            hide=[str(tests), str(tests.parent)])
-        except JudgeFailed as err:
-            print(f"GRADER-ERROR: {err}", file=sys.stderr)
-            return 3
+        except JudgeUnavailable as err:
+            return grader_error(err)
     Path(out_path).write_text(json.dumps({"correct": ok, "message": message}))
     return 0
 

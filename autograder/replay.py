@@ -264,14 +264,14 @@ def main(argv: list[str]) -> int:
     from pathlib import Path
 
     from autograder.judge_trace import decide_report, judge_trace
+    from autograder.judged import JudgeUnavailable, grader_error
 
     tests = Path(grader_path).resolve().parent
     try:  # replayed, built, run and timed on the student's side of the wall (issue 25)
         report = decide_report(case, judge_trace(case, text, Path(out_path).resolve().parent,
                                                  hide=[str(tests), str(tests.parent)]))
-    except RuntimeError as err:  # the judged step could not start with every wall
-        print(f"GRADER-ERROR: {err}", file=sys.stderr)
-        return 3
+    except JudgeUnavailable as err:  # the judged step could not judge
+        return grader_error(err)
     with open(out_path, "w") as f:
         json.dump(report, f)
     return 0

@@ -273,12 +273,12 @@ def test_a_judged_step_without_every_wall_stops_the_check_loudly(monkeypatch, tm
     becomes SandboxUnavailable (the grader's grader-error row)."""
     from autograder import judged
     from autograder.graphio import GraphCase
-    from autograder.program import JudgeFailed
+    from autograder.judged import JudgeUnavailable
     from autograder.sandbox import SandboxResult, SandboxUnavailable
 
     monkeypatch.setattr(judged, "run_sandboxed", lambda *a, **k: SandboxResult(
         0, "", False, {"mount_ns": True}))
-    with pytest.raises(JudgeFailed, match="no capability at all"):
+    with pytest.raises(JudgeUnavailable, match="no capability at all"):
         judge_program(CASE, HEAD + BODY, tmp_path, seed=1)
     case = GraphCase("g", build=lambda: None)
     (tmp_path / "exports").mkdir()

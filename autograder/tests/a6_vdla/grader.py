@@ -147,7 +147,7 @@ def main(argv: list[str]) -> int:
     """What the grader runs (its trusted runner): the student's schedule is judged on the
     other side of the wall; a judged step that cannot start with every wall is a
     ``GRADER-ERROR`` (exit 3), never a grade."""
-    from autograder.judge_gpu import JudgeUnavailable
+    from autograder.judged import JudgeUnavailable, grader_error
 
     case_id, trace_file, out_file = argv
     case = next(c for c in CASES if c.id == case_id)
@@ -156,8 +156,7 @@ def main(argv: list[str]) -> int:
         report = case.evaluate(Path(trace_file).read_text(), Path(out_file).resolve().parent,
                                hide=[str(tests), str(tests.parent)])
     except JudgeUnavailable as err:
-        print(f"GRADER-ERROR: {err}", file=sys.stderr)
-        return 3
+        return grader_error(err)
     Path(out_file).write_text(json.dumps(report))
     return 0
 
