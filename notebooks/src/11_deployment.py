@@ -22,6 +22,7 @@ if not hasattr(mlc, "build"):
                       "checkout does), or rename that folder")
 
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -145,6 +146,7 @@ arm.save(WORK / "myfunc_a64.o")
 print("myfunc_a64.o is an ELF object for", elf_machine(WORK / "myfunc_a64.o"))
 asm = arm.get_source("asm")
 assert "fadd\tv" in asm and ".4s" in asm  # NEON: 4 lanes of float32
+assert re.search(r"fadd\tv(\d+)\.4s, v\1\.4s, v\1\.4s", asm)  # A[i] * 2 as A[i] + A[i]
 try:
     arm(np.zeros(8, "float32"), np.zeros(8, "float32"))
 except TargetError as err:
