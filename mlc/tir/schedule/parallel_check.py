@@ -211,6 +211,7 @@ def _bare_conflict(for_: For, what: str) -> ParallelConflict | None:
     v = for_.loop_var
     ranges = {v: Range(for_.min, for_.extent), **inner}
     name = v.name
+    seen: dict[int, dict[tuple[Any, ...], set[int]] | None] = {}  # per access, enumerated
     for s in accesses:
         if not s.store:
             continue
@@ -219,7 +220,7 @@ def _bare_conflict(for_: For, what: str) -> ParallelConflict | None:
                 continue
             if x.store and id(x) < id(s) and x is not s:
                 continue  # each pair of stores once
-            if _disjoint(s, x, v, ranges):
+            if _disjoint(s, x, v, ranges, seen):
                 continue
             return ParallelConflict(_bare_message(what, name, s, x), {for_: what}, bare=True)
     return None
@@ -326,7 +327,8 @@ def _negate(cond: PrimExpr) -> PrimExpr:
     return Not(cond)
 
 
-def _disjoint(s: _Access, x: _Access, v: Var, ranges: dict[Var, Range]) -> bool:
+def _disjoint(s: _Access, x: _Access, v: Var, ranges: dict[Var, Range],
+              seen: dict[int, dict[tuple[Any, ...], set[int]] | None]) -> bool:
     """Do ``s`` (a store) and ``x`` never touch one element in two different iterations of
     ``v``? First one dimension at a time in algebra, then by enumerating small nests."""
     if len(s.indices) != len(x.indices):
@@ -344,7 +346,7 @@ def _disjoint(s: _Access, x: _Access, v: Var, ranges: dict[Var, Range]) -> bool:
     for w, r in zip(s.indices, x.indices):
         if _dimension_separates(ana.simplify(w), ana.simplify(r), v, bounds, set(ranges)):
             return True
-    if _enumerated_disjoint(s, x, v, ranges):
+    if _enumerated_disjoint(s, x, v, ranges, seen):
         return True
     return any(symbolic_separates(w, r, v, ranges, [*s.indices, *x.indices])
                or within_rows(w, r, v, ranges, s.guards, x.guards)
@@ -411,9 +413,10 @@ def _dimension_separates(w: PrimExpr, r: PrimExpr, v: Var, bounds: dict[Var, tup
     return False
 
 
-def _enumerated_disjoint(s: _Access, x: _Access, v: Var, ranges: dict[Var, Range]) -> bool:
-    """Enumerate a small nest of constant loops: which iterations touch which elements."""
-    exts: list[tuple[Var, int, int]] = []
+def _enumerated_disjoint(s: _Access, x: _Access, v: Var, ranges: dict[Var, Range],
+                         seen: dict[int, dict[tuple[Any, ...], set[int]] | None]) -> bool:
+    """Enumerate a small nest of constant loops: which iterations touch which elements.
+    Each access is enumerated once per loop (``seen``, by ``id``), over the loops it uses."""
     count = 1
     exprs = [*s.indices, *x.indices, *s.guards, *x.guards]
     used = {var for var in ranges
@@ -425,28 +428,40 @@ def _enumerated_disjoint(s: _Access, x: _Access, v: Var, ranges: dict[Var, Range
         lo, n = evaluate_known(rng.min, {}), evaluate_known(rng.extent, {})
         if not (isinstance(lo, int) and isinstance(n, int)):
             return False
-        exts.append((var, lo, n))
         count *= max(n, 0)
         if count > _ENUMERATE_LIMIT:
             return False
-    seen: dict[tuple[Any, ...], set[int]] = {}
-    for a in (s, x):
-        where: dict[tuple[Any, ...], set[int]] = {}
-        for point in itertools.product(*(range(lo, lo + n) for _, lo, n in exts)):
-            env = {id(var): p for (var, _, _), p in zip(exts, point)}
-            if any(evaluate_known(g, env) is False for g in a.guards):
-                continue
-            elem = tuple(evaluate_known(i, env) for i in a.indices)
-            if any(not isinstance(e, int) for e in elem):
-                return False
-            where.setdefault(elem, set()).add(env[id(v)])
-        if a is s:
-            seen = where
-        else:
-            for elem, its in where.items():
-                mine = seen.get(elem, set())
-                if mine and (len(mine | its) > 1):
-                    return False
+    mine, theirs = (_where(a, v, ranges, seen) for a in (s, x))
+    if mine is None or theirs is None:
+        return False
     if x is s:
-        return all(len(its) == 1 for its in seen.values())
-    return True
+        return all(len(its) == 1 for its in mine.values())
+    return all(not (mine.get(elem) and len(mine[elem] | its) > 1)
+               for elem, its in theirs.items())
+
+
+def _where(a: _Access, v: Var, ranges: dict[Var, Range],
+           seen: dict[int, dict[tuple[Any, ...], set[int]] | None]
+           ) -> dict[tuple[Any, ...], set[int]] | None:
+    """The elements ``a`` touches, each with the iterations of ``v`` that touch it, over the
+    constant loops ``a`` uses (checked constant by the caller); None for an index that is
+    not a number (read from data)."""
+    if id(a) in seen:
+        return seen[id(a)]
+    exprs = [*a.indices, *a.guards]
+    exts = [(var, evaluate_known(rng.min, {}), evaluate_known(rng.extent, {}))
+            for var, rng in ranges.items()
+            if var is v or any(uses_var(e, lambda y, var=var: y is var)  # type: ignore[misc]
+                               for e in exprs)]
+    where: dict[tuple[Any, ...], set[int]] | None = {}
+    for point in itertools.product(*(range(lo, lo + n) for _, lo, n in exts)):
+        env = {id(var): p for (var, _, _), p in zip(exts, point)}
+        if any(evaluate_known(g, env) is False for g in a.guards):
+            continue
+        elem = tuple(evaluate_known(i, env) for i in a.indices)
+        if any(not isinstance(e, int) for e in elem):
+            where = None
+            break
+        where.setdefault(elem, set()).add(env[id(v)])
+    seen[id(a)] = where
+    return where
