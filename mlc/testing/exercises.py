@@ -125,8 +125,10 @@ def hint(which: str | None = None) -> None:
             return
         title = failed[-1]
     else:
-        matches = [t for t in HINTS if t == which or t.startswith(str(which).rstrip(".") + ".")
-                   or t.startswith(str(which))]
+        which = str(which)
+        # "1" is exercise "1. ..." (never "10. ..."); a title merely starting so comes after
+        matches = [t for t in HINTS if t == which or t.startswith(which.rstrip(".") + ".")] \
+            or [t for t in HINTS if t.startswith(which)]
         if not matches:
             print(f"no exercise {which!r} here; the exercises are: {', '.join(HINTS)}")
             return
