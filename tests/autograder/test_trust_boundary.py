@@ -287,3 +287,23 @@ def test_a_judged_step_without_every_wall_stops_the_check_loudly(monkeypatch, tm
         case.check_export(tmp_path / "exports", grader_path=GRADER, workdir=tmp_path,
                           run_trusted=lambda cmd, cwd: (3, "GRADER-ERROR: the sandbox for "
                                                         "checking the export lacks: x"))
+
+
+def test_a_result_nested_past_the_recursion_limit_is_the_exports_failure(monkeypatch,
+                                                                        tmp_path):
+    """``result.json`` is what the judged step wrote: nested 100000 deep, ``json.loads``
+    raised RecursionError out of run_judged and the trusted runner crashed (a grader-error
+    row the export forced). It is a step that stopped without a usable result."""
+    from autograder import judged
+    from autograder.sandbox import SandboxResult, job_owner, required_protections
+
+    def fake(cmd, folder, env, limits, uid, **k):
+        path = folder / "out" / "result.json"
+        path.write_text("[" * 100_000 + "]" * 100_000)
+        os.chown(path, job_owner(uid), -1)  # as the step's own user wrote it
+        return SandboxResult(0, "", False, {n: True for n in required_protections(False)})
+
+    monkeypatch.setattr(judged, "run_sandboxed", fake)
+    got = judged.run_judged("autograder.program", tmp_path, {})
+    assert got.problem == "" and got.result is None
+    assert "stopped without a result" in got.failure
