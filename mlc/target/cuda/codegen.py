@@ -214,7 +214,7 @@ class CodeGenCUDA(CodeGenC):
                       f"/* {lanes} lanes */")
             self.indent += 1
         at = self.expr(index, lane)
-        site = self._site("writes", s.buffer, index)
+        site = self._site(f"writes {s.buffer.name}[{index}]", _numel(s.buffer))
         self.line(f"if (mlc_inside({at}, {self._size(s.buffer)}, {site})) {{")
         self.line(f"  {target}[{at}] = {self.expr(s.value, lane)};")
         self.line("}")
@@ -223,9 +223,9 @@ class CodeGenCUDA(CodeGenC):
             self.line("}")
 
     # -- indices read from data: checked on the device ------------------------------------
-    def _site(self, verb: str, buf: Buffer, index: PrimExpr) -> int:
-        self.checks.append(IndexCheck(self.kernel_name, f"{verb} {buf.name}[{index}]",
-                                      str(_numel(buf))))
+    def _site(self, access: str, size: object) -> int:
+        """Number a device-side index check (``CUDASource.checks[site]`` describes it)."""
+        self.checks.append(IndexCheck(self.kernel_name, access, str(size)))
         return len(self.checks) - 1
 
     def _size(self, buf: Buffer) -> str:
@@ -235,7 +235,7 @@ class CodeGenCUDA(CodeGenC):
         index = flat_index(e.buffer, e.indices)
         if not _read_from_data(index):
             return super().expr_BufferLoad(e, lane)
-        site = self._site("reads", e.buffer, index)
+        site = self._site(f"reads {e.buffer.name}[{index}]", _numel(e.buffer))
         return (f"{self.name_of(e.buffer.data)}[mlc_index({self.expr(index, lane)}, "
                 f"{self._size(e.buffer)}, {site})]")
 
@@ -354,9 +354,8 @@ class CodeGenCUDA(CodeGenC):
         if e.op == "check_index":  # one dimension's index, from flatten_buffers
             index, extent, what = e.args
             text = getattr(what, "value", str(what))
-            self.checks.append(IndexCheck(self.kernel_name, f"indexes {text}", str(extent)))
-            return (f"mlc_index({self.expr(index, lane)}, {self.expr(extent, lane)}, "
-                    f"{len(self.checks) - 1})")
+            site = self._site(f"indexes {text}", extent)
+            return f"mlc_index({self.expr(index, lane)}, {self.expr(extent, lane)}, {site})"
         return super().expr_Call(e, lane)
 
 
