@@ -81,6 +81,43 @@ has_vectors = "<16 x float>" in ll
 has_vectors
 
 # %% [markdown]
+# ### Stopping a long call
+# Compiled code runs outside Python, which handles Ctrl-C (Jupyter's interrupt button,
+# a SIGINT) only between its own bytecodes. So the code generator makes the outermost loop
+# of every nest check a flag once per iteration; SIGINT sets it, the call returns within
+# one outer iteration and raises `KeyboardInterrupt`. An interrupted call's outputs are
+# invalid, so floating-point ones are filled with NaN. Below, a naive 2048³ matmul (many
+# seconds of work) and a timer that sends the interrupt the button would, after 0.5 s:
+
+# %% tags=["nbval-ignore-output"]
+import os
+import signal
+import threading
+
+n_long = 2048
+A_l = te.placeholder((n_long, n_long), name="A")
+B_l = te.placeholder((n_long, n_long), name="B")
+k_l = te.reduce_axis((0, n_long), name="k")
+C_l = te.compute((n_long, n_long), lambda i, j: te.sum(A_l[i, k_l] * B_l[k_l, j], axis=k_l),
+                 name="C")
+long_call = mlc.build(te.create_schedule(C_l.op), [A_l, B_l, C_l])
+ones, out_l = np.ones((n_long, n_long), "float32"), np.zeros((n_long, n_long), "float32")
+button = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
+t0 = time.perf_counter()
+button.start()
+try:
+    long_call(ones, ones, out_l)
+    stopped = False
+except KeyboardInterrupt:
+    stopped = True
+finally:
+    button.cancel()
+print(f"interrupted: {stopped}, after {time.perf_counter() - t0:.1f} s; "
+      f"every output element NaN: {bool(np.isnan(out_l).all())}")
+assert stopped and np.isnan(out_l).all()
+del ones, out_l
+
+# %% [markdown]
 # ## The GEMM journey (n = 512)
 # Each step adds one idea of TVM's tutorial, with its block size 32 and reduction split 4.
 # Not every idea pays on its own at this size, and the timings below say which did not.
