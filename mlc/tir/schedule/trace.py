@@ -278,19 +278,25 @@ def _arg_kinds(sch: Schedule, k: int, kind: str) -> tuple[dict[str, str], set[st
     method = getattr(type(sch), kind, None)
     if kind in _NOT_INSTRUCTIONS or not callable(method) or isinstance(method, property):
         raise _bad(k, kind, f"unknown instruction kind {kind!r}: not a schedule primitive")
-    params = [p for p in inspect.signature(method).parameters.values() if p.name != "self"]
     try:
         known = arg_kinds(method)
     except TypeError as err:
         raise _bad(k, kind, str(err)) from None
+    return known, set(_required_of(method))
+
+
+@functools.cache
+def _required_of(method: Any) -> frozenset[str]:
+    """The arguments a primitive cannot do without; ``fuse(*loops)`` and
+    ``reorder(*ordered_loops)`` record their loops as one list argument, required too."""
+    kinds = dict(_kinds_of(method))
     required = {
         p.name
-        for p in params
+        for p in inspect.signature(method).parameters.values()
         if p.default is inspect.Parameter.empty
         and p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
     }
-    # fuse(*loops) and reorder(*ordered_loops) record their loops as one list argument
-    return known, {n for n in known if n in required or known[n] == "loops"}
+    return frozenset(n for n in kinds if n in required or kinds[n] == "loops")
 
 
 def _plain_json(value: Any, depth: int = 0) -> bool:
