@@ -449,19 +449,22 @@ def _where(a: _Access, v: Var, ranges: dict[Var, Range],
     if id(a) in seen:
         return seen[id(a)]
     exprs = [*a.indices, *a.guards]
-    exts = [(var, evaluate_known(rng.min, {}), evaluate_known(rng.extent, {}))
-            for var, rng in ranges.items()
-            if var is v or any(uses_var(e, lambda y, var=var: y is var)  # type: ignore[misc]
-                               for e in exprs)]
-    where: dict[tuple[Any, ...], set[int]] | None = {}
+    exts: list[tuple[Var, int, int]] = []
+    for var, rng in ranges.items():
+        if var is v or any(uses_var(e, lambda y, var=var: y is var)  # type: ignore[misc]
+                           for e in exprs):
+            lo, n = evaluate_known(rng.min, {}), evaluate_known(rng.extent, {})
+            assert isinstance(lo, int) and isinstance(n, int)  # checked by the caller
+            exts.append((var, lo, n))
+    where: dict[tuple[Any, ...], set[int]] = {}
     for point in itertools.product(*(range(lo, lo + n) for _, lo, n in exts)):
         env = {id(var): p for (var, _, _), p in zip(exts, point)}
         if any(evaluate_known(g, env) is False for g in a.guards):
             continue
         elem = tuple(evaluate_known(i, env) for i in a.indices)
         if any(not isinstance(e, int) for e in elem):
-            where = None
-            break
+            seen[id(a)] = None
+            return None
         where.setdefault(elem, set()).add(env[id(v)])
     seen[id(a)] = where
     return where
