@@ -218,9 +218,10 @@ def read_npy(data: bytes | None, shape: tuple[int, ...], dtype: Any = None) -> A
             return f"cannot be read: .npy version {version}"
     except (ValueError, EOFError, SyntaxError, TypeError) as err:
         return f"cannot be read: {str(err)[:200]}"
-    want = "a number type" if dtype is None else str(np.dtype(dtype))
     ok_dtype = (got_dtype.kind in "fiub" and not got_dtype.hasobject if dtype is None
                 else got_dtype == np.dtype(dtype))
+    want = (str(np.dtype(dtype)) if dtype is not None else
+            str(got_dtype) if ok_dtype else "a number type")
     if tuple(got_shape) != tuple(shape) or not ok_dtype:
         return f"is {str(got_dtype)[:40]}{list(got_shape)[:8]}, not {want}{list(shape)}"
     try:

@@ -87,3 +87,68 @@ def test_values_the_judged_step_could_forge_are_read_only_as_stored_arrays(tmp_p
         report, {"values.npz": bomb.getvalue()}, {}, ""))
     fraction, message = judge_graph(case, text, tmp_path)
     assert fraction == 0.0 and "compressed or larger" in message
+
+
+def _forged(monkeypatch, case, values: bytes, **changes):
+    """judge_graph of ``case`` with the judged step replaced by one that leaves ``values``
+    (and an honest report, but for ``changes``)."""
+    from autograder import judged
+    from autograder.judged import Judged
+
+    g, _ = load_graph(case.params["graph"])
+    report = {"ran": True, "message": "", "outputs": len(g.outputs),
+              "inputs": [[v.name, list(v.shape), v.dtype] for v in g.inputs],
+              "ops": [n.op.name for n in graph.fold_constant(g).calls()], **changes}
+    monkeypatch.setattr(judged, "run_judged", lambda *a, **k: Judged(
+        report, {"values.npz": values}, {}, ""))
+    return judge_graph(case, dump_graph(graph.fold_constant(g))[0], Path("."))
+
+
+def _stored(**members: bytes) -> bytes:
+    import io
+    import zipfile
+
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w") as z:
+        for name, data in members.items():
+            z.writestr(f"{name}.npy", data)
+    return archive.getvalue()
+
+
+def _header(shape, descr="<f8") -> bytes:
+    import io
+
+    from numpy.lib import format as npy
+
+    f = io.BytesIO()
+    npy.write_array_header_1_0(f, {"descr": descr, "fortran_order": False, "shape": shape})
+    return f.getvalue()
+
+
+def test_a_forged_value_header_is_refused_before_anything_is_allocated(monkeypatch):
+    """A stored member whose header claims 8 TiB (MemoryError), 1 GiB of 64 bytes (the
+    gigabyte allocated, then ValueError) or objects (pickles refused: ValueError) crashed the
+    trusted side: a grader-error row the student's values forced. Each is now a failed check
+    naming the output."""
+    case = A3.case("fold_mlp")
+    for data in (_header((1 << 40,)) + b"x" * 64, _header((1 << 27,)) + b"x" * 64,
+                 _header((4,), "|O") + b"x" * 64):
+        fraction, message = _forged(monkeypatch, case, _stored(t0_o0=data))
+        assert fraction == 0.0 and "output 0 of the returned graph" in message, message
+
+
+def test_a_forged_ops_list_is_refused_with_a_reason(monkeypatch):
+    case = A3.case("fold_mlp")
+    g, _ = load_graph(case.params["graph"])
+    import io
+    import zlib
+
+    rng = np.random.default_rng(case.seed + zlib.crc32(case.id.encode()))  # judge_graph's
+    feeds = [{v.name: rng.uniform(-1, 1, v.shape).astype(v.dtype) for v in g.inputs}
+             for _ in range(case.trials)]
+    buffer = io.BytesIO()
+    np.savez(buffer, **{f"t{k}_o{j}": np.asarray(v) for k, feed in enumerate(feeds)
+                        for j, v in enumerate(graph.evaluate(g, feed))})
+    assert _forged(monkeypatch, case, buffer.getvalue())[0] == 1.0  # honest values pass
+    fraction, message = _forged(monkeypatch, case, buffer.getvalue(), ops=7)
+    assert fraction == 0.0 and "ops" in message, message
