@@ -555,7 +555,8 @@ why = ("vpdpbusd does 4x the multiply-adds of an fp32 FMA" if has_vnni else
        "activations, while the 8-bit build runs on the exact fallback" if has_pmadd else
        "this CPU has neither instruction, so int8 runs on the portable fallback")
 verdict = (f"faster at both batch sizes: {why}" if min(speedups) > 1 else
-           f"slower at some batch size, although {why}")
+           f"slower at both batch sizes, although {why}" if max(speedups) < 1 else
+           f"faster at one batch size only: {why}")
 print(f"7-bit int8 is {min(speedups):.2f}x to {max(speedups):.2f}x the speed of fp32 here "
       f"({verdict}); the softmax costs the same in every build, and the int8 builds add the "
       "input's quantize")
