@@ -58,6 +58,12 @@ def parse_json(text: str | bytes) -> Any:
         raise ValueError("the JSON is nested too deeply") from None
 
 
+def linear_credit(ratio: float, floor: float, full: float) -> float:
+    """The credit of a speed ratio: none at ``floor`` or slower, all from ``full``, linear in
+    between (:meth:`TraceCase.score`; the judged replay's retiming rule uses it too)."""
+    return float(np.clip((ratio - floor) / (full - floor), 0.0, 1.0))
+
+
 def compare(expected: np.ndarray, got: Any, rtol: float, atol: float) -> tuple[bool, str]:
     """Compare a student's array with the expected one; return (ok, message for a student)."""
     if not isinstance(got, np.ndarray):
@@ -194,7 +200,7 @@ class TraceCase:
         return random_inputs(spec, self.seed + zlib.crc32(self.id.encode()))
 
     def score(self, ratio: float) -> float:
-        return float(np.clip((ratio - self.floor) / (self.full - self.floor), 0.0, 1.0))
+        return linear_credit(ratio, self.floor, self.full)
 
     def check_local(self, value: Any) -> tuple[float, str]:
         from autograder.replay import replay_and_time

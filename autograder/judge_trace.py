@@ -21,7 +21,6 @@ The trusted side compares the output with the answer and checks the times it rea
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import sys
@@ -30,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from autograder.cases import TraceCase, compare
+from autograder.cases import TraceCase, compare, linear_credit
 
 MAX_MESSAGE = 2000
 
@@ -58,7 +57,7 @@ def judge_trace(case: TraceCase, trace_text: str, workdir: Path,
             "out_dtype": str(expected.dtype), "speed": bool(case.speed), "rounds": rounds,
             "min_time": min_time, "settle": settle, "give_up_below": case.floor / 2,
             "floor": case.floor, "full": case.full,
-            "undecided_above": getattr(case, "undecided_above", 1.0), "probe": probe}
+            "undecided_above": case.undecided_above, "probe": probe}
     judged = run_judged(
         "autograder.judge_trace", workdir,
         {"func.txt": func.script().encode(), "trace.json": trace_text.encode(),
@@ -107,28 +106,17 @@ def _checked_timing(timing: Any, rounds: int) -> dict[str, Any] | None:
           and all(isinstance(t, float) and math.isfinite(t) and t > 0 for t in t_ref + t_stu))
     if not ok:
         return None
-    return {**_summarize(t_ref, t_stu), "retimed": bool(timing.get("retimed"))}
+    from autograder.replay import summarize
 
-
-def _summarize(t_ref: list[float], t_stu: list[float]) -> dict[str, Any]:
-    from autograder import replay
-
-    summary = getattr(replay, "summarize", None)
-    if summary is not None:
-        return dict(summary(t_ref, t_stu))
-    ratios = sorted(a / b for a, b in zip(t_ref, t_stu))
-    return {"t_student": float(np.median(t_stu)), "t_reference": float(np.median(t_ref)),
-            "ratio": float(np.median(ratios)), "ratio_min": ratios[0],
-            "ratio_max": ratios[-1], "rounds": len(ratios)}
+    return {**summarize(t_ref, t_stu), "retimed": bool(timing.get("retimed"))}
 
 
 def decide_report(case: TraceCase, report: dict[str, Any]) -> dict[str, Any]:
     """``report`` (from :func:`judge_trace`) with the speed decision of
     :func:`autograder.replay.decide` made here, on the trusted side, from the raw times."""
-    from autograder import replay
+    from autograder.replay import decide
 
-    decide = getattr(replay, "decide", None)
-    if not report.get("correct") or not case.speed or decide is None:
+    if not report.get("correct") or not case.speed:
         return report
     retimed = report.pop("retimed", False)
     report.update(decide(case, report))
@@ -151,8 +139,7 @@ def judge_main(in_dir: Path, out_dir: Path) -> int:
     if spec.get("probe") is not None:
         result["probe"] = program._probe(spec["probe"])
     text = (in_dir / "func.txt").read_text()
-    one_cpu = getattr(replay, "one_cpu", contextlib.nullcontext)
-    with one_cpu():
+    with replay.one_cpu():
         try:
             sch = replay._schedule_from_trace(from_source(text),
                                               (in_dir / "trace.json").read_text())
@@ -178,38 +165,22 @@ def judge_main(in_dir: Path, out_dir: Path) -> int:
                 from_source(text), (in_dir / "reference_trace.json").read_text())
             reference = mlc.build(ref_sch.mod, target="llvm")
             ref_out = np.zeros_like(out)
-            timing = replay.time_interleaved(
+            timing = replay.time_until_decided(
                 student, [*arrays, out], reference, [*arrays, ref_out],
-                rounds=spec["rounds"], min_time=spec["min_time"], settle=spec["settle"],
-                give_up_below=spec["give_up_below"])
-            result["timing"] = _raw(timing)
-            if _undecided(spec, timing):  # time again, twice as long (replay's rule)
-                more = replay.time_interleaved(
-                    student, [*arrays, out], reference, [*arrays, ref_out],
-                    rounds=2 * spec["rounds"], min_time=spec["min_time"],
-                    settle=spec["settle"])
-                raw = _raw(more)
-                result["timing"] = {k: result["timing"][k] + raw[k] for k in raw}
-                result["timing"]["retimed"] = True
+                lambda t: _undecided(spec, t), spec["rounds"], spec["min_time"],
+                spec["settle"], give_up_below=spec["give_up_below"])
+            result["timing"] = {k: timing[k] for k in ("t_reference_rounds",
+                                                       "t_student_rounds", "retimed")
+                                if k in timing}
     (out_dir / "result.json").write_text(json.dumps(result))
     return 0
-
-
-def _raw(timing: dict[str, Any]) -> dict[str, Any]:
-    if "t_reference_rounds" not in timing:  # a time_interleaved without the raw times
-        return {"t_reference_rounds": [timing["t_reference"]],
-                "t_student_rounds": [timing["t_student"]]}
-    return {k: list(timing[k]) for k in ("t_reference_rounds", "t_student_rounds")}
 
 
 def _undecided(spec: dict[str, Any], timing: dict[str, Any]) -> bool:
     """Whether the first batch leaves the credit open (only steers the retiming; the
     trusted side decides from the raw times)."""
-    if "ratio_low" not in timing or "ratio_high" not in timing:
-        return False
-    scale = TraceCase.__new__(TraceCase)  # the scale's numbers only, no computation
-    scale.floor, scale.full = spec["floor"], spec["full"]
-    low, high = scale.score(timing["ratio_low"]), scale.score(timing["ratio_high"])
+    low = linear_credit(timing["ratio_low"], spec["floor"], spec["full"])
+    high = linear_credit(timing["ratio_high"], spec["floor"], spec["full"])
     return bool(high - low > spec["undecided_above"])
 
 

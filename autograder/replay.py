@@ -27,7 +27,7 @@ import os
 import statistics
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -186,6 +186,26 @@ def time_interleaved(student: Any, args_s: list[np.ndarray], reference: Any,
     return report
 
 
+def time_until_decided(student: Any, args_s: list[np.ndarray], reference: Any,
+                       args_r: list[np.ndarray], undecided: Callable[[dict[str, Any]], bool],
+                       rounds: int, min_time: float, settle: float,
+                       give_up_below: float = 0.0) -> dict[str, Any]:
+    """:func:`time_interleaved`; when ``undecided(timing)`` says the first batch leaves the
+    credit open, a second batch twice as long, both batches summarized together
+    (:func:`summarize`, ``retimed: True``). The raw times of every round stay in the result
+    (``t_reference_rounds``, ``t_student_rounds``)."""
+    timing = time_interleaved(student, args_s, reference, args_r, rounds=rounds,
+                              min_time=min_time, settle=settle, give_up_below=give_up_below)
+    if not undecided(timing):
+        return timing
+    more = time_interleaved(student, args_s, reference, args_r, rounds=2 * rounds,
+                            min_time=min_time, settle=settle)
+    t_ref = timing["t_reference_rounds"] + more["t_reference_rounds"]
+    t_stu = timing["t_student_rounds"] + more["t_student_rounds"]
+    return {**summarize(t_ref, t_stu), "t_reference_rounds": t_ref, "t_student_rounds": t_stu,
+            "retimed": True}
+
+
 def decide(case: TraceCase, report: dict[str, Any]) -> dict[str, Any]:
     """The speed credit, and whether the measurement can decide it: the credit at both ends
     of the ratio's interval may differ by at most ``case.undecided_above`` of the points."""
@@ -233,19 +253,11 @@ def _replay_and_time(case: TraceCase, trace_text: str, rounds: int, min_time: fl
     reference = mlc.build(ref_sch.mod, target="llvm")
     ref_out = np.zeros_like(expected)
     args_s, args_r = [*arrays.values(), out], [*arrays.values(), ref_out]
-    timing = time_interleaved(student, args_s, reference, args_r, rounds=rounds,
-                              min_time=min_time, settle=settle, give_up_below=case.floor / 2)
-    verdict = decide(case, timing)
-    if not verdict["decided"]:  # time again, twice as long; both batches decide together
-        more = time_interleaved(student, args_s, reference, args_r, rounds=2 * rounds,
-                                min_time=min_time, settle=settle)
-        t_ref = timing["t_reference_rounds"] + more["t_reference_rounds"]
-        t_stu = timing["t_student_rounds"] + more["t_student_rounds"]
-        timing = summarize(t_ref, t_stu)
-        verdict = decide(case, timing)
-        verdict["retimed"] = True
+    timing = time_until_decided(student, args_s, reference, args_r,
+                                lambda t: not decide(case, t)["decided"], rounds, min_time,
+                                settle, give_up_below=case.floor / 2)
     report.update(timing)
-    report.update(verdict)
+    report.update(decide(case, timing))
     for name in ("t_reference_rounds", "t_student_rounds"):
         report.pop(name, None)
     return report

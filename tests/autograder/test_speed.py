@@ -201,3 +201,26 @@ def test_the_reference_through_the_graders_runner_gets_full_credit_ten_of_ten(si
         print(message)
         credits.append((fraction, flags))
     assert credits == [(1.0, [])] * REPLAYS
+
+
+def test_an_open_first_batch_is_timed_again_twice_as_long_and_both_decide(monkeypatch):
+    """time_until_decided (the judged step's and the in-process replay's shared rule): a
+    first batch that leaves the credit open gets a second batch of twice the rounds, and
+    the summary is over all of them; a decided one is not timed again."""
+    from autograder import replay
+
+    times = iter(float(k + 1) for k in range(1000))  # every timing a new number
+    monkeypatch.setattr(replay, "_time_once", lambda module, args, number: next(times))
+    monkeypatch.setattr(replay, "_calls_for", lambda module, args, min_time: 1)
+    decided = replay.time_until_decided(None, [], None, [], lambda t: False, 5, 0.0, 0.0)
+    assert decided["rounds"] == 5 and "retimed" not in decided
+    seen = []
+    again = replay.time_until_decided(None, [], None, [], lambda t: seen.append(t) or True,
+                                      5, 0.0, 0.0)
+    assert len(seen) == 1 and seen[0]["rounds"] == 5  # asked once, about the first batch
+    assert again["retimed"] is True and again["rounds"] == 15
+    assert len(again["t_reference_rounds"]) == len(again["t_student_rounds"]) == 15
+    assert again["t_reference_rounds"][:5] == seen[0]["t_reference_rounds"]
+    assert again == {**summarize(again["t_reference_rounds"], again["t_student_rounds"]),
+                     "t_reference_rounds": again["t_reference_rounds"],
+                     "t_student_rounds": again["t_student_rounds"], "retimed": True}
