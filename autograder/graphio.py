@@ -232,44 +232,16 @@ class GraphCase:
         return {}
 
     def _check(self, text: Any) -> tuple[float, str]:
-        from mlc import graph
-
         g, nodes = load_graph(self.params["graph"])
         if not isinstance(text, str):
             return 0.0, f"expected exported JSON text, got {type(text).__name__}"
         if self.kind == "groups":
             return self._check_groups(g, nodes, text)
-        try:
-            got, _ = load_graph(text)
-        except GraphFormatError as err:
-            return 0.0, f"the returned graph cannot be read back: {err}"
-        want = [(v.name, v.shape, v.dtype) for v in g.inputs]
-        have = [(v.name, v.shape, v.dtype) for v in got.inputs]
-        if want != have:
-            return 0.0, f"the graph's inputs changed: expected {want}, got {have}"
-        if len(got.outputs) != len(g.outputs):
-            return 0.0, f"expected {len(g.outputs)} outputs, got {len(got.outputs)}"
-        rng = np.random.default_rng(self.seed + zlib.crc32(self.id.encode()))
-        for _ in range(self.trials):
-            feed = {v.name: rng.uniform(-1, 1, v.shape).astype(v.dtype) for v in g.inputs}
-            expected = graph.evaluate(g, feed)
-            try:
-                values = graph.evaluate(got, feed)
-            except Exception as err:  # noqa: BLE001 - the student's graph failed to run
-                return 0.0, f"the returned graph does not run: {type(err).__name__}: {err}"
-            from autograder.cases import compare
-
-            for k, (e, v) in enumerate(zip(expected, values)):
-                ok, message = compare(np.asarray(e), np.asarray(v), self.rtol, self.atol)
-                if not ok:
-                    return 0.0, f"output {k} differs from the original graph's: {message}"
-        if self.expected_ops is not None:
-            want_ops = Counter(self.expected_ops(g))
-            have_ops = Counter(n.op.name for n in got.calls())
-            if want_ops != have_ops:
-                return 0.0, (f"same values, but the ops left are {sorted(have_ops.elements())}; "
-                             f"expected {sorted(want_ops.elements())}")
-        return 1.0, "equivalent graph with the expected ops"
+        # the judged step's two halves in this process (a local check)
+        feeds, expected = _feeds_and_answers(self, g)
+        report, arrays = evaluate_export(text, feeds)
+        return _graph_verdict(self, g, expected, report,
+                              lambda name: arrays.get(name, "is missing"))
 
     def _check_groups(self, g: Any, nodes: list[Any], text: str) -> tuple[float, str]:
         try:
@@ -363,22 +335,17 @@ def judge_graph(case: GraphCase, text: str, workdir: Path,
     the expected ops stay here. Fusion groups are numbers: checked here, nothing to run."""
     import io
 
-    from autograder.cases import compare
     from autograder.judged import JudgeUnavailable, pack_arrays, read_npy, run_judged
-    from mlc import graph
 
     if case.kind == "groups":
         return case._check(text)
     g, _ = load_graph(case.params["graph"])
-    rng = np.random.default_rng(case.seed + zlib.crc32(case.id.encode()))
-    feeds = [{v.name: rng.uniform(-1, 1, v.shape).astype(v.dtype) for v in g.inputs}
-             for _ in range(case.trials)]
+    feeds, expected = _feeds_and_answers(case, g)
     packed = pack_arrays({f"t{k}_{name}": a for k, feed in enumerate(feeds)
                           for name, a in feed.items()})
     spec = {"inputs": [v.name for v in g.inputs], "trials": case.trials}
-    expected = [graph.evaluate(g, feed) for feed in feeds]
     # what honest values take, with room for the npz's headers: more is refused unread
-    cap = 2 * sum(np.asarray(e).nbytes for row in expected for e in row) + (1 << 20)
+    cap = 2 * sum(e.nbytes for row in expected for e in row) + (1 << 20)
     judged = run_judged("autograder.graphio", workdir,
                         {"graph.json": text.encode(), "feeds.npz": packed,
                          "spec.json": json.dumps(spec).encode()},
@@ -387,7 +354,42 @@ def judge_graph(case: GraphCase, text: str, workdir: Path,
         raise JudgeUnavailable(judged.problem)
     if judged.failure:
         return 0.0, f"the graph could not be checked: {judged.failure}"
-    report = judged.result or {}
+    shapes = {f"t{k}_o{j}": e.shape for k, row in enumerate(expected) for j, e in enumerate(row)}
+    try:
+        with zipfile.ZipFile(io.BytesIO(judged.files["values.npz"])) as archive:
+            # stored as np.savez writes it, and each member's header read before its data
+            # (a header claiming 8 TiB): :func:`autograder.judged.read_npy`
+            if any(i.compress_type != zipfile.ZIP_STORED or i.file_size > cap
+                   for i in archive.infolist()):
+                raise ValueError("compressed or larger than the outputs can be")
+            members = set(archive.namelist())
+            values = {name: archive.read(f"{name}.npy") for name in shapes
+                      if f"{name}.npy" in members}
+    except (KeyError, ValueError, OSError, zipfile.BadZipFile) as err:
+        return 0.0, f"the graph's values cannot be read: {err}"
+    return _graph_verdict(case, g, expected, judged.result or {},
+                          lambda name: read_npy(values.get(name), shapes[name]))
+
+
+def _feeds_and_answers(case: GraphCase, g: Any) -> tuple[list[dict[str, np.ndarray]],
+                                                          list[list[np.ndarray]]]:
+    """The inputs a ``kind="graph"`` check feeds (``case.trials`` draws from its seed) and
+    the reference graph ``g``'s outputs on each (trusted side)."""
+    from mlc import graph
+
+    rng = np.random.default_rng(case.seed + zlib.crc32(case.id.encode()))
+    feeds = [{v.name: rng.uniform(-1, 1, v.shape).astype(v.dtype) for v in g.inputs}
+             for _ in range(case.trials)]
+    return feeds, [[np.asarray(e) for e in graph.evaluate(g, feed)] for feed in feeds]
+
+
+def _graph_verdict(case: GraphCase, g: Any, expected: list[list[np.ndarray]],
+                   report: dict[str, Any], value: Callable[[str], Any]) -> tuple[float, str]:
+    """The verdict on a student's graph from what :func:`evaluate_export` reported of it
+    (checked here: it may come from a judged step) and ``value(name)``: its output ``j`` on
+    feed ``k`` (``name`` is ``"t{k}_o{j}"``) as an array, or why there is none."""
+    from autograder.cases import compare
+
     if not report.get("ran"):
         return 0.0, str(report.get("message", "the graph was not checked"))[:2000]
     want = [[v.name, list(v.shape), v.dtype] for v in g.inputs]
@@ -399,23 +401,9 @@ def judge_graph(case: GraphCase, text: str, workdir: Path,
                      f"{[(v.name, v.shape, v.dtype) for v in g.inputs]}, got {have}")
     if report.get("outputs") != len(g.outputs):
         return 0.0, f"expected {len(g.outputs)} outputs, got {report.get('outputs')}"
-    try:
-        with zipfile.ZipFile(io.BytesIO(judged.files["values.npz"])) as archive:
-            # stored as np.savez writes it, and each member's header read before its data
-            # (a header claiming 8 TiB): :func:`autograder.judged.read_npy`
-            if any(i.compress_type != zipfile.ZIP_STORED or i.file_size > cap
-                   for i in archive.infolist()):
-                raise ValueError("compressed or larger than the outputs can be")
-            members = set(archive.namelist())
-            values = {f"t{k}_o{j}": archive.read(f"t{k}_o{j}.npy")
-                      for k in range(len(feeds)) for j in range(len(expected[k]))
-                      if f"t{k}_o{j}.npy" in members}
-    except (KeyError, ValueError, OSError, zipfile.BadZipFile) as err:
-        return 0.0, f"the graph's values cannot be read: {err}"
-    for k in range(len(feeds)):
-        for j, e in enumerate(expected[k]):
-            e = np.asarray(e)
-            got = read_npy(values.get(f"t{k}_o{j}"), e.shape)
+    for k, row in enumerate(expected):
+        for j, e in enumerate(row):
+            got = value(f"t{k}_o{j}")
             if isinstance(got, str):
                 return 0.0, f"output {j} of the returned graph {got}"
             ok, message = compare(e, got, case.rtol, case.atol)
