@@ -30,7 +30,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from autograder.cases import replay_export
+from autograder.cases import linear_credit, replay_export
 
 GPU = "h100"
 
@@ -150,7 +150,7 @@ class GPUCase:
                 "ratio": ref / run.time}
 
     def score(self, ratio: float) -> float:
-        return float(np.clip((ratio - self.floor) / (self.full - self.floor), 0.0, 1.0))
+        return linear_credit(ratio, self.floor, self.full)
 
     def _grade(self, report: dict[str, Any]) -> tuple[float, str]:
         if not report["ok"]:

@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from autograder.cases import replay_export
+from autograder.cases import linear_credit, replay_export
 
 
 def make_func(n: int) -> Any:
@@ -113,7 +113,7 @@ class CycleCase:
         return {"correct": True, "message": "matches numpy", "cycles": run.cycles}
 
     def score(self, ratio: float) -> float:
-        return float(np.clip((ratio - self.floor) / (self.full - self.floor), 0.0, 1.0))
+        return linear_credit(ratio, self.floor, self.full)
 
     def _grade(self, report: dict[str, Any]) -> tuple[float, str]:
         if not report["correct"]:
