@@ -26,6 +26,7 @@ a call just runs. A SIGINT handler of the program's own (``signal.signal(signal.
 
 from __future__ import annotations
 
+import _signal  # signal.getsignal's C function: signal.getsignal wraps it in an enum lookup
 import os
 import signal
 import sys
@@ -89,6 +90,10 @@ def guard(cfunc: Callable[..., None], flag: int, name: str, *, always_arm: bool,
     last = [float("inf")]
     short = [not flag]  # never armed again: the leanest path
     clock = time.perf_counter
+    # the handler is checked on every armed call: signal.getsignal converts its answer to an
+    # enum by raising and catching ValueError (1.7 us of a 2.5 us overhead); the C one: 30 ns
+    getsignal, SIGINT, default_handler = _signal.getsignal, signal.SIGINT, \
+        signal.default_int_handler
 
     def call(*args: Any) -> None:
         if uses_threads and parallel.SERIAL_AFTER_FORK:
@@ -101,7 +106,7 @@ def guard(cfunc: Callable[..., None], flag: int, name: str, *, always_arm: bool,
                 cfunc(*args)
             return
         if (_depth[0] or (not always_arm and last[0] < ARM_AFTER_S)
-                or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+                or getsignal(SIGINT) is not default_handler):
             start = clock()
             cfunc(*args)
             last[0] = clock() - start
