@@ -81,9 +81,9 @@ def _read_metadata(lib: ctypes.CDLL, path: str) -> dict[str, Any]:
     fn.argtypes = []
     try:
         meta = json.loads(fn().decode())
-    except (ValueError, UnicodeDecodeError) as err:
-        raise ExportError(f"{path}: its metadata is not valid JSON ({err}); export the "
-                          "module again") from None
+    except (ValueError, UnicodeDecodeError, RecursionError) as err:
+        raise ExportError(f"{path}: its metadata is not valid JSON ({str(err)[:100]}); "
+                          "export the module again") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise ExportError(f"{path}: its metadata is not an mlc library's; export it again")
     if meta.get("version") != VERSION:
@@ -129,24 +129,46 @@ def load_module(path: str | os.PathLike[str], cc: str | None = None) -> Any:
     path = original
     meta = _read_metadata(lib, path)
     check_features(meta, str(original))
-    sig = from_json(meta["signature"])
+    sig, public, sites, graph = _call_of(meta, path)
     try:
-        address = ctypes.cast(getattr(lib, meta["public"]), ctypes.c_void_p).value
+        address = ctypes.cast(getattr(lib, public), ctypes.c_void_p).value
     except AttributeError:
-        raise ExportError(f"{path} lacks its function {meta['public']!r}") from None
+        raise ExportError(f"{path} lacks its function {public!r}") from None
     target = _target_of(str(meta.get("target", "llvm")), str(meta.get("triple", "")))
     compiled = jit.Compiled(_Symbols(lib), int(address or 0), "")  # type: ignore[arg-type]
     compiled.library = lib  # type: ignore[attr-defined]  # keeps the code mapped
     release = _symbol_address(lib, jit.WORKSPACE_RELEASE)
     if release:
         compiled.workspace = weakref.finalize(compiled, jit._release_workspace, lib, release)
-    sites = tuple(tuple(s) for s in meta.get("checks", ()))
-    mod = LoadedModule(sig, str(meta["public"]), target, "", compiled, None,
-                       sites, 0)  # type: ignore[arg-type]
+    mod = LoadedModule(sig, public, target, "", compiled, None, sites, 0)  # type: ignore[arg-type]
     mod.library_path = os.fspath(original)
-    if meta.get("kind") == "graph":
-        return LoadedGraphModule(mod, meta["graph"])
-    return mod
+    if graph is None:
+        return mod
+    try:
+        return LoadedGraphModule(mod, graph)
+    except (KeyError, TypeError, ValueError) as err:
+        raise _undescribed(path, err) from None
+
+
+def _call_of(meta: dict[str, Any], path: str) -> tuple[Any, str, tuple[Any, ...], Any]:
+    """The call a library's metadata describes: its signature, its function's name, its
+    run-time check sites and (for a graph) its inputs and outputs. A tampered or truncated
+    description (a missing key, a shape nested thousands deep) is an ExportError."""
+    try:
+        sig = from_json(meta["signature"])
+        public = meta["public"]
+        if not isinstance(public, str):
+            raise TypeError(f"the function's name is {type(public).__name__}, not a string")
+        sites = tuple(tuple(site) for site in meta.get("checks", ()))
+        graph = meta["graph"] if meta.get("kind") == "graph" else None
+    except (KeyError, TypeError, ValueError, RecursionError) as err:
+        raise _undescribed(path, err) from None
+    return sig, public, sites, graph
+
+
+def _undescribed(path: str, err: BaseException) -> ExportError:
+    return ExportError(f"{path}: its metadata does not describe a call mlc can make "
+                       f"({type(err).__name__}: {str(err)[:100]}); export the module again")
 
 
 def _open_fresh(path: str, shown: str) -> ctypes.CDLL:

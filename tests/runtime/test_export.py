@@ -298,6 +298,22 @@ def test_load_module_refuses_what_mlc_did_not_write(tmp_path: Path) -> None:
         mlc.runtime.load_module(tmp_path / "old.so")
 
 
+@pytest.mark.parametrize("described", [
+    "",                                                     # no signature, no function
+    ', \\"signature\\": 7, \\"public\\": \\"f\\"',            # not a signature
+    ', \\"signature\\": ' + "[" * 5000 + "]" * 5000 + ', \\"public\\": \\"f\\"',  # deep
+])
+def test_a_tampered_call_description_is_refused(tmp_path: Path, described: str) -> None:
+    """A library whose metadata says it is mlc's but does not describe a call raised
+    KeyError, TypeError or RecursionError from inside load_module."""
+    (tmp_path / "t.c").write_text(
+        'const char *mlc_metadata(void) { return "{\\"format\\": \\"mlc-library\\", '
+        f'\\"version\\": 1{described}}}"; }}\n')
+    subprocess.run(["cc", "-shared", "-fPIC", "t.c", "-o", "t.so"], cwd=tmp_path, check=True)
+    with pytest.raises(ExportError, match="does not describe a call|not valid JSON"):
+        mlc.runtime.load_module(tmp_path / "t.so")
+
+
 def test_packed_calls_cannot_be_exported(tmp_path: Path) -> None:
     A = te.placeholder((4,), name="A")
     mlc.register_func("test_export.double", override=True)(lambda a, b: b.__setitem__(
